@@ -1,0 +1,179 @@
+// Package checkpoint stores the history of a graph thread: one checkpoint
+// after every step, so a run can be resumed after an interrupt or a crash,
+// undone, or forked.
+//
+// A thread's history is linear. Every checkpoint names its parent, and a Put
+// is compare-and-set on that parent: it succeeds only when the parent is the
+// thread's current head. Two writers that start from the same head cannot
+// both win; the loser gets ErrConflict and the history stays a single line.
+// Undo and fork never rewrite history: they append a new head whose state is
+// taken from an older checkpoint.
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Sentinel errors that callers branch on.
+var (
+	// ErrConflict is returned by Put when the checkpoint's parent is not the
+	// thread's current head: another writer got there first.
+	ErrConflict = errors.New("checkpoint conflict: parent is not the thread head")
+	// ErrNotFound is returned when a thread or checkpoint does not exist.
+	ErrNotFound = errors.New("checkpoint not found")
+	// ErrCorrupt is returned when a stored checkpoint cannot be decoded.
+	ErrCorrupt = errors.New("checkpoint corrupt")
+)
+
+// Source says why a checkpoint was written.
+type Source string
+
+// The sources of checkpoints.
+const (
+	SourceInput  Source = "input"  // a run started with new input
+	SourceStep   Source = "step"   // a node finished
+	SourceResume Source = "resume" // a person answered an interrupt
+	SourceUpdate Source = "update" // state edited from outside a run
+	SourceFork   Source = "fork"   // a branch from an older checkpoint
+	SourceUndo   Source = "undo"   // an older checkpoint made head again
+)
+
+// Interrupt is a question a node asked a person. The run that asked it
+// ends with status interrupted and continues when a value is given back.
+type Interrupt struct {
+	// ID identifies this interrupt; a resume may name it.
+	ID string `json:"id"`
+	// Node is the node that asked.
+	Node string `json:"node"`
+	// Payload is what the node asked, as JSON (a confirm card, a question).
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Meta describes how a checkpoint came to be.
+type Meta struct {
+	Source Source `json:"source"`
+	// Node is the node whose step produced this checkpoint, if any.
+	Node string `json:"node,omitempty"`
+	// Run identifies the run (one Invoke, Resume or Continue) that wrote it.
+	Run string `json:"run,omitempty"`
+	// Duration is how long the step took.
+	Duration time.Duration `json:"duration,omitempty"`
+	// From names the checkpoint a fork or undo copied its state from.
+	From string `json:"from,omitempty"`
+	// Created is when the checkpoint was made.
+	Created time.Time `json:"created"`
+}
+
+// Checkpoint is one point in a thread's history.
+type Checkpoint struct {
+	Thread string `json:"thread"`
+	ID     string `json:"id"`
+	// ParentID is the checkpoint this one follows; empty for the first.
+	ParentID string `json:"parent_id,omitempty"`
+	// Seq is the position in the thread's history: 0 for the first
+	// checkpoint, parent's Seq + 1 after that.
+	Seq int64 `json:"seq"`
+	// Step counts the node steps taken on the thread.
+	Step int `json:"step"`
+	// State is the graph state as JSON.
+	State json.RawMessage `json:"state"`
+	// Next lists the node(s) to run from here; empty when the run is done.
+	Next []string `json:"next,omitempty"`
+	// Interrupt is the pending question, if the run waits for a person.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// Resumes holds the answers given so far to the node in Next, in the
+	// order that node asked its questions.
+	Resumes []json.RawMessage `json:"resumes,omitempty"`
+	// Counters counts traversals of bounded loop edges in the current run.
+	Counters map[string]int `json:"counters,omitempty"`
+	Meta     Meta           `json:"meta"`
+}
+
+// Saver stores checkpoints. Implementations must be safe for concurrent use.
+type Saver interface {
+	// Put appends cp to its thread. It is compare-and-set on cp.ParentID:
+	// the parent must be the thread's head (empty for a new thread) and
+	// cp.Seq must be the parent's Seq + 1 (0 for a new thread); otherwise Put
+	// returns an error wrapping ErrConflict and stores nothing.
+	Put(ctx context.Context, cp *Checkpoint) error
+	// Get returns the checkpoint id of thread, or the head when id is empty.
+	// A missing thread or id gives an error wrapping ErrNotFound.
+	Get(ctx context.Context, thread, id string) (*Checkpoint, error)
+	// List returns up to limit checkpoints of thread, newest first
+	// (all of them when limit <= 0).
+	List(ctx context.Context, thread string, limit int) ([]*Checkpoint, error)
+	// DeleteThread removes a thread and its whole history.
+	DeleteThread(ctx context.Context, thread string) error
+}
+
+// NewID returns a new checkpoint id: a UUIDv7, so ids sort by creation time.
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// Next returns a checkpoint that follows head on the same thread: parent,
+// sequence number, step and run bookkeeping carried forward, with a fresh id.
+// head may be nil for a new thread.
+func Next(thread string, head *Checkpoint, src Source) *Checkpoint {
+	cp := &Checkpoint{Thread: thread, ID: NewID(), Meta: Meta{Source: src, Created: time.Now().UTC()}}
+	if head != nil {
+		cp.ParentID = head.ID
+		cp.Seq = head.Seq + 1
+		cp.Step = head.Step
+	}
+	return cp
+}
+
+// Undo makes checkpoint id of thread the head again by appending a copy of
+// it (state and pending work) as a new checkpoint. History is kept, so an
+// undo can itself be undone.
+func Undo(ctx context.Context, s Saver, thread, id string) (*Checkpoint, error) {
+	return Fork(ctx, s, thread, id, thread, nil)
+}
+
+// Fork starts a branch from checkpoint id of thread. The branch is a new
+// head on thread dst (which may be thread itself, or a new thread), with
+// the old checkpoint's state passed through edit when edit is not nil.
+// On dst == thread the fork is recorded with source undo when edit is nil.
+func Fork(ctx context.Context, s Saver, thread, id, dst string, edit func(state json.RawMessage) (json.RawMessage, error)) (*Checkpoint, error) {
+	from, err := s.Get(ctx, thread, id)
+	if err != nil {
+		return nil, fmt.Errorf("fork %s/%s: %w", thread, id, err)
+	}
+	head, err := s.Get(ctx, dst, "")
+	if errors.Is(err, ErrNotFound) {
+		head = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("fork %s/%s: read head of %s: %w", thread, id, dst, err)
+	}
+	src := SourceFork
+	if dst == thread && edit == nil {
+		src = SourceUndo
+	}
+	cp := Next(dst, head, src)
+	cp.Step = from.Step
+	if head != nil && head.Step > cp.Step {
+		cp.Step = head.Step
+	}
+	cp.State = from.State
+	cp.Next = from.Next
+	cp.Interrupt = from.Interrupt
+	cp.Resumes = from.Resumes
+	cp.Counters = from.Counters
+	cp.Meta.From = from.ID
+	if edit != nil {
+		if cp.State, err = edit(from.State); err != nil {
+			return nil, fmt.Errorf("fork %s/%s: edit state: %w", thread, id, err)
+		}
+	}
+	if err := s.Put(ctx, cp); err != nil {
+		return nil, fmt.Errorf("fork %s/%s to %s: %w", thread, id, dst, err)
+	}
+	return cp, nil
+}

@@ -1,0 +1,119 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Map returns a node that fans out: it runs fn concurrently on every item
+// that items returns for the state, then joins the results with merge, in
+// item order whatever order the branches finish in. The first branch error
+// cancels the others' context and fails the node. A fan-out is one step:
+// it is checkpointed after the join, and runs again whole if the process
+// dies before that. Branch events carry the node name "node[i]".
+func Map[S, T, R any](items func(S) []T, fn func(ctx context.Context, item T) (R, error), merge func(s S, results []R) (S, error)) NodeFunc[S] {
+	return func(ctx context.Context, s S) (S, error) {
+		its := items(s)
+		rs := make([]R, len(its))
+		err := fanOut(ctx, len(its), func(ctx context.Context, i int) (err error) {
+			rs[i], err = fn(ctx, its[i])
+			return err
+		})
+		if err != nil {
+			return s, err
+		}
+		return merge(s, rs)
+	}
+}
+
+// Parallel returns a node that runs several branches concurrently, each on
+// its own copy of the state, and joins their results with merge in the
+// order the branches are given. Branches share whatever the state's
+// slices and maps point to, so they must not change those in place.
+func Parallel[S any](merge func(s S, results []S) (S, error), branches ...NodeFunc[S]) NodeFunc[S] {
+	return func(ctx context.Context, s S) (S, error) {
+		rs := make([]S, len(branches))
+		err := fanOut(ctx, len(branches), func(ctx context.Context, i int) (err error) {
+			rs[i], err = branches[i](ctx, s)
+			return err
+		})
+		if err != nil {
+			return s, err
+		}
+		return merge(s, rs)
+	}
+}
+
+func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rc := runOf(ctx)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for i := range n {
+		bctx := ctx
+		if rc != nil {
+			b := *rc
+			b.node = fmt.Sprintf("%s[%d]", rc.node, i)
+			b.ask = nil
+			bctx = context.WithValue(ctx, runKey{}, &b)
+		}
+		wg.Go(func() {
+			err := func() (err error) {
+				defer func() {
+					if p := recover(); p != nil {
+						err = fmt.Errorf("panic: %v", p)
+					}
+				}()
+				return f(bctx, i)
+			}()
+			if err != nil {
+				once.Do(func() {
+					first = fmt.Errorf("branch %d: %w", i, err)
+					cancel(first)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// Subgraph returns a node that runs the graph inner to its end on a state
+// of its own: in maps the outer state to inner's, out maps inner's final
+// state back. The subgraph's steps are part of the outer node's step and
+// are not checkpointed on their own. When a node inside asks a question,
+// the outer node is interrupted with it; on resume the subgraph runs again
+// from its start, and its Ask calls get the answers in order (the re-run
+// contract of Ask applies to every node inside).
+func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) NodeFunc[S] {
+	sub := *inner
+	sub.saver = nil
+	return func(ctx context.Context, s S) (S, error) {
+		parent := runOf(ctx)
+		rc := &runCtx{ask: &askState{}}
+		if parent != nil {
+			rc.thread, rc.run, rc.emit, rc.ask = parent.thread, parent.run, parent.emit, parent.ask
+			rc.prefix = parent.node + "/"
+			rc.keyBase = StepKey(ctx)
+			if rc.ask == nil {
+				rc.ask = &askState{}
+			}
+		}
+		r := &runner[T]{c: &sub, rc: rc, nested: true, state: in(s)}
+		r.ctx = context.WithValue(ctx, runKey{}, rc)
+		r.counters = sub.countersFromMap(nil)
+		first, err := sub.next(&sub.start, r.state, r.counters)
+		if err != nil {
+			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
+		}
+		if _, err := r.loop(first); err != nil {
+			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
+		}
+		return out(s, r.state), nil
+	}
+}

@@ -1,0 +1,60 @@
+package graph
+
+import (
+	"context"
+	"time"
+)
+
+// Kind names an event's kind. The runtime emits the kinds below; nodes emit
+// their own with Emit (the model layer uses KindToken and KindReasoning).
+type Kind string
+
+// Event kinds. Data holds, by kind:
+//   - KindRunStart: nil
+//   - KindRunEnd: the run's *Result[S]
+//   - KindNodeStart: nil
+//   - KindNodeEnd: time.Duration the step took
+//   - KindState: the new state S, after it was checkpointed
+//   - KindInterrupt: *checkpoint.Interrupt
+//   - KindError: nil; the error is in Err
+//   - anything else: whatever the node passed to Emit
+const (
+	KindRunStart  Kind = "run_start"
+	KindRunEnd    Kind = "run_end"
+	KindNodeStart Kind = "node_start"
+	KindNodeEnd   Kind = "node_end"
+	KindState     Kind = "state"
+	KindInterrupt Kind = "interrupt"
+	KindError     Kind = "error"
+	// KindToken carries a piece of model output text (string).
+	KindToken Kind = "token"
+	// KindReasoning carries a piece of model reasoning text (string).
+	KindReasoning Kind = "reasoning"
+)
+
+// Event is one thing that happened in a run.
+type Event struct {
+	Kind   Kind
+	Thread string
+	Run    string
+	// Node is the node the event belongs to; in a fan-out branch it is
+	// "node[i]", in a subgraph "outer/inner".
+	Node string
+	// Step is the thread's step number of the node running.
+	Step int
+	// Checkpoint is the id of the checkpoint written, where one was.
+	Checkpoint string
+	Time       time.Time
+	Data       any
+	Err        error
+}
+
+// Emit sends a custom event from inside a node to whoever streams the run.
+// It is cheap when nobody streams, and does nothing outside a run.
+func Emit(ctx context.Context, kind Kind, data any) {
+	rc := runOf(ctx)
+	if rc == nil || rc.emit == nil {
+		return
+	}
+	rc.emit(Event{Kind: kind, Thread: rc.thread, Run: rc.run, Node: rc.node, Step: rc.step, Time: time.Now(), Data: data})
+}

@@ -1,0 +1,109 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// runCtx is what a node's context knows about the run it is in.
+type runCtx struct {
+	thread, run string
+	node        string
+	step        int
+	emit        func(Event) bool
+	ask         *askState // nil in fan-out branches
+	// prefix is prepended to node names in a subgraph ("outer/");
+	// keyBase starts StepKey (the thread, or the outer step's key).
+	prefix, keyBase string
+}
+
+// askState tracks a node's questions: the answers given so far, and how
+// many the current try has consumed. A subgraph shares its node's askState.
+type askState struct {
+	resumes []json.RawMessage
+	asked   int
+}
+
+type runKey struct{}
+
+func runOf(ctx context.Context) *runCtx {
+	rc, _ := ctx.Value(runKey{}).(*runCtx)
+	return rc
+}
+
+// interruptError is how Ask stops a node. It never escapes the runtime.
+type interruptError struct {
+	payload json.RawMessage
+}
+
+func (e *interruptError) Error() string { return "graph: node interrupted to ask a person" }
+
+// IsInterrupt reports whether err is the interrupt that Ask returns. A node
+// that gets it from Ask must return it (wrapped or not) unchanged.
+func IsInterrupt(err error) bool {
+	var ie *interruptError
+	return errors.As(err, &ie)
+}
+
+// Ask stops the run to ask a person, and returns their answer once the run
+// is resumed.
+//
+// The first time a node calls Ask, Ask returns an interrupt error; the node
+// must return it, with the state it wants kept. The runtime checkpoints that
+// state with the question (payload, as JSON) and ends the run with status
+// interrupted. Resume(value) writes the answer to the thread and runs the
+// node again, from its top, on the state it returned with the interrupt;
+// this time Ask returns the value, decoded into T.
+//
+// The re-run contract: everything a node does before Ask runs again on
+// resume. A node that must not repeat a side effect either does it after
+// Ask, or records in the state it returns with the interrupt that the
+// effect is done, and checks that record first. A node may call Ask several
+// times; the k-th call returns the k-th answer. For effects that must
+// survive a crash between a node's end and its checkpoint, use StepKey as
+// an idempotency key.
+//
+// Rejection is a value: make T carry it (e.g. struct{ Accept bool }).
+func Ask[T any](ctx context.Context, payload any) (T, error) {
+	var zero T
+	rc := runOf(ctx)
+	if rc == nil {
+		return zero, errors.New("graph.Ask called outside a graph run")
+	}
+	if rc.ask == nil {
+		return zero, fmt.Errorf("graph.Ask in %s: not supported inside a fan-out branch", rc.node)
+	}
+	i := rc.ask.asked
+	rc.ask.asked++
+	if i < len(rc.ask.resumes) {
+		var v T
+		if err := json.Unmarshal(rc.ask.resumes[i], &v); err != nil {
+			return zero, fmt.Errorf("graph.Ask in %s: decode answer %d as %T: %w", rc.node, i+1, v, err)
+		}
+		return v, nil
+	}
+	p, err := json.Marshal(payload)
+	if err != nil {
+		return zero, fmt.Errorf("graph.Ask in %s: encode question: %w", rc.node, err)
+	}
+	return zero, &interruptError{payload: p}
+}
+
+// StepKey returns a key that is the same every time this step of this
+// thread runs — after a crash before its checkpoint, or again on resume —
+// and different for every other step. Use it as an idempotency key for
+// side effects outside Loom (a payment, an email, a row insert).
+func StepKey(ctx context.Context) string {
+	rc := runOf(ctx)
+	if rc == nil {
+		return ""
+	}
+	base := rc.keyBase
+	if base == "" {
+		base = rc.thread
+	}
+	return base + "/" + strconv.Itoa(rc.step) + "/" + rc.node
+}

@@ -1,0 +1,431 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// Errors that callers branch on. Conflicts between two writers of one
+// thread come from the saver as checkpoint.ErrConflict.
+var (
+	// ErrNoInterrupt: Resume on a thread that is not waiting for a person.
+	ErrNoInterrupt = errors.New("graph: thread has no pending interrupt to resume")
+	// ErrInterrupted: Continue on a thread that waits for a person's answer.
+	ErrInterrupted = errors.New("graph: thread waits for an answer; resume it")
+	// ErrStepLimit: a run took its step limit; Continue goes on from there.
+	ErrStepLimit = errors.New("graph: step limit reached")
+	// ErrNoSaver: Resume or Continue on a graph compiled without a saver.
+	ErrNoSaver = errors.New("graph: no saver; compile with WithSaver to resume or continue")
+)
+
+// Status is how a run ended.
+type Status string
+
+// Run statuses.
+const (
+	StatusDone        Status = "done"
+	StatusInterrupted Status = "interrupted"
+)
+
+// Input says how a run starts. Exactly one way applies: with Update set, a
+// new run starts from Start on the thread's latest state (the zero S for a
+// new thread) after Update changed it — any unfinished work or pending
+// interrupt of the thread is set aside. Else, with Resume set, the pending
+// interrupt is answered with Resume. Else the thread continues where its
+// last checkpoint says (after a crash, a cancel or the step limit).
+type Input[S any] struct {
+	Update func(*S)
+	Resume any
+	// Interrupt, with Resume, names the interrupt being answered. When it is
+	// no longer pending (someone else answered it first) the resume fails
+	// with checkpoint.ErrConflict rather than ErrNoInterrupt.
+	Interrupt string
+}
+
+// Result is how a run ended.
+type Result[S any] struct {
+	State  S
+	Status Status
+	// Interrupt is the pending question when Status is interrupted.
+	Interrupt *checkpoint.Interrupt
+	// Checkpoint is the id of the thread's head after the run ("" without a saver).
+	Checkpoint string
+	Run        string
+	// Steps is how many node steps this run took.
+	Steps int
+}
+
+// Invoke starts a new run on thread: the thread's latest state, changed by
+// update (which may be nil), runs from Start.
+func (c *Compiled[S]) Invoke(ctx context.Context, thread string, update func(*S)) (*Result[S], error) {
+	if update == nil {
+		update = func(*S) {}
+	}
+	return c.exec(ctx, thread, Input[S]{Update: update}, nil)
+}
+
+// Resume answers thread's pending interrupt with value and runs on.
+func (c *Compiled[S]) Resume(ctx context.Context, thread string, value any) (*Result[S], error) {
+	if value == nil {
+		return nil, errors.New("graph: resume value must not be nil")
+	}
+	return c.exec(ctx, thread, Input[S]{Resume: value}, nil)
+}
+
+// Continue runs thread on from its last checkpoint.
+func (c *Compiled[S]) Continue(ctx context.Context, thread string) (*Result[S], error) {
+	return c.exec(ctx, thread, Input[S]{}, nil)
+}
+
+// Run runs as in says and returns how the run ended.
+func (c *Compiled[S]) Run(ctx context.Context, thread string, in Input[S]) (*Result[S], error) {
+	return c.exec(ctx, thread, in, nil)
+}
+
+// Stream runs as in says, yielding its events as they happen. The last
+// event is KindRunEnd (Data: *Result[S]) or KindError, which is yielded
+// with the error. Breaking out of the loop stops the run at the next step
+// boundary; every step taken is checkpointed.
+func (c *Compiled[S]) Stream(ctx context.Context, thread string, in Input[S]) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		var mu sync.Mutex
+		stopped := false
+		emit := func(e Event) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if !stopped && !yield(e, nil) {
+				stopped = true
+			}
+			return !stopped
+		}
+		res, err := c.exec(ctx, thread, in, emit)
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if err != nil {
+			e := Event{Kind: KindError, Thread: thread, Time: time.Now(), Err: err}
+			if res != nil {
+				e.Run, e.Checkpoint = res.Run, res.Checkpoint
+			}
+			yield(e, err)
+		}
+	}
+}
+
+// errStopped ends a run whose stream consumer went away.
+var errStopped = errors.New("graph: stream consumer stopped")
+
+// runner is one run in progress.
+type runner[S any] struct {
+	c        *Compiled[S]
+	ctx      context.Context
+	rc       *runCtx
+	state    S
+	head     *checkpoint.Checkpoint
+	counters []int
+	steps    int  // steps of this run
+	nested   bool // a subgraph's run: interrupts go up to the outer node
+}
+
+func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit func(Event) bool) (*Result[S], error) {
+	r := &runner[S]{c: c, rc: &runCtx{thread: thread, run: checkpoint.NewID(), emit: emit, ask: &askState{}}}
+	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
+	res, err := r.run(in)
+	if res != nil && err == nil {
+		r.send(KindRunEnd, "", "", res)
+	}
+	return res, err
+}
+
+func (r *runner[S]) result(status Status) *Result[S] {
+	res := &Result[S]{State: r.state, Status: status, Run: r.rc.run, Steps: r.steps}
+	if r.head != nil {
+		res.Checkpoint = r.head.ID
+		res.Interrupt = r.head.Interrupt
+	}
+	return res
+}
+
+func (r *runner[S]) send(kind Kind, node, cp string, data any) bool {
+	if r.rc.emit == nil {
+		return true
+	}
+	step := r.rc.step
+	return r.rc.emit(Event{Kind: kind, Thread: r.rc.thread, Run: r.rc.run, Node: node, Step: step, Checkpoint: cp, Time: time.Now(), Data: data})
+}
+
+// load reads the thread's head into r.head and r.state.
+func (r *runner[S]) load() error {
+	cp, err := r.c.saver.Get(r.ctx, r.rc.thread, "")
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("graph %s: load thread %s: %w", r.c.name, r.rc.thread, err)
+	}
+	if err := json.Unmarshal(cp.State, &r.state); err != nil {
+		return fmt.Errorf("graph %s: thread %s checkpoint %s: decode state: %w: %w", r.c.name, cp.Thread, cp.ID, checkpoint.ErrCorrupt, err)
+	}
+	r.head = cp
+	return nil
+}
+
+// save checkpoints the current state as the thread's new head.
+func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func(*checkpoint.Checkpoint)) error {
+	if r.c.saver == nil {
+		return nil
+	}
+	cp := checkpoint.Next(r.rc.thread, r.head, src)
+	cp.Meta.Run, cp.Meta.Node = r.rc.run, node
+	if src == checkpoint.SourceStep {
+		cp.Step = r.rc.step
+	}
+	if next != endIndex {
+		cp.Next = []string{r.c.nodeName(next)}
+	}
+	cp.Counters = r.c.countersToMap(r.counters)
+	if fill != nil {
+		fill(cp)
+	}
+	b, err := json.Marshal(r.state)
+	if err != nil {
+		return fmt.Errorf("graph %s: thread %s: encode state: %w", r.c.name, r.rc.thread, err)
+	}
+	cp.State = b
+	// A cancelled run still records the step it finished.
+	if err := r.c.saver.Put(context.WithoutCancel(r.ctx), cp); err != nil {
+		return fmt.Errorf("graph %s: thread %s: %w", r.c.name, r.rc.thread, err)
+	}
+	r.head = cp
+	return nil
+}
+
+func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
+	c := r.c
+	if c.saver != nil {
+		if err := r.load(); err != nil {
+			return nil, err
+		}
+	} else if in.Update == nil {
+		return nil, ErrNoSaver
+	}
+	if r.head != nil {
+		r.rc.step = r.head.Step
+	}
+	r.send(KindRunStart, "", "", nil)
+
+	var cur int
+	switch {
+	case in.Update != nil:
+		in.Update(&r.state)
+		r.counters = c.countersFromMap(nil)
+		next, err := c.next(&c.start, r.state, r.counters)
+		if err != nil {
+			return nil, fmt.Errorf("graph %s: %w", c.name, err)
+		}
+		if err := r.save(checkpoint.SourceInput, "", next, nil); err != nil {
+			return nil, err
+		}
+		cur = next
+	case in.Resume != nil:
+		if in.Interrupt != "" && (r.head == nil || r.head.Interrupt == nil || r.head.Interrupt.ID != in.Interrupt) {
+			return nil, fmt.Errorf("graph %s: resume thread %s: interrupt %s is no longer pending: %w", c.name, r.rc.thread, in.Interrupt, checkpoint.ErrConflict)
+		}
+		if r.head == nil || r.head.Interrupt == nil {
+			return nil, fmt.Errorf("graph %s: resume thread %s: %w", c.name, r.rc.thread, ErrNoInterrupt)
+		}
+		v, err := json.Marshal(in.Resume)
+		if err != nil {
+			return nil, fmt.Errorf("graph %s: resume thread %s: encode value: %w", c.name, r.rc.thread, err)
+		}
+		r.rc.ask.resumes = append(append([]json.RawMessage(nil), r.head.Resumes...), v)
+		r.counters = c.countersFromMap(r.head.Counters)
+		if cur, err = r.headNext(); err != nil {
+			return nil, err
+		}
+		err = r.save(checkpoint.SourceResume, "", cur, func(cp *checkpoint.Checkpoint) { cp.Resumes = r.rc.ask.resumes })
+		if err != nil {
+			return nil, err
+		}
+	default:
+		if r.head == nil {
+			return nil, fmt.Errorf("graph %s: continue thread %s: %w", c.name, r.rc.thread, checkpoint.ErrNotFound)
+		}
+		if r.head.Interrupt != nil {
+			return nil, fmt.Errorf("graph %s: continue thread %s: %w", c.name, r.rc.thread, ErrInterrupted)
+		}
+		if len(r.head.Next) == 0 {
+			return r.result(StatusDone), nil
+		}
+		r.rc.ask.resumes = r.head.Resumes
+		r.counters = c.countersFromMap(r.head.Counters)
+		var err error
+		if cur, err = r.headNext(); err != nil {
+			return nil, err
+		}
+	}
+	return r.loop(cur)
+}
+
+func (r *runner[S]) headNext() (int, error) {
+	if len(r.head.Next) == 0 {
+		return endIndex, nil
+	}
+	i, ok := r.c.index[r.head.Next[0]]
+	if !ok {
+		return 0, fmt.Errorf("graph %s: thread %s checkpoint %s: next node %q is not in this graph", r.c.name, r.rc.thread, r.head.ID, r.head.Next[0])
+	}
+	return i, nil
+}
+
+func (r *runner[S]) loop(cur int) (*Result[S], error) {
+	c := r.c
+	for cur != endIndex {
+		if err := r.ctx.Err(); err != nil {
+			return r.result(""), fmt.Errorf("graph %s: thread %s stopped before %s: %w", c.name, r.rc.thread, c.nodes[cur].name, err)
+		}
+		if r.steps >= c.stepLimit {
+			return r.result(""), fmt.Errorf("graph %s: thread %s: %w after %d steps (next: %s)", c.name, r.rc.thread, ErrStepLimit, r.steps, c.nodes[cur].name)
+		}
+		n := &c.nodes[cur]
+		r.rc.node = n.name
+		if r.rc.prefix != "" {
+			r.rc.node = r.rc.prefix + n.name
+		}
+		r.rc.step++
+		if !r.send(KindNodeStart, r.rc.node, "", nil) {
+			return r.result(""), errStopped
+		}
+		var began time.Time
+		if c.saver != nil || r.rc.emit != nil {
+			began = time.Now()
+		}
+		out, err := c.call(r.ctx, r.rc, n, r.state)
+		if err != nil {
+			r.rc.step--
+			if ie := (*interruptError)(nil); errors.As(err, &ie) {
+				if r.nested {
+					return nil, err
+				}
+				return r.interrupt(n, out, ie)
+			}
+			return r.result(""), fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+		}
+		r.state = out
+		r.steps++
+		next, err := c.next(n, r.state, r.counters)
+		if err != nil {
+			return r.result(""), fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+		}
+		if !r.nested {
+			r.rc.ask.resumes = nil // the answers belonged to the node just done
+		}
+		var took time.Duration
+		if !began.IsZero() {
+			took = time.Since(began)
+		}
+		err = r.save(checkpoint.SourceStep, n.name, next, func(cp *checkpoint.Checkpoint) { cp.Meta.Duration = took })
+		if err != nil {
+			return r.result(""), err
+		}
+		if r.rc.emit != nil {
+			var id string
+			if r.head != nil {
+				id = r.head.ID
+			}
+			r.send(KindNodeEnd, r.rc.node, id, took)
+			if !r.send(KindState, r.rc.node, id, r.state) {
+				return r.result(""), errStopped
+			}
+		}
+		cur = next
+	}
+	return r.result(StatusDone), nil
+}
+
+// interrupt checkpoints the state node n returned with its question.
+func (r *runner[S]) interrupt(n *cnode[S], out S, ie *interruptError) (*Result[S], error) {
+	if r.c.saver == nil {
+		return nil, fmt.Errorf("graph %s: node %s asked a question: %w", r.c.name, n.name, ErrNoSaver)
+	}
+	r.state = out
+	intr := &checkpoint.Interrupt{ID: checkpoint.NewID(), Node: n.name, Payload: ie.payload}
+	err := r.save(checkpoint.SourceStep, n.name, r.c.index[n.name], func(cp *checkpoint.Checkpoint) {
+		cp.Interrupt = intr
+		cp.Resumes = r.rc.ask.resumes
+	})
+	if err != nil {
+		return r.result(""), err
+	}
+	r.send(KindInterrupt, n.name, r.head.ID, intr)
+	return r.result(StatusInterrupted), nil
+}
+
+// call runs node n on s with its timeout and retry policy.
+func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S, error) {
+	attempts, wait := 1, time.Duration(0)
+	if n.retry != nil {
+		attempts, wait = n.retry.Attempts, n.retry.Backoff
+	}
+	for try := 1; ; try++ {
+		// A try asks its questions from the first answer again. Inside a
+		// subgraph (prefix set) the count runs on across the inner nodes,
+		// which share the outer node's answers.
+		if rc.ask != nil && rc.prefix == "" {
+			rc.ask.asked = 0
+		}
+		out, err := tryNode(ctx, n, s)
+		if err == nil || IsInterrupt(err) {
+			return out, err
+		}
+		if try >= attempts || ctx.Err() != nil || (n.retry.If != nil && !n.retry.If(err)) {
+			if try > 1 {
+				return out, fmt.Errorf("node %s (try %d of %d): %w", n.name, try, attempts, err)
+			}
+			return out, fmt.Errorf("node %s: %w", n.name, err)
+		}
+		if wait > 0 {
+			// Full jitter: wait a random time up to the backoff.
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(wait)) + 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return out, fmt.Errorf("node %s: waiting to retry: %w", n.name, ctx.Err())
+			case <-t.C:
+			}
+			wait *= 2
+			if n.retry.MaxBackoff > 0 && wait > n.retry.MaxBackoff {
+				wait = n.retry.MaxBackoff
+			}
+		}
+	}
+}
+
+// tryNode runs one try of n, turning a panic into an error.
+func tryNode[S any](ctx context.Context, n *cnode[S], s S) (out S, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = s, fmt.Errorf("panic: %v", p)
+		}
+	}()
+	if n.timeout <= 0 {
+		return n.fn(ctx, s)
+	}
+	tctx, cancel := context.WithTimeout(ctx, n.timeout)
+	defer cancel()
+	out, err = n.fn(tctx, s)
+	if err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("timed out after %s: %w", n.timeout, err)
+	}
+	return out, err
+}
