@@ -30,6 +30,13 @@ const (
 	KindToken Kind = "token"
 	// KindReasoning carries a piece of model reasoning text (string).
 	KindReasoning Kind = "reasoning"
+	// KindStatus carries a short status line for the user (string).
+	KindStatus Kind = "status"
+	// KindToolCall carries a tool call the agent makes (a JSON-encodable
+	// value with the tool's name and arguments).
+	KindToolCall Kind = "tool_call"
+	// KindToolResult carries a tool's result (JSON-encodable).
+	KindToolResult Kind = "tool_result"
 )
 
 // Event is one thing that happened in a run.

@@ -519,6 +519,7 @@ func TestStepLimitThenContinue(t *testing.T) {
 func TestCancelStopsAtStepBoundary(t *testing.T) {
 	saver := checkpoint.NewMemory()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	g := chain(6)
 	// Node n2 cancels the run while it works, and still finishes its step.
 	g2 := graph.New[counter]("c")

@@ -1,0 +1,200 @@
+// Command loom runs Loom's agents: on the command line, and (soon) as a
+// server.
+//
+//	loom version
+//	loom agents
+//	loom graph mermaid|scenarios AGENT
+//	loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"syscall"
+
+	"github.com/loomkit/loom/apps/demo"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/graph"
+)
+
+// agent is one agent the command knows.
+type agent struct {
+	description string
+	build       func(saver checkpoint.Saver) (graph.Runner, error)
+}
+
+var agents = map[string]agent{
+	"demo": {
+		description: "checklist with a bounded correction loop and an approval (no model needed)",
+		build: func(s checkpoint.Saver) (graph.Runner, error) {
+			return demo.Graph().Compile(graph.WithSaver(s))
+		},
+	},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "loom:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  loom version
+  loom agents
+  loom graph mermaid|scenarios AGENT
+  loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]`
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "version":
+		fmt.Fprintln(out, "loom", version())
+		return nil
+	case "agents":
+		names := make([]string, 0, len(agents))
+		for n := range agents {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(out, "%-10s %s\n", n, agents[n].description)
+		}
+		return nil
+	case "graph":
+		if len(args) != 3 || (args[1] != "mermaid" && args[1] != "scenarios") {
+			return errors.New(usage)
+		}
+		r, err := lookup(args[2], nil)
+		if err != nil {
+			return err
+		}
+		if args[1] == "mermaid" {
+			fmt.Fprint(out, r.Mermaid())
+			return nil
+		}
+		for i, s := range r.Scenarios() {
+			fmt.Fprintf(out, "%d. %s\n", i+1, s)
+		}
+		return nil
+	case "run":
+		return runAgent(ctx, args[1:], out)
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+func lookup(name string, saver checkpoint.Saver) (graph.Runner, error) {
+	a, ok := agents[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q (see loom agents)", name)
+	}
+	r, err := a.build(saver)
+	if err != nil {
+		return nil, fmt.Errorf("build agent %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func runAgent(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	name := args[0]
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	db := fs.String("db", "loom.db", "SQLite file for checkpoints")
+	thread := fs.String("thread", "default", "thread id")
+	input := fs.String("input", "", "start a new run with this JSON object as input")
+	resume := fs.String("resume", "", "answer the pending question with this JSON value")
+	cont := fs.Bool("continue", false, "continue the thread where it stopped")
+	asJSON := fs.Bool("json", false, "print events as JSON lines")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var in graph.JSONInput
+	switch {
+	case *input != "" && *resume == "" && !*cont:
+		in.Update = json.RawMessage(*input)
+	case *resume != "" && *input == "" && !*cont:
+		in.Resume = json.RawMessage(*resume)
+	case *cont && *input == "" && *resume == "":
+	default:
+		return errors.New("give exactly one of -input, -resume, -continue")
+	}
+	for _, v := range []json.RawMessage{in.Update, in.Resume} {
+		if v != nil && !json.Valid(v) {
+			return fmt.Errorf("not valid JSON: %s", v)
+		}
+	}
+	saver, err := sqlite.Open(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer saver.Close()
+	r, err := lookup(name, saver)
+	if err != nil {
+		return err
+	}
+	slog.Debug("run", "agent", name, "thread", *thread, "db", *db)
+	enc := json.NewEncoder(out)
+	for e, err := range r.StreamJSON(ctx, *thread, in) {
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if err := enc.Encode(eventJSON(e)); err != nil {
+				return err
+			}
+			continue
+		}
+		printEvent(out, e)
+	}
+	return nil
+}
+
+type jsonEvent struct {
+	Kind       graph.Kind `json:"kind"`
+	Thread     string     `json:"thread"`
+	Run        string     `json:"run"`
+	Node       string     `json:"node,omitempty"`
+	Step       int        `json:"step"`
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	Data       any        `json:"data,omitempty"`
+}
+
+func eventJSON(e graph.Event) jsonEvent {
+	return jsonEvent{Kind: e.Kind, Thread: e.Thread, Run: e.Run, Node: e.Node, Step: e.Step, Checkpoint: e.Checkpoint, Data: e.Data}
+}
+
+func printEvent(out io.Writer, e graph.Event) {
+	switch e.Kind {
+	case graph.KindNodeEnd:
+		fmt.Fprintf(out, "step %d  %s (%v)\n", e.Step, e.Node, e.Data)
+	case graph.KindInterrupt:
+		i := e.Data.(*checkpoint.Interrupt)
+		fmt.Fprintf(out, "waiting at %s: %s\n  answer with: loom run AGENT -thread %s -resume 'JSON'\n", i.Node, i.Payload, e.Thread)
+	case graph.KindRunEnd:
+		b, _ := json.MarshalIndent(e.Data, "", "  ")
+		fmt.Fprintf(out, "run %s ended:\n%s\n", e.Run, b)
+	}
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

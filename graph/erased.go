@@ -1,0 +1,51 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// Runner is a compiled graph with its state type hidden behind JSON, for
+// code that serves many graphs: the command line and the server.
+// *Compiled[S] implements it.
+type Runner interface {
+	Name() string
+	Mermaid() string
+	Scenarios() []Scenario
+	Saver() checkpoint.Saver
+	// StreamJSON runs the graph as in says and yields its events.
+	StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error]
+}
+
+// JSONInput is Input with JSON values. With Update set (a JSON object), a
+// new run starts on the thread's latest state with Update's fields decoded
+// over it; else with Resume set, the pending interrupt is answered; else
+// the thread continues.
+type JSONInput struct {
+	Update    json.RawMessage `json:"update,omitempty"`
+	Resume    json.RawMessage `json:"resume,omitempty"`
+	Interrupt string          `json:"interrupt,omitempty"`
+}
+
+// StreamJSON implements Runner.
+func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
+	var typed Input[S]
+	switch {
+	case in.Update != nil:
+		var check S
+		if err := json.Unmarshal(in.Update, &check); err != nil {
+			return func(yield func(Event, error) bool) {
+				err := fmt.Errorf("graph %s: input does not fit the state: %w", c.name, err)
+				yield(Event{Kind: KindError, Thread: thread, Err: err}, err)
+			}
+		}
+		typed.Update = func(s *S) { _ = json.Unmarshal(in.Update, s) } // checked above
+	case in.Resume != nil:
+		typed.Resume, typed.Interrupt = in.Resume, in.Interrupt
+	}
+	return c.Stream(ctx, thread, typed)
+}
