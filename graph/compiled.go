@@ -33,6 +33,10 @@ type cloop struct {
 	id, to, exit, max int
 }
 
+// A loop's count is of consecutive returns: entering its target any other
+// way (from outside the loop) starts the count again.
+
+
 type cnode[S any] struct {
 	name string
 	fn   NodeFunc[S]
@@ -41,6 +45,9 @@ type cnode[S any] struct {
 	route   RouteFunc[S]
 	targets []target
 	loops   []cloop
+	// entering lists, per target index, the ids of loops into that node
+	// that this node is not the source of: taking such an edge resets them.
+	entering map[int][]int
 }
 
 func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
@@ -83,6 +90,16 @@ func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
 				cn.loops = append(cn.loops, cloop{id: id, to: idx(l.to), exit: idx(l.exit), max: l.max})
 			}
 		}
+		for _, t := range append(o.targetList(), c.exitsOf(name)...) {
+			for id, l := range c.loops {
+				if l.to == t && l.from != name {
+					if cn.entering == nil {
+						cn.entering = make(map[int][]int)
+					}
+					cn.entering[idx(t)] = append(cn.entering[idx(t)], id)
+				}
+			}
+		}
 		return cn
 	}
 	c.start = build(Start)
@@ -121,12 +138,27 @@ func (c *Compiled[S]) next(n *cnode[S], s S, counters []int) (int, error) {
 	for _, l := range n.loops {
 		if l.to == t {
 			if counters[l.id] >= l.max {
-				return l.exit, nil
+				t = l.exit
+				break
 			}
 			counters[l.id]++
 		}
 	}
+	for _, id := range n.entering[t] {
+		counters[id] = 0
+	}
 	return t, nil
+}
+
+// exitsOf lists the exits of the loops that leave node name.
+func (c *Compiled[S]) exitsOf(name string) []string {
+	var exits []string
+	for _, l := range c.loops {
+		if l.from == name {
+			exits = append(exits, l.exit)
+		}
+	}
+	return exits
 }
 
 func (c *Compiled[S]) nodeName(i int) string {

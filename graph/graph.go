@@ -170,9 +170,12 @@ func (g *Graph[S]) setOut(from string, o *out[S]) *Graph[S] {
 }
 
 // Loop bounds the edge from → to (a plain Edge, or one of from's route
-// targets): within one run it is taken at most max times; when the route
-// would take it again, the run goes to exit instead. Every cycle in a graph
-// must contain a bounded edge, so no run loops forever by accident.
+// targets): it is taken at most max times in a row; when the route would
+// take it again, the run goes to exit instead. "In a row" means the count
+// starts again whenever the run enters to by another edge (coming into the
+// loop from outside it), and when a new run starts on the thread; it
+// survives interrupts and crashes, as it is checkpointed. Every cycle in a
+// graph must contain a bounded edge, so no run loops forever by accident.
 func (g *Graph[S]) Loop(from, to string, max int, exit string) *Graph[S] {
 	if max < 1 {
 		g.errorf("loop %s → %s: bound %d must be at least 1", from, to, max)

@@ -741,3 +741,23 @@ func TestMermaidAndScenarios(t *testing.T) {
 		t.Errorf("Scenarios:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestNestedLoopsCountInARow(t *testing.T) {
+	// inner repeats itself at most 2 times in a row; each time the outer
+	// loop comes round, inner's count starts again.
+	always := func(to string) graph.RouteFunc[counter] { return func(counter) string { return to } }
+	g := graph.New[counter]("nested").
+		Node("outer", inc("outer")).
+		Node("inner", inc("inner")).
+		Node("next", inc("next")).
+		Edge(graph.Start, "outer").
+		Edge("outer", "inner").
+		Route("inner", always("inner"), "inner").Loop("inner", "inner", 2, "next").
+		Route("next", always("outer"), "outer").Loop("next", "outer", 2, graph.End)
+	res := must(must(g.Compile()).Invoke(context.Background(), "t", nil))
+	got := strings.Join(res.State.Log, " ")
+	round := "outer inner inner inner next"
+	if want := strings.Join([]string{round, round, round}, " "); got != want {
+		t.Errorf("log\n got %s\nwant %s", got, want)
+	}
+}
