@@ -36,7 +36,6 @@ type cloop struct {
 // A loop's count is of consecutive returns: entering its target any other
 // way (from outside the loop) starts the count again.
 
-
 type cnode[S any] struct {
 	name string
 	fn   NodeFunc[S]
