@@ -34,7 +34,7 @@
 // errs on the safe side there; o200k_base is closer for Chinese. Leave a
 // margin (10-20%) under the model's context limit, or supply a Counter that
 // wraps the provider's tokenizer. Per message, 3 tokens of framing are
-// added (4 with a name), and 3 per view for the reply, as OpenAI documents.
+// added, and 3 per view for the reply, as OpenAI documents.
 package convo
 
 import (

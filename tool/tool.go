@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loomkit/loom/llm"
 	"regexp"
 	"strings"
 
@@ -76,12 +77,8 @@ func (e *ArgsError) Is(target error) bool { return target == ErrInvalidArgs }
 // Unwrap returns the contract error.
 func (e *ArgsError) Unwrap() error { return e.Err }
 
-// Definition is what a model request carries for a tool.
-type Definition struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
+// Definition is what a model request carries for a tool: llm.Tool.
+type Definition = llm.Tool
 
 // Tool is one callable tool. The zero Tool is not usable; make one with New
 // or NewRaw. A Tool is immutable and safe for concurrent use.
