@@ -131,8 +131,9 @@ func (c *DeltaCache) Encode(thread, parentID string, state []byte) (blob []byte,
 	return d, true, chain
 }
 
-// Remember records that checkpoint id of thread has state, with chain
-// bytes of deltas since its last full state.
+// Remember records that checkpoint id of thread has state, with chain the
+// sum of ChainCost over the deltas since its last full state (0 for a full
+// state). The cache keeps state as is: it must not change afterwards.
 func (c *DeltaCache) Remember(thread, id string, state []byte, chain int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -141,15 +142,18 @@ func (c *DeltaCache) Remember(thread, id string, state []byte, chain int) {
 	}
 	c.size += len(state) - len(c.m[thread].state)
 	c.m[thread] = deltaEntry{id: id, state: state, chain: chain}
+	if c.size <= deltaCacheMaxBytes {
+		return
+	}
 	// Drop other threads' entries (in map order, which is as good as any)
 	// until the cache fits again.
 	for t, e := range c.m {
-		if c.size <= deltaCacheMaxBytes {
-			break
-		}
 		if t != thread {
 			c.size -= len(e.state)
 			delete(c.m, t)
+		}
+		if c.size <= deltaCacheMaxBytes {
+			return
 		}
 	}
 }

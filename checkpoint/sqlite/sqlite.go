@@ -1,0 +1,380 @@
+// Package sqlite provides a checkpoint.Saver that keeps checkpoints in a
+// SQLite database file, through the pure-Go driver modernc.org/sqlite.
+//
+// The file is in WAL mode with synchronous=NORMAL: a Put is durable against
+// a crash of the process, and against a power cut up to the last WAL
+// checkpoint. Several savers, in one process or several, may open the same
+// file; compare-and-set holds across all of them.
+//
+// A checkpoint's state is stored as a delta against its parent's state when
+// the saver has the parent's state at hand (see checkpoint.DeltaCache), so
+// a step that appends a message to a long conversation stores about the
+// size of the message.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/loomkit/loom/checkpoint"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 1
+
+// The table holds one row per checkpoint. A row's state is the full state
+// (full = 1) or a checkpoint.Diff delta against the state of the row with
+// seq - 1; meta holds the remaining fields as JSON (see metaDoc).
+const schema = `
+CREATE TABLE IF NOT EXISTS checkpoints (
+	thread    TEXT    NOT NULL,
+	seq       INTEGER NOT NULL,
+	id        TEXT    NOT NULL,
+	parent_id TEXT    NOT NULL,
+	step      INTEGER NOT NULL,
+	full      INTEGER NOT NULL,
+	state     BLOB    NOT NULL,
+	meta      BLOB    NOT NULL,
+	PRIMARY KEY (thread, seq)
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_id ON checkpoints (thread, id);
+CREATE INDEX IF NOT EXISTS checkpoints_full ON checkpoints (thread, seq) WHERE full = 1;
+`
+
+// insertSQL is the compare-and-set: the row goes in only when it starts a
+// thread that has no rows, or when its parent is the row at seq - 1. Since
+// seq is the primary key and history has no gaps, a parent at seq - 1 is
+// the head exactly when no row at seq exists yet, and the primary key
+// refuses the insert otherwise.
+const insertSQL = `
+INSERT INTO checkpoints (thread, seq, id, parent_id, step, full, state, meta)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE (?4 = '' AND ?2 = 0 AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1))
+   OR (?4 <> '' AND EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND seq = ?2 - 1 AND id = ?4))`
+
+// The read queries return the rows from the last full state at or before
+// the oldest wanted checkpoint up to the newest, oldest first; the last
+// column says whether the row is wanted or only needed to rebuild a state.
+const (
+	headSQL = `
+SELECT seq, id, parent_id, step, full, state, meta,
+       seq = (SELECT max(seq) FROM checkpoints WHERE thread = ?1)
+FROM checkpoints
+WHERE thread = ?1
+  AND seq >= coalesce((SELECT max(seq) FROM checkpoints WHERE thread = ?1 AND full = 1), 0)
+ORDER BY seq`
+
+	byIDSQL = `
+SELECT seq, id, parent_id, step, full, state, meta, id = ?2
+FROM checkpoints
+WHERE thread = ?1
+  AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND id = ?2)
+  AND seq >= coalesce((SELECT max(seq) FROM checkpoints WHERE thread = ?1 AND full = 1
+                       AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND id = ?2)), 0)
+ORDER BY seq`
+
+	listAllSQL = `
+SELECT seq, id, parent_id, step, full, state, meta, 1
+FROM checkpoints
+WHERE thread = ?1
+ORDER BY seq`
+
+	// ?2 is the limit, > 0: rows from seq head - limit + 1 on are wanted.
+	listLastSQL = `
+SELECT seq, id, parent_id, step, full, state, meta,
+       seq > (SELECT max(seq) FROM checkpoints WHERE thread = ?1) - ?2
+FROM checkpoints
+WHERE thread = ?1
+  AND seq >= coalesce((SELECT max(seq) FROM checkpoints WHERE thread = ?1 AND full = 1
+                       AND seq <= (SELECT max(seq) FROM checkpoints WHERE thread = ?1) - ?2 + 1), 0)
+ORDER BY seq`
+
+	deleteSQL = `DELETE FROM checkpoints WHERE thread = ?1`
+)
+
+// Saver is a checkpoint.Saver over a SQLite file. It is safe for
+// concurrent use. Writes from one Saver go through one connection, in turn;
+// reads use a pool of connections and run in parallel with writes.
+//
+// Put and Get give up on a context that is already done, but once their
+// one statement runs they finish it: it takes microseconds, or up to the
+// 5 s busy timeout while another process holds the write lock. (Handing
+// the context to the driver would cost more than the statement itself.)
+// List and DeleteThread, whose work grows with the thread, stop when the
+// context is done.
+type Saver struct {
+	db *sql.DB
+
+	wmu    sync.Mutex // serialises writes; guards the fields below
+	wconn  *sql.Conn
+	insert *sql.Stmt
+	del    *sql.Stmt
+	closed bool
+
+	head, byID, listAll, listLast *sql.Stmt
+
+	cache checkpoint.DeltaCache
+}
+
+var _ checkpoint.Saver = (*Saver)(nil)
+
+// Open opens the SQLite database at path, creating the file and its table
+// when they do not exist. Close the Saver when done with it.
+func Open(ctx context.Context, path string) (*Saver, error) {
+	if path == "" || strings.ContainsAny(path, "?") {
+		return nil, fmt.Errorf("checkpoint sqlite open %q: path must be a file name without '?'", path)
+	}
+	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	db.SetMaxOpenConns(readers + 1) // + the write connection
+	db.SetMaxIdleConns(readers + 1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+
+	s := &Saver{db: db}
+	if err := s.init(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Saver) init(ctx context.Context) (err error) {
+	if s.wconn, err = s.db.Conn(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	prep := func(p **sql.Stmt, q string, onWrite bool) {
+		if err != nil {
+			return
+		}
+		if onWrite {
+			*p, err = s.wconn.PrepareContext(ctx, q)
+		} else {
+			*p, err = s.db.PrepareContext(ctx, q)
+		}
+	}
+	prep(&s.insert, insertSQL, true)
+	prep(&s.del, deleteSQL, true)
+	prep(&s.head, headSQL, false)
+	prep(&s.byID, byIDSQL, false)
+	prep(&s.listAll, listAllSQL, false)
+	prep(&s.listLast, listLastSQL, false)
+	return err
+}
+
+// migrate creates the schema in one transaction, so savers opening a new
+// file at once do not trip over each other.
+func (s *Saver) migrate(ctx context.Context) error {
+	tx, err := s.wconn.BeginTx(ctx, nil) // BEGIN IMMEDIATE, see _txlock
+	if err != nil {
+		return fmt.Errorf("begin schema: %w", err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch v {
+	case schemaVersion:
+		return nil
+	case 0:
+	default:
+		return fmt.Errorf("schema version %d, want %d", v, schemaVersion)
+	}
+	if _, err := tx.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit schema: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database. The Saver must not be used afterwards.
+func (s *Saver) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insert, s.del, s.head, s.byID, s.listAll, s.listLast} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	if s.wconn != nil {
+		errs = append(errs, s.wconn.Close())
+	}
+	errs = append(errs, s.db.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("checkpoint sqlite close: %w", err)
+	}
+	return nil
+}
+
+var errClosed = errors.New("saver closed")
+
+// Put implements checkpoint.Saver.
+func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	if cp.ID == "" {
+		return fmt.Errorf("checkpoint put %s: empty checkpoint id", cp.Thread)
+	}
+	meta, err := encodeMeta(cp)
+	if err != nil {
+		return fmt.Errorf("checkpoint put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
+	}
+	state := cp.State
+	if state == nil {
+		state = []byte{}
+	}
+	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, errClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
+	full := int64(1)
+	if delta {
+		full = 0
+	}
+	res, err := s.insert.ExecContext(context.WithoutCancel(ctx), cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), full, blob, meta)
+	if err != nil {
+		var se *msqlite.Error
+		if errors.As(err, &se) {
+			switch se.Code() {
+			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+				return fmt.Errorf("checkpoint put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
+			case sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+				return fmt.Errorf("checkpoint put %s/%s: id already used in the thread", cp.Thread, cp.ID)
+			}
+		}
+		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
+	} else if n == 0 {
+		return fmt.Errorf("checkpoint put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
+	}
+	// A copy: the caller may reuse cp.State, and the cache must keep
+	// exactly what the next delta is made against.
+	s.cache.Remember(cp.Thread, cp.ID, clone(state), chain)
+	return nil
+}
+
+// Get implements checkpoint.Saver.
+func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
+	}
+	var rows *sql.Rows
+	var err error
+	if id == "" {
+		rows, err = s.head.QueryContext(context.WithoutCancel(ctx), thread)
+	} else {
+		rows, err = s.byID.QueryContext(context.WithoutCancel(ctx), thread, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
+	}
+	r, err := resolveRows(thread, rows)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
+	}
+	if len(r.out) == 0 {
+		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
+	}
+	cp := r.out[len(r.out)-1]
+	if id == "" {
+		s.cache.Remember(thread, cp.ID, clone(cp.State), r.chain)
+	}
+	return cp, nil
+}
+
+// List implements checkpoint.Saver.
+func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoint.Checkpoint, error) {
+	var rows *sql.Rows
+	var err error
+	if limit > 0 {
+		rows, err = s.listLast.QueryContext(ctx, thread, int64(limit))
+	} else {
+		rows, err = s.listAll.QueryContext(ctx, thread)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
+	}
+	r, err := resolveRows(thread, rows)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
+	}
+	out := r.out
+	if len(out) > 0 {
+		head := out[len(out)-1]
+		s.cache.Remember(thread, head.ID, clone(head.State), r.chain)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// DeleteThread implements checkpoint.Saver.
+func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return fmt.Errorf("checkpoint delete %s: %w", thread, errClosed)
+	}
+	if _, err := s.del.ExecContext(ctx, thread); err != nil {
+		return fmt.Errorf("checkpoint delete %s: %w", thread, err)
+	}
+	s.cache.Forget(thread)
+	return nil
+}
+
+// resolveRows feeds the rows of a read query to a resolver.
+func resolveRows(thread string, rows *sql.Rows) (*resolver, error) {
+	defer rows.Close()
+	r := &resolver{thread: thread}
+	var rw row
+	var full, keep int64
+	for rows.Next() {
+		if err := rows.Scan(&rw.seq, &rw.id, &rw.parent, &rw.step, &full, (*sql.RawBytes)(&rw.state), (*sql.RawBytes)(&rw.meta), &keep); err != nil {
+			return nil, fmt.Errorf("read row after seq %d: %w: %w", r.seq, checkpoint.ErrCorrupt, err)
+		}
+		rw.full, rw.keep = full != 0, keep != 0
+		if err := r.add(&rw); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func clone(b []byte) []byte {
+	return append(make([]byte, 0, len(b)), b...)
+}
