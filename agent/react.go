@@ -1,0 +1,441 @@
+// Package agent holds prebuilt node sets for graphs. ReAct is the loop of
+// seeds 001 and 004: the model decides, read tools run at once, write tools
+// wait for a person's confirmation, malformed answers are fed back, and at
+// the round budget the agent summarises, pauses, and goes on when resumed.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/convo"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/tool"
+)
+
+// State is the ReAct loop's state. Run it alone (New) or keep it in an
+// app's state (AddTo with a lens).
+type State struct {
+	// Messages is the full history, kept whole for display.
+	Messages []llm.Message `json:"messages"`
+	// Summary caches the summary of messages older than the model's window.
+	Summary convo.Summary `json:"summary"`
+	// Pins are context blocks shown to the model first (plan, known tables).
+	Pins convo.Pins `json:"pins,omitempty"`
+	// Tools is which domains and packs of tools the model sees.
+	Tools tool.View `json:"tools"`
+	// Rounds counts model rounds on the thread; Stretch those since the
+	// last user message or pause.
+	Rounds  int `json:"rounds"`
+	Stretch int `json:"stretch"`
+	// Corrections counts malformed answers in a row.
+	Corrections int `json:"corrections"`
+	// Answer is the final answer of the last turn.
+	Answer string `json:"answer,omitempty"`
+	// PauseSummary is the progress summary of a pause waiting for an answer.
+	PauseSummary string    `json:"pause_summary,omitempty"`
+	Usage        llm.Usage `json:"usage"`
+}
+
+// Say returns an update for Invoke that adds a user message and starts a
+// new turn with the earlier context kept.
+func Say(text string) func(*State) {
+	return func(s *State) { s.NewTurn(text) }
+}
+
+// NewTurn adds a user message and resets the turn's counters.
+func (s *State) NewTurn(text string) {
+	s.Messages = append(s.Messages, llm.User(text))
+	s.Stretch, s.Corrections, s.Answer, s.PauseSummary = 0, 0, "", ""
+}
+
+// Decision is what the model answers when it decides through the JSON
+// contract rather than the provider's tool calls.
+type Decision struct {
+	// Thought is the model's short reasoning, kept in the history.
+	Thought string `json:"thought,omitempty"`
+	// Action is call_tool or finish.
+	Action string `json:"action" enum:"call_tool,finish"`
+	// Tool and Args name the tool to call and its arguments.
+	Tool string         `json:"tool,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+	// Answer is the final answer, with finish.
+	Answer string `json:"answer,omitempty"`
+}
+
+// PauseRequest is the question asked at the round budget.
+type PauseRequest struct {
+	Summary string `json:"summary"`
+	Rounds  int    `json:"rounds"`
+}
+
+// PauseAnswer answers a pause: go on (with an optional new instruction), or
+// stop with the summary as the answer.
+type PauseAnswer struct {
+	Continue bool   `json:"continue"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Config configures a ReAct loop.
+type Config struct {
+	Model llm.Model
+	// Tools is the registry; State.Tools says which of its tools are shown.
+	Tools  *tool.Registry
+	Policy tool.Policy
+	// System is the system prompt.
+	System string
+	// Budget is how many model rounds run before the agent pauses
+	// (default 30).
+	Budget int
+	// MaxCorrections is how many malformed answers in a row are fed back
+	// before the run fails (default 3).
+	MaxCorrections int
+	// View configures the model's copy of the history.
+	View convo.Config
+	// NativeTools makes the model decide through the provider's tool calls
+	// instead of the JSON decision contract.
+	NativeTools bool
+	// Options are passed on every model call (temperature, thinking, …).
+	Options []llm.Option
+}
+
+// Node names, after the prefix given to AddTo.
+const (
+	Think = "think"
+	Act   = "act"
+	Pause = "pause"
+)
+
+// New returns a graph that runs the loop alone on State: each Invoke with
+// Say(text) is a turn; the run ends with the answer in State.Answer.
+func New(cfg Config) *graph.Graph[State] {
+	g := graph.New[State]("react")
+	AddTo(g, "", cfg, func(s *State) *State { return s }, graph.End)
+	g.Edge(graph.Start, Think)
+	return g
+}
+
+// AddTo adds the loop's nodes to g as prefix+"think", prefix+"act" and
+// prefix+"pause", working on the State that lens finds in g's state. The
+// loop is entered at prefix+"think" and leaves to exit with State.Answer
+// set.
+func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *State, exit string) {
+	r := newReact(cfg)
+	think, act, pause := prefix+Think, prefix+Act, prefix+Pause
+	on := func(fn func(context.Context, *State) error) graph.NodeFunc[S] {
+		return func(ctx context.Context, s S) (S, error) {
+			return s, fn(ctx, lens(&s))
+		}
+	}
+	g.Node(think, on(r.think)).
+		Node(act, on(r.act)).
+		Node(pause, on(r.pause)).
+		Route(think, func(s S) string {
+			st := lens(&s)
+			switch {
+			case st.Answer != "":
+				return exit
+			case len(pendingCalls(st.Messages)) > 0:
+				return act
+			case st.Stretch >= r.budget:
+				return pause
+			}
+			return think // a correction round
+		}, exit, act, pause, think).
+		Route(act, func(s S) string {
+			st := lens(&s)
+			switch {
+			case len(pendingCalls(st.Messages)) > 0:
+				return act
+			case st.Stretch >= r.budget:
+				return pause
+			}
+			return think
+		}, act, pause, think).
+		Route(pause, func(s S) string {
+			if lens(&s).Answer != "" {
+				return exit
+			}
+			return think
+		}, think, exit).
+		// The bounds back the state's own counters; they are not reached
+		// in a healthy run.
+		Loop(think, think, r.maxCorrections, pause).
+		Loop(act, act, 256, think).
+		Loop(act, think, r.budget, pause).
+		Loop(pause, think, 1000, exit)
+}
+
+type react struct {
+	Config
+	budget, maxCorrections int
+	view                   *convo.Builder
+	format                 string
+}
+
+func newReact(cfg Config) *react {
+	r := &react{Config: cfg, budget: cfg.Budget, maxCorrections: cfg.MaxCorrections}
+	if r.budget <= 0 {
+		r.budget = 30
+	}
+	if r.maxCorrections <= 0 {
+		r.maxCorrections = 3
+	}
+	if r.Tools == nil {
+		r.Tools = tool.NewRegistry()
+	}
+	r.view = convo.New(cfg.View)
+	if s, err := contract.SchemaFor[Decision](); err == nil {
+		r.format = s.Format()
+	}
+	return r
+}
+
+// messages builds what the model sees: the system prompt (with the
+// decision contract unless tools are native), pins, summary and window.
+func (r *react) messages(ctx context.Context, st *State, extra ...llm.Message) ([]llm.Message, error) {
+	v, err := r.view.Build(ctx, st.Messages, st.Pins, &st.Summary)
+	if err != nil {
+		return nil, fmt.Errorf("react: build the model's view: %w", err)
+	}
+	sys := r.System
+	if !r.NativeTools {
+		sys += "\n\nAnswer every turn with one JSON object in a <DECISION></DECISION> block, of this form:\n" + r.format +
+			"\nUse action call_tool with tool and args to call one of the tools, or finish with answer when done."
+	}
+	msgs := v.Messages
+	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
+		msgs[0].Content = strings.TrimSpace(sys + "\n\n" + msgs[0].Content)
+	} else {
+		msgs = append([]llm.Message{llm.System(strings.TrimSpace(sys))}, msgs...)
+	}
+	return append(msgs, extra...), nil
+}
+
+// ask streams one model answer, forwarding text and reasoning as events.
+func (r *react) ask(ctx context.Context, st *State, msgs []llm.Message, stream bool, opts ...llm.Option) (*llm.Response, error) {
+	opts = append(append([]llm.Option(nil), r.Options...), opts...)
+	var acc llm.Accumulator
+	for c, err := range r.Model.Stream(ctx, msgs, opts...) {
+		if err != nil {
+			return nil, fmt.Errorf("react: ask the model: %w", err)
+		}
+		if c.Reasoning != "" {
+			graph.Emit(ctx, graph.KindReasoning, c.Reasoning)
+		}
+		if stream && c.Content != "" {
+			graph.Emit(ctx, graph.KindToken, c.Content)
+		}
+		acc.Add(c)
+	}
+	resp := acc.Response()
+	st.Usage = st.Usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// think asks the model for its next move.
+func (r *react) think(ctx context.Context, st *State) error {
+	st.Rounds++
+	st.Stretch++
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("round %d", st.Rounds))
+	msgs, err := r.messages(ctx, st)
+	if err != nil {
+		return err
+	}
+	resp, err := r.ask(ctx, st, msgs, r.NativeTools, llm.WithTools(r.Tools.Definitions(st.Tools)...))
+	if err != nil {
+		return err
+	}
+	m := resp.Message
+	if len(m.ToolCalls) > 0 || r.NativeTools {
+		st.Corrections = 0
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning, ToolCalls: m.ToolCalls})
+		if len(m.ToolCalls) == 0 {
+			st.Answer = m.Content
+			if st.Answer == "" {
+				st.Answer = "(no answer)"
+			}
+		}
+		return nil
+	}
+	d, err := contract.Decode[Decision](m.Content)
+	if err == nil && d.Action == "call_tool" && d.Tool == "" {
+		err = &contract.ValidationError{Problems: []contract.Problem{{Field: "tool", Message: "is required with action call_tool"}}}
+	}
+	if err != nil {
+		st.Corrections++
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning},
+			llm.User(contract.Feedback[Decision](err)))
+		if st.Corrections > r.maxCorrections {
+			return &MalformedError{Answers: lastAnswers(st.Messages, st.Corrections), Err: err}
+		}
+		return nil
+	}
+	st.Corrections = 0
+	msg := llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning}
+	if d.Action == "finish" {
+		st.Answer = d.Answer
+		if st.Answer == "" {
+			st.Answer = "(no answer)"
+		}
+		graph.Emit(ctx, graph.KindToken, st.Answer)
+	} else {
+		args, _ := json.Marshal(d.Args)
+		if d.Args == nil {
+			args = []byte("{}")
+		}
+		msg.ToolCalls = []llm.ToolCall{{ID: fmt.Sprintf("call_%d", st.Rounds), Name: d.Tool, Arguments: string(args)}}
+	}
+	st.Messages = append(st.Messages, msg)
+	return nil
+}
+
+// MalformedError is returned when the model answered malformed too many
+// times in a row. It carries every rejected answer, oldest first.
+type MalformedError struct {
+	Answers []string
+	Err     error
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("react: the model gave %d malformed answers in a row; last problem: %v", len(e.Answers), e.Err)
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+func lastAnswers(msgs []llm.Message, n int) []string {
+	var out []string
+	for i := len(msgs) - 2; i >= 0 && len(out) < n; i -= 2 {
+		out = append([]string{msgs[i].Content}, out...)
+	}
+	return out
+}
+
+// pendingCalls returns the tool calls of the last assistant message that
+// have no result yet.
+func pendingCalls(msgs []llm.Message) []llm.ToolCall {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == llm.RoleTool {
+		i--
+	}
+	if i < 0 || msgs[i].Role != llm.RoleAssistant || len(msgs[i].ToolCalls) == 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[i+1:] {
+		answered[m.ToolCallID] = true
+	}
+	var out []llm.ToolCall
+	for _, c := range msgs[i].ToolCalls {
+		if !answered[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// act runs the pending tool calls in order: read tools at once, and at
+// most one write tool per step, after a person confirmed it. One question
+// per step keeps the answers of Ask in step with the calls on resume.
+func (r *react) act(ctx context.Context, st *State) error {
+	ctx = tool.WithView(ctx, &st.Tools)
+	for _, c := range pendingCalls(st.Messages) {
+		result, asked, err := r.call(ctx, c)
+		if err != nil {
+			return err // an interrupt: the results so far are kept
+		}
+		st.Messages = append(st.Messages, llm.ToolResult(c.ID, result))
+		graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": c.ID, "tool": c.Name, "result": result})
+		if asked {
+			return nil
+		}
+	}
+	return nil
+}
+
+// call runs one tool call and returns the text the model gets back. A bad
+// call, a failing tool and a rejection are results for the model, not
+// errors; only an interrupt is an error.
+func (r *react) call(ctx context.Context, c llm.ToolCall) (result string, asked bool, err error) {
+	t, err := r.Tools.Resolve(*tool.ViewFrom(ctx), c.Name)
+	if err != nil {
+		return "error: " + err.Error(), false, nil
+	}
+	args := json.RawMessage(c.Arguments)
+	if r.Policy.NeedsConfirm(t) {
+		req, err := t.ConfirmRequest(args)
+		if err != nil {
+			return "error: " + err.Error(), false, nil
+		}
+		ans, err := graph.Ask[tool.ConfirmAnswer](ctx, req)
+		if err != nil {
+			return "", true, err
+		}
+		if !ans.Accept {
+			return req.Rejected(ans.Reason), true, nil
+		}
+		args, asked = req.Args, true
+	}
+	graph.Emit(ctx, graph.KindToolCall, map[string]any{"id": c.ID, "tool": c.Name, "args": args})
+	out, err := t.Call(ctx, args)
+	if err != nil {
+		if graph.IsInterrupt(err) {
+			return "", asked, err
+		}
+		return "error: " + err.Error(), asked, nil
+	}
+	return out, asked, nil
+}
+
+// pause summarises progress and asks whether to go on. The summary is
+// made once: it is kept in the state returned with the question, so the
+// node's run on resume does not ask the model again.
+func (r *react) pause(ctx context.Context, st *State) error {
+	if st.PauseSummary == "" {
+		sum, err := r.summarise(ctx, st)
+		if err != nil {
+			return err
+		}
+		st.PauseSummary = sum
+		st.Messages = append(st.Messages, llm.Assistant("Progress so far: "+sum))
+	}
+	ans, err := graph.Ask[PauseAnswer](ctx, PauseRequest{Summary: st.PauseSummary, Rounds: st.Rounds})
+	if err != nil {
+		return err
+	}
+	sum := st.PauseSummary
+	st.PauseSummary, st.Stretch = "", 0
+	if !ans.Continue {
+		st.Answer = sum
+		return nil
+	}
+	st.Messages = append(st.Messages, llm.User(orDefault(ans.Message, "Continue.")))
+	return nil
+}
+
+func (r *react) summarise(ctx context.Context, st *State) (string, error) {
+	msgs, err := r.messages(ctx, st, llm.User("You have used your step budget for now. Summarise in a few sentences what you did, what you found, and what is left to do. Answer in plain text, not JSON."))
+	if err != nil {
+		return "", err
+	}
+	resp, err := r.ask(ctx, st, msgs, false)
+	if err != nil {
+		return "", err
+	}
+	if s := strings.TrimSpace(resp.Message.Content); s != "" {
+		return s, nil
+	}
+	return "", errors.New("react: the model gave an empty progress summary")
+}
+
+func orDefault(s, d string) string {
+	if strings.TrimSpace(s) == "" {
+		return d
+	}
+	return s
+}
