@@ -49,10 +49,18 @@ type Server struct {
 // Handle) fails the test and gets a 500.
 func New(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
-	s := &Server{t: t, quit: make(chan struct{}), script: append([]Reply(nil), replies...)}
+	s := Start(replies...)
+	s.t = t
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server outside a test, for examples and demos; the caller
+// closes it. A request that finds no reply left gets a 500.
+func Start(replies ...Reply) *Server {
+	s := &Server{quit: make(chan struct{}), script: append([]Reply(nil), replies...)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	t.Cleanup(s.Close)
 	return s
 }
 
@@ -203,7 +211,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	reply, ok := s.next(req)
 	if !ok {
-		s.t.Errorf("llmtest: request %d has no scripted reply", n)
+		if s.t != nil {
+			s.t.Errorf("llmtest: request %d has no scripted reply", n)
+		}
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("llmtest: no reply for request %d", n))
 		return
 	}
