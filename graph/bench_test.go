@@ -110,10 +110,13 @@ type history struct {
 	Messages []string `json:"messages"`
 }
 
-// BenchmarkCheckpointGrowth appends one ≈200-byte message per step to a
-// state that starts with 200 of them, checkpointing every step to SQLite,
-// and reports the bytes the database file grew by per step.
+// BenchmarkCheckpointGrowth keeps a conversation of about 200 messages
+// of ≈200 bytes in state and appends one message per step, checkpointing
+// every step to SQLite. It reports how many bytes the database file grows
+// by per step. Each thread starts with 200 messages and takes 50 steps, so
+// the state stays between 40 and 50 KB; starting a thread is not measured.
 func BenchmarkCheckpointGrowth(b *testing.B) {
+	const perThread = 50
 	s, path := openSQLite(b)
 	msg := strings.Repeat("x", 190)
 	g := graph.New[history]("grow").
@@ -125,16 +128,8 @@ func BenchmarkCheckpointGrowth(b *testing.B) {
 		Route("add", func(history) string { return "add" }, "add").
 		Loop("add", "add", 1<<30, graph.End)
 	ctx := context.Background()
-	// The input checkpoint holds 200 messages; the run then takes b.N
-	// steps, one message each, and stops at its step limit.
-	_, err := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(0))).Invoke(ctx, "grow", func(h *history) {
-		for i := range 200 {
-			h.Messages = append(h.Messages, fmt.Sprintf("%s %08d", msg, i))
-		}
-	})
-	if !errors.Is(err, graph.ErrStepLimit) {
-		b.Fatal(err)
-	}
+	start := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(0)))
+	run := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(perThread)))
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		b.Fatal(err)
@@ -150,13 +145,31 @@ func BenchmarkCheckpointGrowth(b *testing.B) {
 		}
 		return fi.Size()
 	}
-	before := size()
-	c := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(b.N)))
+	var grown int64
 	b.ReportAllocs()
 	b.ResetTimer()
-	if _, err := c.Continue(ctx, "grow"); !errors.Is(err, graph.ErrStepLimit) {
-		b.Fatal(err)
+	for steps := 0; steps < b.N; steps += perThread {
+		b.StopTimer()
+		thread := fmt.Sprint("grow-", steps)
+		// The input checkpoint holds 200 messages; the step limit of 0
+		// stops the run right after writing it.
+		_, err := start.Invoke(ctx, thread, func(h *history) {
+			for i := range 200 {
+				h.Messages = append(h.Messages, fmt.Sprintf("%s %08d", msg, i))
+			}
+		})
+		if !errors.Is(err, graph.ErrStepLimit) {
+			b.Fatal(err)
+		}
+		base := size()
+		b.StartTimer()
+		if _, err := run.Continue(ctx, thread); !errors.Is(err, graph.ErrStepLimit) {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		grown += size() - base
+		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(size()-before)/float64(b.N), "B/step")
+	b.ReportMetric(float64(grown)/float64((b.N+perThread-1)/perThread*perThread), "B/step")
 }
