@@ -13,6 +13,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -238,7 +239,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if cp.ID == "" {
 		return fmt.Errorf("checkpoint put %s: empty checkpoint id", cp.Thread)
 	}
-	meta, err := encodeMeta(cp)
+	meta, err := checkpoint.EncodeMeta(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
 	}
@@ -280,7 +281,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	}
 	// A copy: the caller may reuse cp.State, and the cache must keep
 	// exactly what the next delta is made against.
-	s.cache.Remember(cp.Thread, cp.ID, clone(state), chain)
+	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
 	return nil
 }
 
@@ -303,12 +304,12 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
 	}
-	if len(r.out) == 0 {
+	if len(r.Out) == 0 {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
 	}
-	cp := r.out[len(r.out)-1]
+	cp := r.Out[len(r.Out)-1]
 	if id == "" {
-		s.cache.Remember(thread, cp.ID, clone(cp.State), r.chain)
+		s.cache.Remember(thread, cp.ID, bytes.Clone(cp.State), r.Chain)
 	}
 	return cp, nil
 }
@@ -329,10 +330,10 @@ func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoi
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
 	}
-	out := r.out
+	out := r.Out
 	if len(out) > 0 {
 		head := out[len(out)-1]
-		s.cache.Remember(thread, head.ID, clone(head.State), r.chain)
+		s.cache.Remember(thread, head.ID, bytes.Clone(head.State), r.Chain)
 	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
@@ -355,17 +356,17 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 }
 
 // resolveRows feeds the rows of a read query to a resolver.
-func resolveRows(thread string, rows *sql.Rows) (*resolver, error) {
+func resolveRows(thread string, rows *sql.Rows) (*checkpoint.Resolver, error) {
 	defer rows.Close()
-	r := &resolver{thread: thread}
-	var rw row
+	r := &checkpoint.Resolver{Thread: thread}
+	var rw checkpoint.Row
 	var full, keep int64
 	for rows.Next() {
-		if err := rows.Scan(&rw.seq, &rw.id, &rw.parent, &rw.step, &full, (*sql.RawBytes)(&rw.state), (*sql.RawBytes)(&rw.meta), &keep); err != nil {
-			return nil, fmt.Errorf("read row after seq %d: %w: %w", r.seq, checkpoint.ErrCorrupt, err)
+		if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &full, (*sql.RawBytes)(&rw.State), (*sql.RawBytes)(&rw.Meta), &keep); err != nil {
+			return nil, fmt.Errorf("read row after seq %d: %w: %w", r.LastSeq(), checkpoint.ErrCorrupt, err)
 		}
-		rw.full, rw.keep = full != 0, keep != 0
-		if err := r.add(&rw); err != nil {
+		rw.Full, rw.Keep = full != 0, keep != 0
+		if err := r.Add(&rw); err != nil {
 			return nil, err
 		}
 	}
@@ -373,8 +374,4 @@ func resolveRows(thread string, rows *sql.Rows) (*resolver, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-func clone(b []byte) []byte {
-	return append(make([]byte, 0, len(b)), b...)
 }

@@ -1,4 +1,4 @@
-package sqlite
+package checkpoint
 
 import (
 	"bytes"
@@ -8,28 +8,26 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/loomkit/loom/checkpoint"
 )
 
 func TestMetaRoundTrip(t *testing.T) {
-	cp := &checkpoint.Checkpoint{
+	cp := &Checkpoint{
 		Next:      []string{"a", "b"},
-		Interrupt: &checkpoint.Interrupt{ID: "i", Node: "n", Payload: json.RawMessage(`{"q":"ok?"}`)},
+		Interrupt: &Interrupt{ID: "i", Node: "n", Payload: json.RawMessage(`{"q":"ok?"}`)},
 		Resumes:   []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`"two"`)},
 		Counters:  map[string]int{"loop": 3},
-		Meta: checkpoint.Meta{Source: checkpoint.SourceResume, Node: "n", Run: "r", Duration: 1500 * time.Microsecond,
+		Meta: Meta{Source: SourceResume, Node: "n", Run: "r", Duration: 1500 * time.Microsecond,
 			From: "f", Created: time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("Y", -3600))},
 	}
-	meta, err := encodeMeta(cp)
+	meta, err := EncodeMeta(cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &resolver{thread: "t"}
-	if err := r.add(&row{id: "x", full: true, state: []byte(`{}`), meta: meta, keep: true}); err != nil {
+	r := &Resolver{Thread: "t"}
+	if err := r.Add(&Row{ID: "x", Full: true, State: []byte(`{}`), Meta: meta, Keep: true}); err != nil {
 		t.Fatal(err)
 	}
-	got := r.out[0]
+	got := r.Out[0]
 	if !slicesEqual(got.Next, cp.Next) || got.Interrupt == nil ||
 		string(got.Interrupt.Payload) != `{"q":"ok?"}` || len(got.Resumes) != 2 || string(got.Resumes[1]) != `"two"` ||
 		got.Counters["loop"] != 3 || got.Meta.Source != cp.Meta.Source || got.Meta.Duration != cp.Meta.Duration ||
@@ -40,7 +38,7 @@ func TestMetaRoundTrip(t *testing.T) {
 
 func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
 
-// TestPatchInPlace checks patchInPlace against checkpoint.Patch over random
+// TestPatchInPlace checks patchInPlace against Patch over random
 // chains, with and without spare capacity.
 func TestPatchInPlace(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -58,7 +56,7 @@ func TestPatchInPlace(t *testing.T) {
 			lo := r.IntN(len(cur) + 1)
 			hi := lo + r.IntN(len(cur)-lo+1)
 			next := append(append(append([]byte{}, cur[:lo]...), randBytes(r.IntN(30))...), cur[hi:]...)
-			d := checkpoint.Diff(cur, next)
+			d := Diff(cur, next)
 			var err error
 			if buf, err = patchInPlace(buf, d); err != nil {
 				t.Fatal(err)
@@ -70,7 +68,7 @@ func TestPatchInPlace(t *testing.T) {
 		}
 	}
 	for _, d := range [][]byte{nil, {0x80}, {5, 0}, {0, 5}, {2, 2}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0}} {
-		if _, err := patchInPlace([]byte("abc"), d); !errors.Is(err, checkpoint.ErrCorrupt) {
+		if _, err := patchInPlace([]byte("abc"), d); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("delta %x: got %v, want ErrCorrupt", d, err)
 		}
 	}
@@ -81,25 +79,25 @@ func TestPatchInPlace(t *testing.T) {
 // and names the thread and the row, and a success gives the state the row
 // describes.
 func FuzzDecode(f *testing.F) {
-	good, err := encodeMeta(&checkpoint.Checkpoint{Next: []string{"n"}, Meta: checkpoint.Meta{Source: checkpoint.SourceStep}})
+	good, err := EncodeMeta(&Checkpoint{Next: []string{"n"}, Meta: Meta{Source: SourceStep}})
 	if err != nil {
 		f.Fatal(err)
 	}
 	base := []byte(`{"messages":["hello","world"]}`)
-	f.Add(false, false, checkpoint.Diff(base, []byte(`{"messages":["hello","world","!"]}`)), good)
+	f.Add(false, false, Diff(base, []byte(`{"messages":["hello","world","!"]}`)), good)
 	f.Add(true, true, []byte(`{"x":1}`), []byte(`{"next":["a"],"interrupt":{"id":"i","payload":{"a":[1]}},"meta":{"created":"2025-01-01T00:00:00Z"}}`))
 	f.Add(false, true, []byte{0xff, 0x01}, []byte(`{"meta":{"created":"yesterday"}}`))
 	f.Add(false, false, []byte{}, []byte(`{"counters":{"a":"b"}}`))
 	f.Add(true, false, []byte(nil), []byte(`null`))
 	f.Fuzz(func(t *testing.T, full, keepBase bool, state, meta []byte) {
 		const thread, id = "fuzz-thread", "fuzz-row-id"
-		r := &resolver{thread: thread}
-		if err := r.add(&row{seq: 0, id: "base", full: true, state: bytes.Clone(base), meta: good, keep: keepBase}); err != nil {
+		r := &Resolver{Thread: thread}
+		if err := r.Add(&Row{Seq: 0, ID: "base", Full: true, State: bytes.Clone(base), Meta: good, Keep: keepBase}); err != nil {
 			t.Fatalf("good row: %v", err)
 		}
-		err := r.add(&row{seq: 1, id: id, parent: "base", step: 1, full: full, state: state, meta: meta, keep: true})
+		err := r.Add(&Row{Seq: 1, ID: id, Parent: "base", Step: 1, Full: full, State: state, Meta: meta, Keep: true})
 		if err != nil {
-			if !errors.Is(err, checkpoint.ErrCorrupt) {
+			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, thread) || !strings.Contains(msg, id) {
@@ -107,10 +105,10 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		cp := r.out[len(r.out)-1]
+		cp := r.Out[len(r.Out)-1]
 		want := state
 		if !full {
-			want, err = checkpoint.Patch(base, state)
+			want, err = Patch(base, state)
 			if err != nil {
 				t.Fatalf("decoded a delta that Patch refuses: %v", err)
 			}
@@ -118,8 +116,8 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(cp.State, want) {
 			t.Fatalf("state %q, want %q", cp.State, want)
 		}
-		if keepBase && !bytes.Equal(r.out[0].State, base) {
-			t.Fatalf("the earlier checkpoint's state changed to %q", r.out[0].State)
+		if keepBase && !bytes.Equal(r.Out[0].State, base) {
+			t.Fatalf("the earlier checkpoint's state changed to %q", r.Out[0].State)
 		}
 		if cp.Thread != thread || cp.ID != id || cp.ParentID != "base" || cp.Seq != 1 || cp.Step != 1 {
 			t.Fatalf("row fields lost: %+v", cp)

@@ -1,0 +1,273 @@
+// Package postgres provides a checkpoint.Saver that keeps checkpoints in a
+// PostgreSQL database, through pgx and its connection pool.
+//
+// The table loom_checkpoints holds one row per checkpoint, keyed by thread
+// and sequence number, as the SQLite saver does. Open creates it, and later
+// versions of it, by the migrations recorded in loom_schema_migrations (see
+// Migrate). Both tables live in the first schema on the connection's
+// search_path; to keep checkpoints in their own schema, name it in the URL:
+//
+//	postgres://loom@db.internal:5432/app?search_path=loom
+//
+// A Put is one INSERT that is compare-and-set on the parent: it holds across
+// any number of savers and processes on the same database. It commits on
+// its own, so with the server's default synchronous_commit=on it waits for
+// a WAL flush: a Put costs at least one fsync of the server's disk. Adding
+// synchronous_commit=off to the URL lets commits return before the flush,
+// several times faster; a crash of the server or its machine may then lose
+// the last fraction of a second of checkpoints (a suffix of each thread's
+// history, never a broken chain), about what the SQLite saver's
+// synchronous=NORMAL risks on a power cut.
+//
+// A checkpoint's
+// state is stored as a delta against its parent's state when the saver has
+// the parent's state at hand (see checkpoint.DeltaCache), with a full state
+// every so often, so a step that appends a message to a long conversation
+// stores about the size of the message.
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// insertSQL is the compare-and-set: the row goes in only when it starts a
+// thread that has no rows, or when its parent is the row at seq - 1. Since
+// (thread, seq) is the primary key and history has no gaps, a parent at
+// seq - 1 is the head exactly when no row at seq exists yet, and the primary
+// key refuses the insert otherwise (two inserts racing for one seq: the
+// second waits for the first and then fails).
+//
+// The parent row is locked FOR KEY SHARE, so a DeleteThread that is
+// removing it either waits for this insert or makes it find no parent.
+const insertSQL = `
+INSERT INTO loom_checkpoints (thread, seq, id, parent_id, step, is_full, state, meta)
+SELECT $1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::boolean, $7::bytea, $8::bytea
+WHERE ($4::text = '' AND $2::bigint = 0
+       AND NOT EXISTS (SELECT 1 FROM loom_checkpoints WHERE thread = $1::text))
+   OR ($4::text <> ''
+       AND EXISTS (SELECT 1 FROM loom_checkpoints
+                   WHERE thread = $1::text AND seq = $2::bigint - 1 AND id = $4::text
+                   FOR KEY SHARE))`
+
+// The read queries return the rows from the last full state at or before
+// the oldest wanted checkpoint up to the newest, oldest first; the last
+// column says whether the row is wanted or only needed to rebuild a state.
+// Each is one statement, so it reads one snapshot of the thread.
+const (
+	headSQL = `
+SELECT seq, id, parent_id, step, is_full, state, meta,
+       seq = (SELECT max(seq) FROM loom_checkpoints WHERE thread = $1)
+FROM loom_checkpoints
+WHERE thread = $1
+  AND seq >= coalesce((SELECT max(seq) FROM loom_checkpoints WHERE thread = $1 AND is_full), 0)
+ORDER BY seq`
+
+	byIDSQL = `
+SELECT seq, id, parent_id, step, is_full, state, meta, id = $2
+FROM loom_checkpoints
+WHERE thread = $1
+  AND seq <= (SELECT seq FROM loom_checkpoints WHERE thread = $1 AND id = $2)
+  AND seq >= coalesce((SELECT max(seq) FROM loom_checkpoints WHERE thread = $1 AND is_full
+                       AND seq <= (SELECT seq FROM loom_checkpoints WHERE thread = $1 AND id = $2)), 0)
+ORDER BY seq`
+
+	listAllSQL = `
+SELECT seq, id, parent_id, step, is_full, state, meta, true
+FROM loom_checkpoints
+WHERE thread = $1
+ORDER BY seq`
+
+	// $2 is the limit, > 0: rows from seq head - limit + 1 on are wanted.
+	listLastSQL = `
+SELECT seq, id, parent_id, step, is_full, state, meta,
+       seq > (SELECT max(seq) FROM loom_checkpoints WHERE thread = $1) - $2::bigint
+FROM loom_checkpoints
+WHERE thread = $1
+  AND seq >= coalesce((SELECT max(seq) FROM loom_checkpoints WHERE thread = $1 AND is_full
+                       AND seq <= (SELECT max(seq) FROM loom_checkpoints WHERE thread = $1) - $2::bigint + 1), 0)
+ORDER BY seq`
+
+	deleteSQL = `DELETE FROM loom_checkpoints WHERE thread = $1`
+)
+
+// Constraint names from the migrations, which Put tells apart.
+const (
+	pkeyConstraint = "loom_checkpoints_pkey"
+	idConstraint   = "loom_checkpoints_id"
+)
+
+// Saver is a checkpoint.Saver over a PostgreSQL database. It is safe for
+// concurrent use; statements run on a pool of connections, each prepared
+// once per connection.
+type Saver struct {
+	pool  *pgxpool.Pool
+	cache checkpoint.DeltaCache
+}
+
+var _ checkpoint.Saver = (*Saver)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string, as pgx takes) and applies any migrations the database
+// lacks. Close the Saver when done with it.
+func Open(ctx context.Context, url string) (*Saver, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres open: parse url: %w", err)
+	}
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres open %s: %w", where, err)
+	}
+	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return migrate(ctx, c.Conn()) })
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("checkpoint postgres open %s: %w", where, err)
+	}
+	return &Saver{pool: pool}, nil
+}
+
+// Close closes the pool's connections, waiting for those in use to be
+// returned. The Saver must not be used afterwards; Close may be called
+// again and always returns nil.
+func (s *Saver) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Put implements checkpoint.Saver.
+func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	if cp.ID == "" {
+		return fmt.Errorf("checkpoint postgres put %s: empty checkpoint id", cp.Thread)
+	}
+	meta, err := checkpoint.EncodeMeta(cp)
+	if err != nil {
+		return fmt.Errorf("checkpoint postgres put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
+	}
+	state := cp.State
+	if state == nil {
+		state = []byte{} // nil would be SQL NULL
+	}
+	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+	tag, err := s.pool.Exec(ctx, insertSQL, cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), !delta, blob, meta)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
+			switch pe.ConstraintName {
+			case pkeyConstraint:
+				return fmt.Errorf("checkpoint postgres put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
+			case idConstraint:
+				return fmt.Errorf("checkpoint postgres put %s/%s: id already used in the thread", cp.Thread, cp.ID)
+			}
+		}
+		return fmt.Errorf("checkpoint postgres put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("checkpoint postgres put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
+	}
+	// A copy: the caller may reuse cp.State, and the cache must keep
+	// exactly what the next delta is made against.
+	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
+	return nil
+}
+
+// Get implements checkpoint.Saver.
+func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpoint, error) {
+	var rows pgx.Rows
+	var err error
+	if id == "" {
+		rows, err = s.pool.Query(ctx, headSQL, thread)
+	} else {
+		rows, err = s.pool.Query(ctx, byIDSQL, thread, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres get %s/%s: %w", thread, id, err)
+	}
+	r, err := resolveRows(thread, rows)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres get %s/%s: %w", thread, id, err)
+	}
+	if len(r.Out) == 0 {
+		return nil, fmt.Errorf("checkpoint postgres get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
+	}
+	cp := r.Out[len(r.Out)-1]
+	if id == "" {
+		s.cache.Remember(thread, cp.ID, bytes.Clone(cp.State), r.Chain)
+	}
+	return cp, nil
+}
+
+// List implements checkpoint.Saver.
+func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoint.Checkpoint, error) {
+	var rows pgx.Rows
+	var err error
+	if limit > 0 {
+		rows, err = s.pool.Query(ctx, listLastSQL, thread, int64(limit))
+	} else {
+		rows, err = s.pool.Query(ctx, listAllSQL, thread)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres list %s: %w", thread, err)
+	}
+	r, err := resolveRows(thread, rows)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres list %s: %w", thread, err)
+	}
+	out := r.Out
+	if len(out) > 0 {
+		head := out[len(out)-1]
+		s.cache.Remember(thread, head.ID, bytes.Clone(head.State), r.Chain)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// DeleteThread implements checkpoint.Saver.
+//
+// A Put racing with the delete may add its row after the DELETE took its
+// snapshot (Put locks the parent row, so the DELETE waits for it); the
+// DELETE is repeated until it finds nothing, so no such row outlives it.
+func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
+	defer s.cache.Forget(thread)
+	for {
+		tag, err := s.pool.Exec(ctx, deleteSQL, thread)
+		if err != nil {
+			return fmt.Errorf("checkpoint postgres delete %s: %w", thread, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+	}
+}
+
+// resolveRows feeds the rows of a read query to a resolver.
+func resolveRows(thread string, rows pgx.Rows) (*checkpoint.Resolver, error) {
+	defer rows.Close()
+	r := &checkpoint.Resolver{Thread: thread}
+	var rw checkpoint.Row
+	var state, meta pgtype.DriverBytes
+	for rows.Next() {
+		if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &rw.Full, &state, &meta, &rw.Keep); err != nil {
+			return nil, fmt.Errorf("read row after seq %d: %w: %w", r.LastSeq(), checkpoint.ErrCorrupt, err)
+		}
+		rw.State, rw.Meta = state, meta
+		if err := r.Add(&rw); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

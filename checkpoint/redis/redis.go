@@ -1,0 +1,315 @@
+// Package redis provides a checkpoint.Saver that keeps checkpoints in
+// Redis, through go-redis.
+//
+// Each thread has three keys, all under one hash tag so that they share a
+// cluster slot:
+//
+//	<prefix>{<thread>}:log   list: the record of the checkpoint with seq i at index i
+//	<prefix>{<thread>}:ids   hash: checkpoint id -> seq
+//	<prefix>{<thread>}:full  sorted set: the seqs whose record holds a full state
+//
+// The prefix is "loom:" unless WithPrefix says otherwise. A Put is one Lua
+// script (EVALSHA) that checks the parent is the head at seq - 1 and appends,
+// atomically, so compare-and-set holds across any number of savers and
+// processes; a read is one script too, which returns the records from the
+// last full state up to the wanted checkpoint. Records hold a full state or
+// a delta against the parent's state (see checkpoint.DeltaCache), with a
+// full state every so often, so a step that appends a message to a long
+// conversation stores about the size of the message.
+//
+// Redis keeps its data in memory and writes it to disk as it is configured
+// to (RDB snapshots, an append-only file, or not at all): a checkpoint is
+// as durable as that configuration makes it.
+package redis
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// DefaultPrefix starts every key the saver uses unless WithPrefix is given.
+const DefaultPrefix = "loom:"
+
+// putScript is the compare-and-set. It appends the record when the list is
+// as long as seq and either the thread is empty and there is no parent, or
+// the parent is the checkpoint at seq - 1, which is then the head. It
+// returns 1 when it stored the record, 0 on a conflict, -1 when the id is
+// already in the thread.
+var putScript = goredis.NewScript(`
+local n = redis.call('LLEN', KEYS[1])
+if tonumber(ARGV[1]) ~= n then return 0 end
+if n == 0 then
+	if ARGV[3] ~= '' then return 0 end
+else
+	local p = redis.call('HGET', KEYS[2], ARGV[3])
+	if not p or tonumber(p) ~= n - 1 then return 0 end
+end
+if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[1]) == 0 then return -1 end
+redis.call('RPUSH', KEYS[1], ARGV[5])
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[3], n, n) end
+return 1
+`)
+
+// getScript reads checkpoints: the head (ARGV[1] 'h'), one by id ('i',
+// ARGV[2] the id), the last ARGV[2] ('l') or all ('a'). It returns nothing
+// when there is no such checkpoint, else {base, lo, hi, records...}: the
+// records from seq base, the last full state at or before lo, to seq hi,
+// where lo..hi are the wanted checkpoints.
+var getScript = goredis.NewScript(`
+local lo, hi
+if ARGV[1] == 'i' then
+	local s = redis.call('HGET', KEYS[2], ARGV[2])
+	if not s then return {} end
+	lo = tonumber(s)
+	hi = lo
+else
+	local n = redis.call('LLEN', KEYS[1])
+	if n == 0 then return {} end
+	hi = n - 1
+	if ARGV[1] == 'h' then
+		lo = hi
+	elseif ARGV[1] == 'l' then
+		lo = math.max(0, n - tonumber(ARGV[2]))
+	else
+		lo = 0
+	end
+end
+local base = 0
+local f = redis.call('ZREVRANGEBYSCORE', KEYS[3], lo, '-inf', 'LIMIT', 0, 1)
+if #f > 0 then base = tonumber(f[1]) end
+local out = {base, lo, hi}
+for _, r in ipairs(redis.call('LRANGE', KEYS[1], base, hi)) do
+	out[#out + 1] = r
+end
+return out
+`)
+
+// Option configures a Saver.
+type Option func(*Saver)
+
+// WithPrefix sets the prefix of every key the saver uses, so that savers
+// with different prefixes share a database without seeing each other's
+// threads. It should not contain '{' or '}', which would break the hash
+// tag that keeps a thread's keys in one cluster slot.
+func WithPrefix(prefix string) Option {
+	return func(s *Saver) { s.prefix = prefix }
+}
+
+// Saver is a checkpoint.Saver over Redis. It is safe for concurrent use;
+// commands run on go-redis's pool of connections.
+type Saver struct {
+	client *goredis.Client
+	prefix string
+	cache  checkpoint.DeltaCache
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ checkpoint.Saver = (*Saver)(nil)
+
+// Open connects to the Redis server at url (redis://, rediss:// or
+// unix://, as go-redis's ParseURL takes), checks that it answers and loads
+// the saver's scripts. Deadlines of the contexts given to the Saver's
+// methods bound their commands. Close the Saver when done with it.
+func Open(ctx context.Context, url string, opts ...Option) (*Saver, error) {
+	o, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint redis open: parse url: %w", err)
+	}
+	o.ContextTimeoutEnabled = true
+	s := &Saver{client: goredis.NewClient(o), prefix: DefaultPrefix}
+	for _, opt := range opts {
+		opt(s)
+	}
+	where := fmt.Sprintf("%s/%d", o.Addr, o.DB)
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		s.client.Close()
+		return nil, fmt.Errorf("checkpoint redis open %s: %w", where, err)
+	}
+	for _, sc := range []*goredis.Script{putScript, getScript} {
+		if err := sc.Load(ctx, s.client).Err(); err != nil {
+			s.client.Close()
+			return nil, fmt.Errorf("checkpoint redis open %s: load script: %w", where, err)
+		}
+	}
+	return s, nil
+}
+
+// Close closes the client's connections. The Saver must not be used
+// afterwards; Close may be called again and returns the first call's
+// result.
+func (s *Saver) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.client.Close(); err != nil {
+			s.closeErr = fmt.Errorf("checkpoint redis close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// keys returns the keys of thread: its log, its id index and its set of
+// full records, in the order the scripts take them.
+func (s *Saver) keys(thread string) []string {
+	base := s.prefix + "{" + thread + "}:"
+	return []string{base + "log", base + "ids", base + "full"}
+}
+
+// Put implements checkpoint.Saver.
+func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	if cp.ID == "" {
+		return fmt.Errorf("checkpoint redis put %s: empty checkpoint id", cp.Thread)
+	}
+	meta, err := checkpoint.EncodeMeta(cp)
+	if err != nil {
+		return fmt.Errorf("checkpoint redis put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
+	}
+	state := cp.State
+	if state == nil {
+		state = []byte{}
+	}
+	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+	rec := appendRecord(make([]byte, 0, 64+len(cp.ID)+len(cp.ParentID)+len(meta)+len(blob)), cp, !delta, meta, blob)
+	full := "1"
+	if delta {
+		full = "0"
+	}
+	res, err := putScript.Run(ctx, s.client, s.keys(cp.Thread), cp.Seq, cp.ID, cp.ParentID, full, rec).Int64()
+	if err != nil {
+		return fmt.Errorf("checkpoint redis put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
+	switch res {
+	case 1:
+	case 0:
+		return fmt.Errorf("checkpoint redis put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
+	case -1:
+		return fmt.Errorf("checkpoint redis put %s/%s: id already used in the thread", cp.Thread, cp.ID)
+	default:
+		return fmt.Errorf("checkpoint redis put %s/%s: script returned %d", cp.Thread, cp.ID, res)
+	}
+	// A copy: the caller may reuse cp.State, and the cache must keep
+	// exactly what the next delta is made against.
+	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
+	return nil
+}
+
+// Get implements checkpoint.Saver.
+func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpoint, error) {
+	var r *checkpoint.Resolver
+	var err error
+	if id == "" {
+		r, err = s.read(ctx, thread, "h", "")
+	} else {
+		r, err = s.read(ctx, thread, "i", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint redis get %s/%s: %w", thread, id, err)
+	}
+	if len(r.Out) == 0 {
+		return nil, fmt.Errorf("checkpoint redis get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
+	}
+	cp := r.Out[len(r.Out)-1]
+	if id == "" {
+		s.cache.Remember(thread, cp.ID, bytes.Clone(cp.State), r.Chain)
+	}
+	return cp, nil
+}
+
+// List implements checkpoint.Saver.
+func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoint.Checkpoint, error) {
+	var r *checkpoint.Resolver
+	var err error
+	if limit > 0 {
+		r, err = s.read(ctx, thread, "l", limit)
+	} else {
+		r, err = s.read(ctx, thread, "a", "")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint redis list %s: %w", thread, err)
+	}
+	out := r.Out
+	if len(out) > 0 {
+		head := out[len(out)-1]
+		s.cache.Remember(thread, head.ID, bytes.Clone(head.State), r.Chain)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// DeleteThread implements checkpoint.Saver.
+func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
+	defer s.cache.Forget(thread)
+	if err := s.client.Del(ctx, s.keys(thread)...).Err(); err != nil {
+		return fmt.Errorf("checkpoint redis delete %s: %w", thread, err)
+	}
+	return nil
+}
+
+// read runs getScript in the given mode and rebuilds the checkpoints it
+// returns.
+func (s *Saver) read(ctx context.Context, thread, mode string, arg any) (*checkpoint.Resolver, error) {
+	vals, err := getScript.Run(ctx, s.client, s.keys(thread), mode, arg).Slice()
+	if err != nil {
+		return nil, err
+	}
+	id := ""
+	if mode == "i" {
+		id, _ = arg.(string)
+	}
+	return resolveReply(thread, id, vals)
+}
+
+// resolveReply rebuilds checkpoints from getScript's reply to a read of
+// thread (of checkpoint id, when not empty).
+func resolveReply(thread, id string, vals []any) (*checkpoint.Resolver, error) {
+	r := &checkpoint.Resolver{Thread: thread}
+	if len(vals) == 0 {
+		return r, nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("checkpoint %s/%s: %w: %s", thread, id, checkpoint.ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	if len(vals) < 3 {
+		return nil, bad("read script returned %d values", len(vals))
+	}
+	var bounds [3]int64
+	for i := range bounds {
+		n, ok := vals[i].(int64)
+		if !ok {
+			return nil, bad("read script returned %T for a seq", vals[i])
+		}
+		bounds[i] = n
+	}
+	base, lo, hi := bounds[0], bounds[1], bounds[2]
+	recs := vals[3:]
+	var rw checkpoint.Row
+	for i, v := range recs {
+		seq := base + int64(i)
+		str, ok := v.(string)
+		if !ok {
+			return nil, bad("record at seq %d is a %T", seq, v)
+		}
+		if err := parseRecord([]byte(str), &rw); err != nil {
+			return nil, fmt.Errorf("checkpoint %s/%s (seq %d): %w: %w", thread, rw.ID, seq, checkpoint.ErrCorrupt, err)
+		}
+		if rw.Seq != seq {
+			return nil, fmt.Errorf("checkpoint %s/%s (seq %d): %w: record says seq %d", thread, rw.ID, seq, checkpoint.ErrCorrupt, rw.Seq)
+		}
+		rw.Keep = seq >= lo
+		if err := r.Add(&rw); err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(recs)) != hi-base+1 {
+		return nil, bad("seqs %d to %d wanted, %d records stored", base, hi, len(recs))
+	}
+	return r, nil
+}

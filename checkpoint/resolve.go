@@ -1,0 +1,144 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+)
+
+// metaDoc is the JSON a saver stores beside a checkpoint's state: the
+// fields that have no column (or record field) of their own.
+type metaDoc struct {
+	Next      []string          `json:"next,omitempty"`
+	Interrupt *Interrupt        `json:"interrupt,omitempty"`
+	Resumes   []json.RawMessage `json:"resumes,omitempty"`
+	Counters  map[string]int    `json:"counters,omitempty"`
+	Meta      Meta              `json:"meta"`
+}
+
+// EncodeMeta encodes the fields of cp that a Row keeps in Meta: next,
+// interrupt, resumes, counters and metadata.
+func EncodeMeta(cp *Checkpoint) ([]byte, error) {
+	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Resumes: cp.Resumes, Counters: cp.Counters, Meta: cp.Meta})
+}
+
+// Row is one stored checkpoint as the SQL and Redis savers keep it: its
+// identity, its state (full, or a Diff delta against the row at Seq-1),
+// and its other fields encoded by EncodeMeta. State and Meta may point
+// into a driver's buffers, valid only until the next row is read.
+type Row struct {
+	Seq         int64
+	ID, Parent  string
+	Step        int64
+	Full        bool
+	State, Meta []byte
+	Keep        bool // the caller wants this checkpoint, not only its state
+}
+
+// Resolver rebuilds checkpoints from stored rows, oldest first: a full row
+// starts a state, each delta row patches it. Savers feed it the rows from
+// the last full state up to the newest one wanted.
+type Resolver struct {
+	// Thread is the thread the rows belong to, for error messages.
+	Thread string
+	// Out holds the checkpoints of the rows marked Keep, oldest first.
+	Out []*Checkpoint
+	// Chain is the ChainCost of the deltas since the last full row, for
+	// DeltaCache.Remember.
+	Chain int
+
+	started bool
+	seq     int64  // of the last row added
+	id      string // of the last row added
+	state   []byte // of the last row added
+	shared  bool   // state is also the State of a checkpoint in Out
+}
+
+// LastSeq returns the Seq of the last row added.
+func (r *Resolver) LastSeq() int64 { return r.seq }
+
+// Add takes the next row. A row that does not follow the one before, a
+// delta that does not apply, or meta that does not decode gives an error
+// that names the row and wraps ErrCorrupt.
+func (r *Resolver) Add(rw *Row) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("checkpoint %s/%s (seq %d): %w: %s", r.Thread, rw.ID, rw.Seq, ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !r.started && !rw.Full:
+		return bad("no full state at or before it")
+	case r.started && rw.Seq != r.seq+1:
+		return bad("follows seq %d: rows missing", r.seq)
+	case r.started && rw.Parent != r.id:
+		return bad("parent %q, but the row before is %q", rw.Parent, r.id)
+	}
+	if rw.Full {
+		r.state, r.shared, r.Chain = bytes.Clone(rw.State), false, 0
+	} else {
+		var next []byte
+		var err error
+		if r.shared {
+			next, err = Patch(r.state, rw.State)
+		} else {
+			next, err = patchInPlace(r.state, rw.State)
+		}
+		if err != nil {
+			return bad("apply delta to seq %d: %v", r.seq, err)
+		}
+		r.state, r.shared = next, false
+		r.Chain += ChainCost(rw.State, len(next))
+	}
+	r.started, r.seq, r.id = true, rw.Seq, rw.ID
+	if !rw.Keep {
+		return nil
+	}
+	var m metaDoc
+	if err := json.Unmarshal(rw.Meta, &m); err != nil {
+		return bad("decode meta: %v", err)
+	}
+	r.Out = append(r.Out, &Checkpoint{
+		Thread:    r.Thread,
+		ID:        rw.ID,
+		ParentID:  rw.Parent,
+		Seq:       rw.Seq,
+		Step:      int(rw.Step),
+		State:     r.state,
+		Next:      m.Next,
+		Interrupt: m.Interrupt,
+		Resumes:   m.Resumes,
+		Counters:  m.Counters,
+		Meta:      m.Meta,
+	})
+	r.shared = true
+	return nil
+}
+
+// patchInPlace is Patch, writing into prev's array when it is
+// large enough: only the bytes after the shared prefix move, so replaying
+// a chain of appends costs the size of the appends, not of the state each
+// time. prev must not be used afterwards.
+func patchInPlace(prev, delta []byte) ([]byte, error) {
+	p, n := binary.Uvarint(delta)
+	if n <= 0 {
+		return Patch(prev, delta) // for its error
+	}
+	s, m := binary.Uvarint(delta[n:])
+	if m <= 0 || p > uint64(len(prev)) || s > uint64(len(prev))-p {
+		return Patch(prev, delta)
+	}
+	mid := delta[n+m:]
+	pre, suf := int(p), int(s)
+	size := pre + len(mid) + suf
+	if size > cap(prev) {
+		out := make([]byte, size, size+size/4)
+		copy(out, prev[:pre])
+		copy(out[pre:], mid)
+		copy(out[pre+len(mid):], prev[len(prev)-suf:])
+		return out, nil
+	}
+	out := prev[:size]
+	copy(out[pre+len(mid):], prev[len(prev)-suf:]) // memmove: may overlap
+	copy(out[pre:], mid)
+	return out, nil
+}
