@@ -1,10 +1,15 @@
-// Command loom runs Loom's agents: on the command line, and (soon) as a
-// server.
+// Command loom runs Loom's agents: as a server, and on the command line.
 //
+//	loom serve [--addr HOST:PORT] [--keys FILE]
 //	loom version
 //	loom agents
 //	loom graph mermaid|scenarios AGENT
 //	loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
+//
+// serve keeps threads, runs and checkpoints in ./loom.db, or in the SQLite
+// file LOOM_DATABASE_URL names (sqlite:///path or a plain path). API keys
+// come from --keys FILE or LOOM_API_KEYS_FILE (one a line) or LOOM_API_KEYS
+// (comma separated); without keys it serves loopback only.
 package main
 
 import (
@@ -18,29 +23,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"syscall"
 
-	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
 )
-
-// agent is one agent the command knows.
-type agent struct {
-	description string
-	build       func(saver checkpoint.Saver) (graph.Runner, error)
-}
-
-var agents = map[string]agent{
-	"demo": {
-		description: "checklist with a bounded correction loop and an approval (no model needed)",
-		build: func(s checkpoint.Saver) (graph.Runner, error) {
-			return demo.Graph().Compile(graph.WithSaver(s))
-		},
-	},
-}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +40,7 @@ func main() {
 }
 
 const usage = `usage:
+  loom serve [--addr HOST:PORT] [--keys FILE]
   loom version
   loom agents
   loom graph mermaid|scenarios AGENT
@@ -66,15 +55,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, "loom", version())
 		return nil
 	case "agents":
-		names := make([]string, 0, len(agents))
-		for n := range agents {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(out, "%-10s %s\n", n, agents[n].description)
+		for _, a := range agents().All() {
+			fmt.Fprintf(out, "%-10s %s\n", a.Name, a.Description)
 		}
 		return nil
+	case "serve":
+		return serve(ctx, args[1:], out)
 	case "graph":
 		if len(args) != 3 || (args[1] != "mermaid" && args[1] != "scenarios") {
 			return errors.New(usage)
@@ -98,11 +84,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func lookup(name string, saver checkpoint.Saver) (graph.Runner, error) {
-	a, ok := agents[name]
+	a, ok := agents().Get(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown agent %q (see loom agents)", name)
 	}
-	r, err := a.build(saver)
+	r, err := a.Build(saver)
 	if err != nil {
 		return nil, fmt.Errorf("build agent %s: %w", name, err)
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/loomkit/loom/apps/demo"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/server"
+)
+
+// agents returns every agent the command knows: what `loom agents` lists,
+// `loom run` and `loom graph` use, and `loom serve` serves.
+func agents() *server.Registry {
+	var r server.Registry
+	for _, a := range []server.Agent{demoAgent()} {
+		if err := r.Register(a); err != nil {
+			panic(err) // a programming error in the list above
+		}
+	}
+	return &r
+}
+
+func demoAgent() server.Agent {
+	return server.Agent{
+		Name:        "demo",
+		Description: "checklist with a bounded correction loop and an approval (no model needed)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","description":"what the checklist is for, e.g. launch"}}}`),
+		Build: func(s checkpoint.Saver) (graph.Runner, error) {
+			return demo.Graph().Compile(graph.WithSaver(s))
+		},
+		// A chat message is the checklist's title.
+		FromChat: func(text string) (json.RawMessage, error) {
+			return json.Marshal(map[string]string{"title": strings.TrimSpace(text)})
+		},
+		Reply: demoReply,
+	}
+}
+
+// demoReply shows the checklist, with the question while it waits for
+// approval.
+func demoReply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	var d demo.Doc
+	if err := json.Unmarshal(state, &d); err != nil {
+		return string(state)
+	}
+	var b strings.Builder
+	if pending != nil {
+		var q demo.Question
+		if json.Unmarshal(pending.Payload, &q) == nil && q.Summary != "" {
+			b.WriteString(q.Summary + "\n")
+		}
+	} else if d.Approved {
+		fmt.Fprintf(&b, "Checklist %q approved.\n", d.Title)
+	} else {
+		fmt.Fprintf(&b, "Checklist %q rejected.\n", d.Title)
+	}
+	for _, it := range d.Items {
+		b.WriteString("- " + it + "\n")
+	}
+	switch {
+	case pending != nil:
+		b.WriteString(`Reply "yes" to approve or "no" to reject (a note may follow).`)
+	case d.Note != "":
+		b.WriteString("Note: " + d.Note)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}

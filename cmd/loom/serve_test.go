@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `loom serve` says where it serves on its first line, answers /healthz,
+// and stops on its context.
+func TestServe(t *testing.T) {
+	t.Setenv("LOOM_DATABASE_URL", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
+	t.Setenv("LOOM_API_KEYS", "")
+	t.Setenv("LOOM_API_KEYS_FILE", "")
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, pw); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	if !strings.HasPrefix(line, "Loom is serving http://127.0.0.1:") || !strings.HasSuffix(line, "/ — agents: demo\n") {
+		t.Fatalf("first line %q", line)
+	}
+	url := strings.Fields(line)[3]
+	resp, err := http.Get(url + "healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeErrors(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(keys, []byte("# no keys here\n\n"), 0o600)
+	for _, c := range []struct {
+		name, db, keysEnv string
+		args              []string
+		want              string
+	}{
+		{"postgres", "postgres://loom@localhost/loom", "", []string{"serve"}, "Postgres is not supported by this build yet"},
+		{"open address without keys", "", "", []string{"serve", "--addr", "0.0.0.0:0"}, "without API keys"},
+		{"empty keys file", "", "", []string{"serve", "--keys", keys}, "has no keys"},
+		{"bad argument", "", "", []string{"serve", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.db == "" {
+				c.db = filepath.Join(t.TempDir(), "x.db")
+			}
+			t.Setenv("LOOM_DATABASE_URL", c.db)
+			t.Setenv("LOOM_API_KEYS", c.keysEnv)
+			t.Setenv("LOOM_API_KEYS_FILE", "")
+			err := run(context.Background(), c.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "keys")
+	os.WriteFile(f, []byte("alpha\n# comment\n\n beta \n"), 0o600)
+	got, err := apiKeys(f, "gamma, ,delta")
+	if err != nil || strings.Join(got, ",") != "alpha,beta,gamma,delta" {
+		t.Fatalf("apiKeys = %v, %v", got, err)
+	}
+}

@@ -1,0 +1,389 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+)
+
+// This file serves the OpenAI chat completions API: every agent is a model.
+//
+// A chat names its thread with the X-Loom-Thread header, or the body's
+// "thread_id" or "user" field; a thread that does not exist is created
+// (without any of them, a new thread is made). The response names the
+// thread in the X-Loom-Thread header and the "thread_id" field. The last
+// user message is the turn: on a thread that waits for a person it
+// answers the pending question (see Agent.Answer and DefaultAnswer), else
+// it starts a new run with the agent's input for it (Agent.FromChat).
+//
+// Streamed chunks are chat.completion.chunk objects that may carry an
+// "ext" object with Loom's events: kind reasoning_text, assistant_text,
+// status, tool_call, tool_result, confirm_request, interrupt, error or the
+// agent's own kind; display_mode append (add text to the block), replace
+// (replace the block) or card (show data as a card); block_id naming the
+// block; and the node, step, text, data and interrupt id. The stream ends
+// with "data: [DONE]".
+
+func (s *Server) openAIRoutes(m *http.ServeMux) {
+	m.Handle("GET /v1/models", s.api(s.listModels))
+	m.Handle("GET /v1/models/{model}", s.api(s.getModel))
+	m.Handle("POST /v1/chat/completions", s.api(s.chat))
+}
+
+type model struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Description string `json:"description,omitempty"`
+}
+
+func modelJSON(a *builtAgent) model {
+	return model{ID: a.Name, Object: "model", Created: started.Unix(), OwnedBy: "loom", Description: a.Description}
+}
+
+func (s *Server) listModels(w http.ResponseWriter, _ *http.Request, _ string) error {
+	data := make([]model, 0, len(s.order))
+	for _, n := range s.order {
+		data = append(data, modelJSON(s.agents[n]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return nil
+}
+
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request, _ string) error {
+	a, err := s.agent(strings.TrimPrefix(r.PathValue("model"), "loom/"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, modelJSON(a))
+	return nil
+}
+
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User     string `json:"user"`
+	ThreadID string `json:"thread_id"`
+}
+
+// lastUserText returns the text of the last user message: a string, or
+// the text parts of an array of content parts.
+func (req *chatRequest) lastUserText() (string, error) {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			return text, nil
+		}
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(m.Content, &parts); err != nil {
+			return "", errorf(http.StatusBadRequest, "invalid_messages", "message %d: content must be a string or an array of content parts", i)
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String(), nil
+	}
+	return "", errorf(http.StatusBadRequest, "invalid_messages", "messages: no user message")
+}
+
+// ext is a Loom event in a chat completion chunk.
+type ext struct {
+	Kind        string          `json:"kind"`
+	DisplayMode string          `json:"display_mode"`
+	BlockID     string          `json:"block_id"`
+	Node        string          `json:"node,omitempty"`
+	Step        int             `json:"step,omitempty"`
+	Text        string          `json:"text,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+	InterruptID string          `json:"interrupt_id,omitempty"`
+}
+
+// Ext kinds and display modes.
+const (
+	extReasoning = "reasoning_text"
+	extAssistant = "assistant_text"
+	extStatus    = "status"
+	extToolCall  = "tool_call"
+	extToolRes   = "tool_result"
+	extConfirm   = "confirm_request"
+	extInterrupt = "interrupt"
+	extError     = "error"
+
+	displayAppend  = "append"
+	displayReplace = "replace"
+	displayCard    = "card"
+)
+
+// chatTurn follows one run for a chat: what each event adds to the
+// answer and which ext it carries.
+type chatTurn struct {
+	a        *builtAgent
+	streamed bool // model output was streamed as the answer
+	text     strings.Builder
+	reason   strings.Builder
+	exts     []ext
+}
+
+// step returns what event e adds: content, reasoning and an ext (nil for
+// events a chat does not show).
+func (c *chatTurn) step(e *event) (content, reasoning string, x *ext) {
+	block := e.Node + ":" + itoa(e.Step)
+	var text string
+	switch e.Kind {
+	case graph.KindToken:
+		_ = json.Unmarshal(e.Data, &text)
+		c.streamed = true
+		return text, "", &ext{Kind: extAssistant, DisplayMode: displayAppend, BlockID: block + ":text", Node: e.Node, Step: e.Step, Text: text}
+	case graph.KindReasoning:
+		_ = json.Unmarshal(e.Data, &text)
+		return "", text, &ext{Kind: extReasoning, DisplayMode: displayAppend, BlockID: block + ":reasoning", Node: e.Node, Step: e.Step, Text: text}
+	case graph.KindStatus:
+		_ = json.Unmarshal(e.Data, &text)
+		return "", "", &ext{Kind: extStatus, DisplayMode: displayReplace, BlockID: "status", Node: e.Node, Step: e.Step, Text: text, Data: e.Data}
+	case graph.KindToolCall, graph.KindToolResult:
+		kind := extToolCall
+		if e.Kind == graph.KindToolResult {
+			kind = extToolRes
+		}
+		return "", "", &ext{Kind: kind, DisplayMode: displayCard, BlockID: block + ":" + kind + ":" + itoa(e.Seq), Node: e.Node, Step: e.Step, Data: e.Data}
+	case graph.KindInterrupt:
+		return "", "", &ext{Kind: extConfirm, DisplayMode: displayCard, BlockID: "confirm:" + e.Interrupt.ID, Node: e.Node, Step: e.Step,
+			Data: e.Interrupt.Payload, InterruptID: e.Interrupt.ID}
+	case graph.KindRunEnd:
+		reply := c.a.reply(e.Data, e.Interrupt)
+		if c.streamed {
+			if e.Interrupt == nil {
+				return "", "", nil
+			}
+			reply = "\n\n" + reply
+		}
+		if e.Interrupt != nil {
+			return reply, "", &ext{Kind: extInterrupt, DisplayMode: displayCard, BlockID: "interrupt:" + e.Interrupt.ID, Node: e.Interrupt.Node,
+				Text: strings.TrimSpace(reply), Data: e.Interrupt.Payload, InterruptID: e.Interrupt.ID}
+		}
+		return reply, "", &ext{Kind: extAssistant, DisplayMode: displayAppend, BlockID: "reply", Text: reply}
+	case graph.KindError:
+		return "", "", &ext{Kind: extError, DisplayMode: displayCard, BlockID: "error", Text: e.Err}
+	case graph.KindRunStart, graph.KindNodeStart, graph.KindNodeEnd, graph.KindState:
+		return "", "", nil
+	}
+	return "", "", &ext{Kind: string(e.Kind), DisplayMode: displayCard, BlockID: block + ":" + string(e.Kind) + ":" + itoa(e.Seq), Node: e.Node, Step: e.Step, Data: e.Data}
+}
+
+type chatDelta struct {
+	Role             string `json:"role,omitempty"`
+	Content          string `json:"content,omitempty"`
+	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int        `json:"index"`
+	Delta        *chatDelta `json:"delta,omitempty"`
+	Message      *chatDelta `json:"message,omitempty"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chatUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type chatResponse struct {
+	ID       string       `json:"id"`
+	Object   string       `json:"object"`
+	Created  int64        `json:"created"`
+	Model    string       `json:"model"`
+	Choices  []chatChoice `json:"choices"`
+	Usage    *chatUsage   `json:"usage,omitempty"`
+	ThreadID string       `json:"thread_id"`
+	RunID    string       `json:"run_id"`
+	// Status is done or interrupted (waiting for the next message).
+	Status string `json:"status,omitempty"`
+	Ext    any    `json:"ext,omitempty"`
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req chatRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	a, err := s.agent(strings.TrimPrefix(req.Model, "loom/"))
+	if err != nil {
+		return err
+	}
+	text, err := req.lastUserText()
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	tid := r.Header.Get("X-Loom-Thread")
+	if tid == "" {
+		tid = req.ThreadID
+	}
+	if tid == "" {
+		tid = req.User
+	}
+	var t *Thread
+	if tid != "" {
+		if err := checkThreadID(tid); err != nil {
+			return err
+		}
+		t, err = s.store.thread(ctx, tid)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			t = nil
+		case err != nil:
+			return err
+		case t.Owner != owner:
+			return errorf(http.StatusNotFound, "not_found", "thread %s not found", tid)
+		case t.Agent != "" && t.Agent != a.Name:
+			return errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", tid, t.Agent, a.Name)
+		}
+	}
+	var in graph.JSONInput
+	var head *checkpoint.Interrupt
+	if t != nil && !s.busy(t.ID) {
+		cp, err := s.head(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if cp != nil {
+			head = cp.Interrupt
+		}
+	}
+	if head != nil {
+		if in.Resume, err = a.answer(text, head); err != nil {
+			return errorf(http.StatusUnprocessableEntity, "invalid_answer", "answer to %s: %v", head.Node, err)
+		}
+		in.Interrupt = head.ID
+	} else {
+		if in.Update, err = a.fromChat(text); err != nil {
+			return errorf(http.StatusUnprocessableEntity, "invalid_input", "message as input of agent %s: %v", a.Name, err)
+		}
+		if a.schema != nil {
+			if err := a.schema.Validate(in.Update); err != nil {
+				return errorf(http.StatusUnprocessableEntity, "invalid_input", "message as input of agent %s: %v", a.Name, err)
+			}
+		}
+	}
+	if t == nil {
+		if t, err = s.newThread(ctx, tid, owner, nil); err != nil {
+			return err
+		}
+	}
+	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
+	if err := s.submit(run); err != nil {
+		return err
+	}
+	w.Header().Set("X-Loom-Thread", t.ID)
+	w.Header().Set("X-Loom-Run", run.id)
+	resp := chatResponse{ID: "chatcmpl-" + run.id, Created: time.Now().Unix(), Model: a.Name, ThreadID: t.ID, RunID: run.id}
+	turn := &chatTurn{a: a}
+	if req.Stream {
+		s.streamChat(ctx, w, r, run, resp, turn, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return nil
+	}
+	var failed *event
+	err = s.follow(ctx, run.b, 0, func(e *event) error {
+		content, reasoning, x := turn.step(e)
+		turn.text.WriteString(content)
+		turn.reason.WriteString(reasoning)
+		if x != nil {
+			turn.exts = append(turn.exts, *x)
+		}
+		if e.Kind == graph.KindError {
+			failed = e
+		}
+		if e.Kind == graph.KindRunEnd {
+			resp.Status = string(e.Status)
+		}
+		return nil
+	}, nil, nil)
+	if err != nil {
+		return nil // the client went away; the run goes on
+	}
+	if failed != nil {
+		return errorf(http.StatusInternalServerError, failed.ErrCode, "run %s on thread %s: %s", run.id, t.ID, failed.Err)
+	}
+	stop := "stop"
+	resp.Object = "chat.completion"
+	resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: turn.text.String(), ReasoningContent: turn.reason.String()}, FinishReason: &stop}}
+	resp.Usage = &chatUsage{}
+	resp.Ext = orEmpty(turn.exts)
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// streamChat streams run as chat.completion.chunk events.
+func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.Request, run *run, base chatResponse, turn *chatTurn, usage bool) {
+	sw := startStream(w, r, nil, `{"object":"heartbeat"}`)
+	base.Object = "chat.completion.chunk"
+	chunk := func(d chatDelta, finish *string, x *ext) error {
+		c := base
+		c.Choices = []chatChoice{{Delta: &d, FinishReason: finish}}
+		if x != nil {
+			c.Ext = x
+		}
+		return sw.data(c)
+	}
+	if chunk(chatDelta{Role: "assistant"}, nil, nil) != nil {
+		return
+	}
+	err := s.pump(ctx, sw, run.b, 0, func(e *event) error {
+		content, reasoning, x := turn.step(e)
+		if e.Kind == graph.KindError {
+			return sw.data(map[string]any{"error": errorDetail{Code: e.ErrCode, Message: e.Err}, "ext": x, "thread_id": run.thread, "run_id": run.id})
+		}
+		if x == nil && content == "" && reasoning == "" {
+			return nil
+		}
+		if err := chunk(chatDelta{Content: content, ReasoningContent: reasoning}, nil, x); err != nil {
+			return err
+		}
+		if e.Kind != graph.KindRunEnd {
+			return nil
+		}
+		stop := "stop"
+		c := base
+		c.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &stop}}
+		c.Status = string(e.Status)
+		if err := sw.data(c); err != nil {
+			return err
+		}
+		if usage {
+			u := base
+			u.Choices, u.Usage = []chatChoice{}, &chatUsage{}
+			return sw.data(u)
+		}
+		return nil
+	})
+	if err == nil {
+		sw.done()
+		sw.flush()
+	}
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/graph"
+)
+
+// Agent is one agent the server serves: how to build its graph on the
+// server's saver, and what clients need to call it. Assistants in the
+// LangGraph API and models in the OpenAI API are agents.
+type Agent struct {
+	// Name identifies the agent (assistant_id and graph_id, model id).
+	Name string
+	// Description says in one line what the agent does.
+	Description string
+	// InputSchema is the JSON schema of a run's input, a JSON object whose
+	// fields are decoded over the agent's state. A run's input is checked
+	// against it before anything is written. Nil accepts any object.
+	InputSchema json.RawMessage
+	// Build compiles the agent's graph to checkpoint on saver.
+	Build func(saver checkpoint.Saver) (graph.Runner, error)
+	// FromChat turns a chat message into the input of a new run, for
+	// /v1/chat/completions. Nil gives {"input": text}.
+	FromChat func(text string) (json.RawMessage, error)
+	// Reply turns a run's final state, and the question it waits on if any,
+	// into the assistant's text. Nil gives the question's payload, or the
+	// state, as JSON.
+	Reply func(state json.RawMessage, pending *checkpoint.Interrupt) string
+	// Answer turns a chat message into the value that resumes a pending
+	// question. Nil gives DefaultAnswer.
+	Answer func(text string, pending *checkpoint.Interrupt) (json.RawMessage, error)
+}
+
+// Registry is the set of agents a server serves, by name. The zero value
+// is empty and ready to use; it is not safe for concurrent Register.
+type Registry struct {
+	agents []Agent // sorted by name
+}
+
+// Register adds an agent. It fails on an empty or taken name, a name that
+// is not a plain identifier, or a nil Build.
+func (r *Registry) Register(a Agent) error {
+	switch {
+	case a.Name == "" || strings.IndexFunc(a.Name, func(c rune) bool {
+		return !(c == '-' || c == '_' || c == '.' || unicode.IsLetter(c) || unicode.IsDigit(c))
+	}) >= 0:
+		return fmt.Errorf("register agent %q: name must be letters, digits, '-', '_' or '.'", a.Name)
+	case a.Build == nil:
+		return fmt.Errorf("register agent %q: nil Build", a.Name)
+	}
+	if _, ok := r.Get(a.Name); ok {
+		return fmt.Errorf("register agent %q: %w", a.Name, ErrExists)
+	}
+	if a.InputSchema != nil {
+		if _, err := contract.ParseSchema(a.InputSchema); err != nil {
+			return fmt.Errorf("register agent %q: input schema: %w", a.Name, err)
+		}
+	}
+	i, _ := slices.BinarySearchFunc(r.agents, a.Name, func(x Agent, n string) int { return strings.Compare(x.Name, n) })
+	r.agents = slices.Insert(r.agents, i, a)
+	return nil
+}
+
+// Get returns the agent called name.
+func (r *Registry) Get(name string) (Agent, bool) {
+	if r == nil {
+		return Agent{}, false
+	}
+	i, ok := slices.BinarySearchFunc(r.agents, name, func(x Agent, n string) int { return strings.Compare(x.Name, n) })
+	if !ok {
+		return Agent{}, false
+	}
+	return r.agents[i], true
+}
+
+// All returns the agents, sorted by name.
+func (r *Registry) All() []Agent {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r.agents)
+}
+
+// Names returns the agents' names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.All()))
+	for _, a := range r.All() {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+func (a *Agent) fromChat(text string) (json.RawMessage, error) {
+	if a.FromChat != nil {
+		return a.FromChat(text)
+	}
+	return json.Marshal(map[string]string{"input": text})
+}
+
+func (a *Agent) reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	if a.Reply != nil {
+		return a.Reply(state, pending)
+	}
+	if pending != nil {
+		return string(pending.Payload)
+	}
+	return string(state)
+}
+
+func (a *Agent) answer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
+	if a.Answer != nil {
+		return a.Answer(text, pending)
+	}
+	return DefaultAnswer(text, pending)
+}
+
+// Words that accept or reject a question when they start a chat reply.
+var (
+	yesWords = []string{"yes", "y", "ok", "okay", "accept", "accepted", "approve", "approved", "confirm", "confirmed", "sure", "go", "lgtm",
+		"确认", "同意", "好的", "好", "是的", "是", "可以", "行", "对"}
+	noWords = []string{"no", "n", "reject", "rejected", "deny", "decline", "cancel", "stop",
+		"取消", "拒绝", "不要", "不行", "不", "否"}
+)
+
+// DefaultAnswer turns a chat reply to a pending question into a resume
+// value. A reply that is a JSON object or array is the value itself. A
+// reply that starts with a yes word ("yes", "ok", "approve", "确认", "同意",
+// "好" …) gives {"accept":true,"note":REST}; anything else — a no word
+// ("no", "reject", "取消", "不" …) or free text — gives
+// {"accept":false,"note":REST}, so nothing is accepted without a yes.
+// REST is the reply without its first yes or no word.
+func DefaultAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+	t := strings.TrimSpace(text)
+	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
+		return json.RawMessage(t), nil
+	}
+	accept, note := false, t
+	if rest, ok := cutWord(t, yesWords); ok {
+		accept, note = true, rest
+	} else if rest, ok := cutWord(t, noWords); ok {
+		note = rest
+	}
+	return json.Marshal(struct {
+		Accept bool   `json:"accept"`
+		Note   string `json:"note,omitempty"`
+	}{accept, note})
+}
+
+// cutWord reports whether t starts with one of words (case-insensitively,
+// and followed by a non-letter for Latin words) and returns the rest
+// without leading punctuation and space.
+func cutWord(t string, words []string) (string, bool) {
+	lower := strings.ToLower(t)
+	for _, w := range words {
+		if !strings.HasPrefix(lower, w) {
+			continue
+		}
+		rest := t[len(w):]
+		r := []rune(rest)
+		if len(r) > 0 && w[0] < 0x80 && (unicode.IsLetter(r[0]) || unicode.IsDigit(r[0])) {
+			continue // "yesterday" is not "yes"
+		}
+		return strings.TrimLeftFunc(rest, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsPunct(c) }), true
+	}
+	return "", false
+}

@@ -1,0 +1,413 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+)
+
+// Multitask strategies: what a run does when its thread is busy.
+const (
+	strategyReject    = "reject"    // refuse the new run (409)
+	strategyEnqueue   = "enqueue"   // run it after the runs before it
+	strategyInterrupt = "interrupt" // cancel the running run, then run it
+	strategyRollback  = "rollback"  // cancel the running run, undo its steps, then run it
+)
+
+// Run statuses, as the LangGraph API names them.
+const (
+	runPending     = "pending"
+	runRunning     = "running"
+	runSuccess     = "success"
+	runError       = "error"
+	runInterrupted = "interrupted"
+)
+
+// Why a run's context was cancelled.
+var (
+	errCancelled = errors.New("run cancelled")
+	errShutdown  = errors.New("server shutting down")
+)
+
+// run is one run of an agent on a thread. It runs in a goroutine owned by
+// the server, not by the request that made it: a client that goes away
+// neither stops nor corrupts it.
+type run struct {
+	id, thread, agent, owner string
+	strategy                 string
+	metadata                 json.RawMessage
+	created                  time.Time
+	input                    graph.JSONInput
+	// from, when set, is a checkpoint of the thread to go back to before
+	// running (time travel).
+	from string
+	// rollback, when set, is a run whose checkpoints are undone first.
+	rollback *run
+	// temp marks a run on a thread of its own, deleted when the run ends.
+	temp bool
+	// modes are the stream modes the run was asked for (LangGraph API).
+	modes []string
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   atomic.Bool // stop at the next step boundary
+	b      *broadcast
+	done   chan struct{} // closed when end is set
+
+	mu       sync.Mutex
+	status   string
+	graphRun string // the runtime's run id, from the first event
+	end      event  // the terminal event, once done
+}
+
+func (s *Server) newRun(thread, agent, owner, strategy string, meta json.RawMessage, in graph.JSONInput) *run {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(s.baseCtx))
+	return &run{
+		id: checkpoint.NewID(), thread: thread, agent: agent, owner: owner, strategy: strategy,
+		metadata: meta, created: time.Now().UTC(), input: in,
+		ctx: ctx, cancel: cancel, b: newBroadcast(s.opts.Replay), done: make(chan struct{}), status: runPending,
+	}
+}
+
+func (r *run) record() *RunRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec := &RunRecord{ID: r.id, Thread: r.thread, Agent: r.agent, Status: r.status, Strategy: r.strategy,
+		Metadata: r.metadata, Created: r.created, Updated: r.created}
+	if r.status != runPending && r.status != runRunning {
+		rec.Error, rec.Updated = r.end.Err, r.end.Time
+	}
+	return rec
+}
+
+func (r *run) setStatus(st string) {
+	r.mu.Lock()
+	r.status = st
+	r.mu.Unlock()
+}
+
+// result waits for the run's end (or ctx) and returns its terminal event.
+func (r *run) result(ctx context.Context) (event, error) {
+	select {
+	case <-r.done:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.end, nil
+	case <-ctx.Done():
+		return event{}, ctx.Err()
+	}
+}
+
+// lane holds a busy thread's runs: the one running and those queued.
+// Idle threads have no lane, so they cost no memory.
+type lane struct {
+	cur   *run
+	queue []*run
+}
+
+// submit starts r, or queues it behind its thread's running run as its
+// strategy says. It returns ErrBusy for strategy reject on a busy thread.
+func (s *Server) submit(r *run) error {
+	var cancelled []*run
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return ErrClosing
+	}
+	l := s.lanes[r.thread]
+	switch {
+	case l == nil:
+		s.lanes[r.thread] = &lane{cur: r}
+		s.runs[r.id] = r
+		s.startLocked(r)
+		s.mu.Unlock()
+		return nil
+	case r.strategy == strategyReject:
+		s.mu.Unlock()
+		return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
+	case r.strategy == strategyInterrupt || r.strategy == strategyRollback:
+		cancelled, l.queue = l.queue, nil
+		for _, q := range cancelled {
+			delete(s.runs, q.id)
+		}
+		l.cur.cancel(errCancelled)
+		if r.strategy == strategyRollback {
+			r.rollback = l.cur
+		}
+	}
+	l.queue = append(l.queue, r)
+	s.runs[r.id] = r
+	s.mu.Unlock()
+	for _, q := range cancelled {
+		s.finishUnstarted(q, "cancelled by a newer run on the thread (multitask_strategy "+r.strategy+")")
+	}
+	return nil
+}
+
+func (s *Server) startLocked(r *run) {
+	s.wg.Add(1)
+	go s.execute(r)
+}
+
+// lookupRun returns the active (running or queued) run id.
+func (s *Server) lookupRun(id string) *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id]
+}
+
+// activeRun returns the thread's running run, or nil.
+func (s *Server) activeRun(thread string) *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lanes[thread]; l != nil {
+		return l.cur
+	}
+	return nil
+}
+
+func (s *Server) busy(thread string) bool { return s.activeRun(thread) != nil }
+
+// cancelRun cancels r: a queued run is dropped, a running one stops
+// (its node's context is cancelled; finished steps stay checkpointed).
+func (s *Server) cancelRun(r *run) {
+	s.mu.Lock()
+	if l := s.lanes[r.thread]; l != nil && l.cur != r {
+		for i, q := range l.queue {
+			if q == r {
+				l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
+				delete(s.runs, r.id)
+				s.mu.Unlock()
+				s.finishUnstarted(r, "cancelled before it started")
+				return
+			}
+		}
+	}
+	s.mu.Unlock()
+	r.cancel(errCancelled)
+}
+
+// execute runs r and hands its thread to the next queued run.
+func (s *Server) execute(r *run) {
+	defer s.wg.Done()
+	r.setStatus(runRunning)
+	a := s.agents[r.agent]
+	began := time.Now()
+	s.metrics.runStarted(r.agent)
+	var end event
+	stopped := false
+	if err := s.prepare(r); err != nil {
+		end = event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
+	} else {
+		for e := range a.runner.StreamJSON(r.ctx, r.thread, r.input) {
+			if r.graphRun == "" {
+				r.mu.Lock()
+				r.graphRun = e.Run
+				r.mu.Unlock()
+			}
+			ev := newEvent(e)
+			s.metrics.observe(r.agent, &ev)
+			if ev.terminal() {
+				end = ev
+				continue
+			}
+			if r.stop.Load() && ev.Kind != graph.KindInterrupt {
+				stopped = true
+				break // the runtime stops at the step boundary, checkpointed
+			}
+			r.b.publish(ev)
+		}
+	}
+	runStatus, threadStatus := runSuccess, StatusIdle
+	switch {
+	case stopped:
+		end = event{Kind: graph.KindError, ErrCode: "stopped", Time: time.Now(),
+			Err: "the server is shutting down: the run stopped after its last finished step, which is checkpointed; start a run with no input to continue it"}
+		runStatus = runInterrupted
+	case end.Kind == graph.KindRunEnd:
+		if end.Status == graph.StatusInterrupted {
+			runStatus, threadStatus = runInterrupted, StatusInterrupted
+		}
+	case end.Kind == graph.KindError && errors.Is(context.Cause(r.ctx), errCancelled):
+		end.ErrCode, runStatus = "cancelled", runInterrupted
+	case end.Kind == graph.KindError && errors.Is(context.Cause(r.ctx), errShutdown):
+		end.ErrCode, runStatus = "stopped", runInterrupted
+	case end.Kind == graph.KindError:
+		if end.ErrCode == "" {
+			end.ErrCode = "run_failed"
+		}
+		runStatus, threadStatus = runError, StatusError
+	default:
+		end = event{Kind: graph.KindError, ErrCode: "run_failed", Err: "the run ended without a result", Time: time.Now()}
+		runStatus, threadStatus = runError, StatusError
+	}
+	if end.Time.IsZero() {
+		end.Time = time.Now()
+	}
+	if threadStatus == StatusIdle || threadStatus == StatusError {
+		// A thread whose last run failed or stopped but that waits on an
+		// earlier question is still interrupted.
+		if cp, err := s.saver.Get(context.WithoutCancel(r.ctx), r.thread, ""); err == nil && cp.Interrupt != nil {
+			threadStatus = StatusInterrupted
+		}
+	}
+	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
+	s.finish(r, end, runStatus, threadStatus)
+}
+
+// prepare does what r asks before the graph runs: undo a cancelled run
+// (rollback) or go back to an older checkpoint (time travel).
+func (s *Server) prepare(r *run) error {
+	ctx := context.WithoutCancel(r.ctx)
+	if old := r.rollback; old != nil {
+		<-old.done
+		if err := s.undoRun(ctx, old); err != nil {
+			return err
+		}
+	}
+	if r.from != "" {
+		if _, err := checkpoint.Undo(ctx, s.saver, r.thread, r.from); err != nil {
+			return fmt.Errorf("go back to checkpoint %s: %w", r.from, err)
+		}
+	}
+	return nil
+}
+
+// undoRun undoes the checkpoints that run old wrote (it must be over):
+// the thread's head goes back to the checkpoint before them.
+func (s *Server) undoRun(ctx context.Context, old *run) error {
+	old.mu.Lock()
+	gr := old.graphRun
+	old.mu.Unlock()
+	if gr == "" {
+		return nil // it wrote nothing
+	}
+	hist, err := s.saver.List(ctx, old.thread, 0)
+	if err != nil {
+		return fmt.Errorf("roll back run %s: %w", old.id, err)
+	}
+	parent, found := "", false
+	for _, cp := range hist { // newest first
+		if cp.Meta.Run != gr {
+			if found {
+				break
+			}
+			continue
+		}
+		parent, found = cp.ParentID, true
+	}
+	switch {
+	case !found:
+		return nil
+	case parent == "":
+		err = s.saver.DeleteThread(ctx, old.thread)
+	default:
+		_, err = checkpoint.Undo(ctx, s.saver, old.thread, parent)
+	}
+	if err != nil {
+		return fmt.Errorf("roll back run %s: %w", old.id, err)
+	}
+	return nil
+}
+
+// finish records r's end, tells its readers, and starts the thread's next
+// queued run.
+func (s *Server) finish(r *run, end event, runStatus, threadStatus string) {
+	r.mu.Lock()
+	r.status, r.end = runStatus, end
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.baseCtx), 10*time.Second)
+	defer cancel()
+	if err := s.store.finishRun(ctx, r.record(), threadStatus); err != nil {
+		s.log.Error("record run", "run", r.id, "thread", r.thread, "err", err)
+	}
+	r.b.publish(end)
+	close(r.done)
+	r.cancel(nil)
+	if r.temp {
+		if err := s.removeThread(ctx, r.thread); err != nil {
+			s.log.Error("delete temporary thread", "thread", r.thread, "err", err)
+		}
+	}
+	s.log.Debug("run ended", "run", r.id, "thread", r.thread, "agent", r.agent, "status", runStatus, "err", end.Err)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.runs, r.id)
+	l := s.lanes[r.thread]
+	if l == nil || l.cur != r {
+		return
+	}
+	if len(l.queue) == 0 || s.closing {
+		delete(s.lanes, r.thread)
+		for _, q := range l.queue {
+			delete(s.runs, q.id)
+			go s.finishUnstarted(q, ErrClosing.Error())
+		}
+		return
+	}
+	l.cur, l.queue = l.queue[0], l.queue[1:]
+	s.startLocked(l.cur)
+}
+
+// finishUnstarted ends a queued run that never ran.
+func (s *Server) finishUnstarted(r *run, why string) {
+	end := event{Kind: graph.KindError, ErrCode: "cancelled", Err: why, Time: time.Now()}
+	r.mu.Lock()
+	r.status, r.end = runInterrupted, end
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.baseCtx), 10*time.Second)
+	defer cancel()
+	if err := s.store.finishRun(ctx, r.record(), ""); err != nil {
+		s.log.Error("record run", "run", r.id, "thread", r.thread, "err", err)
+	}
+	r.b.publish(end)
+	close(r.done)
+	r.cancel(nil)
+}
+
+// drain stops taking runs and lets the running ones stop at their next
+// step boundary; after grace it cancels those still going.
+func (s *Server) drain(grace time.Duration) {
+	s.mu.Lock()
+	s.closing = true
+	var running, queued []*run
+	for _, l := range s.lanes {
+		running = append(running, l.cur)
+		queued = append(queued, l.queue...)
+		l.queue = nil
+	}
+	for _, q := range queued {
+		delete(s.runs, q.id)
+	}
+	s.mu.Unlock()
+	for _, q := range queued {
+		s.finishUnstarted(q, ErrClosing.Error())
+	}
+	for _, r := range running {
+		r.stop.Store(true)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(grace):
+	}
+	s.log.Warn("runs still going after the shutdown grace period; cancelling them", "grace", grace, "runs", len(running))
+	for _, r := range running {
+		r.cancel(errShutdown)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		s.log.Error("runs did not stop after cancel; exiting anyway")
+	}
+}
