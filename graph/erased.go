@@ -14,6 +14,7 @@ import (
 // *Compiled[S] implements it.
 type Runner interface {
 	Name() string
+	Spec() Spec
 	Mermaid() string
 	Scenarios() []Scenario
 	Saver() checkpoint.Saver
@@ -29,11 +30,13 @@ type JSONInput struct {
 	Update    json.RawMessage `json:"update,omitempty"`
 	Resume    json.RawMessage `json:"resume,omitempty"`
 	Interrupt string          `json:"interrupt,omitempty"`
+	// Run, when set, is the run's id (see Input.Run).
+	Run string `json:"run,omitempty"`
 }
 
 // StreamJSON implements Runner.
 func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
-	var typed Input[S]
+	typed := Input[S]{Run: in.Run}
 	switch {
 	case in.Update != nil:
 		var check S

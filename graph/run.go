@@ -48,19 +48,22 @@ type Input[S any] struct {
 	// no longer pending (someone else answered it first) the resume fails
 	// with checkpoint.ErrConflict rather than ErrNoInterrupt.
 	Interrupt string
+	// Run, when set, is the id of the run (recorded in its checkpoints and
+	// events); by default a new one is made.
+	Run string
 }
 
 // Result is how a run ended.
 type Result[S any] struct {
-	State  S
-	Status Status
+	State  S      `json:"state"`
+	Status Status `json:"status"`
 	// Interrupt is the pending question when Status is interrupted.
-	Interrupt *checkpoint.Interrupt
+	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
 	// Checkpoint is the id of the thread's head after the run ("" without a saver).
-	Checkpoint string
-	Run        string
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Run        string `json:"run"`
 	// Steps is how many node steps this run took.
-	Steps int
+	Steps int `json:"steps"`
 }
 
 // Invoke starts a new run on thread: the thread's latest state, changed by
@@ -138,7 +141,11 @@ type runner[S any] struct {
 }
 
 func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit func(Event) bool) (*Result[S], error) {
-	r := &runner[S]{c: c, rc: &runCtx{thread: thread, run: checkpoint.NewID(), emit: emit, ask: &askState{}}}
+	run := in.Run
+	if run == "" {
+		run = checkpoint.NewID()
+	}
+	r := &runner[S]{c: c, rc: &runCtx{thread: thread, run: run, emit: emit, ask: &askState{}}}
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	res, err := r.run(in)
 	if res != nil && err == nil {

@@ -9,38 +9,77 @@ import (
 // maxScenarios caps Scenarios for graphs with very many paths.
 const maxScenarios = 1000
 
+// Spec is a compiled graph's structure, for drawings and clients.
+type Spec struct {
+	Name string `json:"name"`
+	// Nodes are the graph's nodes in the order they were added; Start and
+	// End are implied.
+	Nodes []string `json:"nodes"`
+	Edges []Edge   `json:"edges"`
+}
+
+// Edge is one way the run may go.
+type Edge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Conditional marks a route target (as opposed to a plain edge).
+	Conditional bool `json:"conditional,omitempty"`
+	// Max is the bound of a bounded loop edge.
+	Max int `json:"max,omitempty"`
+	// Exit marks a loop's exit: taken instead of the loop edge from From
+	// once that edge was taken Max times in a row.
+	Exit bool `json:"exit,omitempty"`
+}
+
+// Spec returns the graph's structure: nodes, then edges from Start and
+// from each node in order, each node's loop exits after its edges.
+func (c *Compiled[S]) Spec() Spec {
+	g := c.src
+	sp := Spec{Name: c.name, Nodes: c.nodeNames()}
+	for _, from := range append([]string{Start}, sp.Nodes...) {
+		o := g.outs[from]
+		for _, to := range o.targetList() {
+			e := Edge{From: from, To: to, Conditional: o.route != nil}
+			if l := g.loopOf(from, to); l != nil {
+				e.Max = l.max
+			}
+			sp.Edges = append(sp.Edges, e)
+		}
+		for _, l := range g.loops {
+			if l.from == from {
+				sp.Edges = append(sp.Edges, Edge{From: from, To: l.exit, Conditional: true, Max: l.max, Exit: true})
+			}
+		}
+	}
+	return sp
+}
+
 // Mermaid returns the graph as a Mermaid flowchart: plain edges solid,
 // route targets dashed, bounded loop edges labelled with their bound and
 // their exits with the count after which they are taken.
 func (c *Compiled[S]) Mermaid() string {
-	g := c.src
+	sp := c.Spec()
 	ids := map[string]string{Start: "start", End: "end"}
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
 	b.WriteString("\tstart([START])\n")
-	for i, n := range g.nodes {
-		ids[n.name] = fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&b, "\tn%d[%q]\n", i, n.name)
+	for i, n := range sp.Nodes {
+		ids[n] = fmt.Sprintf("n%d", i)
+		fmt.Fprintf(&b, "\tn%d[%q]\n", i, n)
 	}
 	b.WriteString("\tend([END])\n")
-	for _, from := range append([]string{Start}, c.nodeNames()...) {
-		o := g.outs[from]
-		arrow := "-->"
-		if o.route != nil {
+	for _, e := range sp.Edges {
+		arrow, label := "-->", ""
+		if e.Conditional {
 			arrow = "-.->"
 		}
-		for _, to := range o.targetList() {
-			label := ""
-			if l := g.loopOf(from, to); l != nil {
-				label = fmt.Sprintf("|\"at most %d×\"|", l.max)
-			}
-			fmt.Fprintf(&b, "\t%s %s%s %s\n", ids[from], arrow, label, ids[to])
+		switch {
+		case e.Exit:
+			label = fmt.Sprintf("|\"after %d×\"|", e.Max)
+		case e.Max > 0:
+			label = fmt.Sprintf("|\"at most %d×\"|", e.Max)
 		}
-		for _, l := range g.loops {
-			if l.from == from {
-				fmt.Fprintf(&b, "\t%s -.->|\"after %d×\"| %s\n", ids[from], l.max, ids[l.exit])
-			}
-		}
+		fmt.Fprintf(&b, "\t%s %s%s %s\n", ids[e.From], arrow, label, ids[e.To])
 	}
 	return b.String()
 }

@@ -164,9 +164,10 @@ func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request, _ string) 
 }
 
 type lgGraph struct {
-	Nodes   []lgNode `json:"nodes"`
-	Edges   []lgEdge `json:"edges"`
-	Mermaid string   `json:"mermaid"`
+	Nodes   []lgNode   `json:"nodes"`
+	Edges   []lgEdge   `json:"edges"`
+	Mermaid string     `json:"mermaid"`
+	Spec    graph.Spec `json:"spec"`
 }
 
 type lgNode struct {
@@ -183,32 +184,23 @@ type lgEdge struct {
 	Data        string `json:"data,omitempty"`
 }
 
-var (
-	mermaidNode = regexp.MustCompile(`^\s*(\w+)(?:\["(.*)"\]|\(\[(.*)\]\))\s*$`)
-	mermaidEdge = regexp.MustCompile(`^\s*(\w+)\s+(-->|-\.->)(?:\|"(.*)"\|)?\s+(\w+)\s*$`)
-)
-
-// graphJSON reads the nodes and edges of a graph from its Mermaid drawing,
-// the one structured view graph.Runner offers.
-func graphJSON(mermaid string) lgGraph {
-	g := lgGraph{Nodes: []lgNode{}, Edges: []lgEdge{}, Mermaid: mermaid}
-	names := map[string]string{"start": graph.Start, "end": graph.End}
-	for _, line := range strings.Split(mermaid, "\n") {
-		if m := mermaidNode.FindStringSubmatch(line); m != nil {
-			name := m[2]
-			if id, ok := names[m[1]]; ok && m[3] != "" {
-				name = id
-			}
-			if unq, err := strconv.Unquote(`"` + name + `"`); err == nil {
-				name = unq
-			}
-			names[m[1]] = name
-			g.Nodes = append(g.Nodes, lgNode{ID: name, Name: name, Type: "runnable", Data: name})
-			continue
+// graphJSON is a graph's structure in the LangGraph API's shape, with its
+// Loom spec and Mermaid drawing alongside.
+func graphJSON(r graph.Runner) lgGraph {
+	sp := r.Spec()
+	g := lgGraph{Nodes: []lgNode{}, Edges: []lgEdge{}, Mermaid: r.Mermaid(), Spec: sp}
+	for _, n := range append(append([]string{graph.Start}, sp.Nodes...), graph.End) {
+		g.Nodes = append(g.Nodes, lgNode{ID: n, Name: n, Type: "runnable", Data: n})
+	}
+	for _, e := range sp.Edges {
+		le := lgEdge{Source: e.From, Target: e.To, Conditional: e.Conditional}
+		switch {
+		case e.Exit:
+			le.Data = fmt.Sprintf("after %d×", e.Max)
+		case e.Max > 0:
+			le.Data = fmt.Sprintf("at most %d×", e.Max)
 		}
-		if m := mermaidEdge.FindStringSubmatch(line); m != nil {
-			g.Edges = append(g.Edges, lgEdge{Source: names[m[1]], Target: names[m[4]], Conditional: m[2] == "-.->", Data: m[3]})
-		}
+		g.Edges = append(g.Edges, le)
 	}
 	return g
 }
@@ -218,7 +210,7 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request, _ string
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, graphJSON(a.runner.Mermaid()))
+	writeJSON(w, http.StatusOK, graphJSON(a.runner))
 	return nil
 }
 
@@ -314,7 +306,7 @@ func stateJSON(thread string, cp *checkpoint.Checkpoint) lgState {
 	st := lgState{Values: cp.State, Next: cp.Next, Checkpoint: cpRef(thread, cp.ID), ParentCheckpoint: cpRef(thread, cp.ParentID),
 		Tasks: []lgTask{}, CreatedAt: &cp.Meta.Created,
 		Metadata: map[string]any{"source": langGraphSource(cp.Meta.Source), "loom_source": cp.Meta.Source, "step": cp.Step,
-			"seq": cp.Seq, "graph_run_id": cp.Meta.Run, "node": cp.Meta.Node, "duration_ms": float64(cp.Meta.Duration.Microseconds()) / 1000}}
+			"seq": cp.Seq, "run_id": cp.Meta.Run, "node": cp.Meta.Node, "duration_ms": float64(cp.Meta.Duration.Microseconds()) / 1000}}
 	if len(st.Values) == 0 {
 		st.Values = json.RawMessage("{}")
 	}

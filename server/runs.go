@@ -61,16 +61,17 @@ type run struct {
 	b      *broadcast
 	done   chan struct{} // closed when end is set
 
-	mu       sync.Mutex
-	status   string
-	graphRun string // the runtime's run id, from the first event
-	end      event  // the terminal event, once done
+	mu     sync.Mutex
+	status string
+	end    event // the terminal event, once done
 }
 
 func (s *Server) newRun(thread, agent, owner, strategy string, meta json.RawMessage, in graph.JSONInput) *run {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(s.baseCtx))
+	id := checkpoint.NewID()
+	in.Run = id
 	return &run{
-		id: checkpoint.NewID(), thread: thread, agent: agent, owner: owner, strategy: strategy,
+		id: id, thread: thread, agent: agent, owner: owner, strategy: strategy,
 		metadata: meta, created: time.Now().UTC(), input: in,
 		ctx: ctx, cancel: cancel, b: newBroadcast(s.opts.Replay), done: make(chan struct{}), status: runPending,
 	}
@@ -207,11 +208,6 @@ func (s *Server) execute(r *run) {
 		end = event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
 	} else {
 		for e := range a.runner.StreamJSON(r.ctx, r.thread, r.input) {
-			if r.graphRun == "" {
-				r.mu.Lock()
-				r.graphRun = e.Run
-				r.mu.Unlock()
-			}
 			ev := newEvent(e)
 			s.metrics.observe(r.agent, &ev)
 			if ev.terminal() {
@@ -283,12 +279,7 @@ func (s *Server) prepare(r *run) error {
 // undoRun undoes the checkpoints that run old wrote (it must be over):
 // the thread's head goes back to the checkpoint before them.
 func (s *Server) undoRun(ctx context.Context, old *run) error {
-	old.mu.Lock()
-	gr := old.graphRun
-	old.mu.Unlock()
-	if gr == "" {
-		return nil // it wrote nothing
-	}
+	gr := old.id // the runtime records the server's run id in checkpoints
 	hist, err := s.saver.List(ctx, old.thread, 0)
 	if err != nil {
 		return fmt.Errorf("roll back run %s: %w", old.id, err)
