@@ -375,3 +375,27 @@ func TestParseSchemaRefs(t *testing.T) {
 		t.Errorf("exclusiveMinimum: %v", err)
 	}
 }
+
+func TestNumbers(t *testing.T) {
+	type ids struct {
+		ID uint64  `json:"id"`
+		F  float64 `json:"f,omitempty"`
+	}
+	s, err := SchemaFor[ids]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Extract(`{"Id": 12345678901234567891}`)
+	if err != nil || !strings.Contains(string(got), "12345678901234567891") {
+		t.Fatalf("Extract = %s, %v; want every digit kept", got, err)
+	}
+	v, err := Decode[ids](`{"id": 12345678901234567891}`)
+	if err != nil || v.ID != 12345678901234567891 {
+		t.Fatalf("Decode = %+v, %v", v, err)
+	}
+	_, err = Decode[ids](`{"id": 1, "f": 1e400}`)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Problems[0].Field != "f" {
+		t.Fatalf("Decode(1e400) error = %v, want a problem on field f", err)
+	}
+}

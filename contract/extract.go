@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // span is a candidate JSON object text[lo:hi].
@@ -477,9 +479,9 @@ func syntaxError(s string, base int) *SyntaxError {
 	if strings.HasPrefix(se.Error(), "unexpected end") {
 		off = len(data)
 	}
-	off = inputOffset(edits, max(off, 0))
+	off = min(inputOffset(edits, max(off, 0)), len(s))
 	lo, hi := max(off-20, 0), min(off+20, len(s))
-	for lo > 0 && !utf8.RuneStart(s[lo]) {
+	for lo > 0 && lo < len(s) && !utf8.RuneStart(s[lo]) {
 		lo--
 	}
 	for hi < len(s) && !utf8.RuneStart(s[hi]) {
@@ -505,7 +507,15 @@ func extract(text string, s *Schema, opts []Option) (json.RawMessage, error) {
 		return nil, c.err
 	}
 	if c.renamed {
-		return json.Marshal(c.val)
+		// Write the object again with the schema's field names, decoding
+		// numbers as json.Number so that every digit is kept.
+		v, err := jsv.UnmarshalJSON(bytes.NewReader(c.obj))
+		if err != nil {
+			return nil, err
+		}
+		var w walker
+		w.walk(v, s.v)
+		return json.Marshal(v)
 	}
 	return json.RawMessage(bytes.Clone(c.obj)), nil
 }

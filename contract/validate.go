@@ -96,9 +96,15 @@ var errBadSyntax = errors.New("invalid JSON")
 // decoded value, whether field names were renamed to the schema's case, and
 // errBadSyntax or the validator's error (see problems).
 func (s *Schema) check(data []byte) (any, bool, error) {
+	// Numbers are decoded as float64, which is faster than json.Number
+	// and exact for what a decision holds; the bytes decoded into T are
+	// the original ones, so T gets every digit.
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, false, errBadSyntax
+		// A number beyond float64 (1e400) is still JSON.
+		if v, err = jsv.UnmarshalJSON(bytes.NewReader(data)); err != nil {
+			return nil, false, errBadSyntax
+		}
 	}
 	var w walker
 	w.walk(v, s.v)
@@ -299,6 +305,9 @@ func (s *Schema) problems(data []byte, v any, err error) *ValidationError {
 	out := &ValidationError{}
 	for _, p := range ps[:min(len(ps), maxProblems)] {
 		out.Problems = append(out.Problems, p.Problem)
+	}
+	if len(out.Problems) == 0 {
+		out.Problems = []Problem{{Message: ve.Error()}}
 	}
 	return out
 }

@@ -129,7 +129,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.saver, err = sqlite.Open(ctx, path); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.store, err = openStore(ctx, path); err != nil {
+	if s.store, err = openStore(ctx, s.saver); err != nil {
 		s.saver.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -236,9 +236,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() error {
 	s.stopAll()
 	var errs []error
-	if s.store != nil {
-		errs = append(errs, s.store.close())
-	}
 	if s.saver != nil {
 		errs = append(errs, s.saver.Close())
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -85,39 +84,39 @@ CREATE INDEX IF NOT EXISTS loom_runs_thread ON loom_runs (thread, created);
 const threadCols = `id, owner, agent, status, metadata, error, created, updated`
 const runCols = `id, thread, agent, status, strategy, metadata, error, created, updated`
 
-// store keeps thread and run records in SQLite. Writes go through one
-// mutex, so they never wait on each other inside SQLite's busy handler.
+// store keeps thread and run records in the SQLite file of the
+// checkpoints. It reads through the saver's database and writes through
+// the saver's group commit, so its writes and the checkpoints' never wait
+// for each other in SQLite's busy handler.
 type store struct {
-	db  *sql.DB
-	wmu sync.Mutex
+	db    *sql.DB
+	write func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
 }
 
-func openStore(ctx context.Context, path string) (*store, error) {
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open thread store %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	db.SetMaxIdleConns(4)
-	db.SetConnMaxIdleTime(0)
-	if _, err := db.ExecContext(ctx, storeSchema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("create thread store tables in %s: %w", path, err)
-	}
-	return &store{db: db}, nil
+// sqlWriter is what the store needs of the SQLite saver.
+type sqlWriter interface {
+	DB() *sql.DB
+	Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
 }
 
-func (s *store) close() error { return s.db.Close() }
+func openStore(ctx context.Context, w sqlWriter) (*store, error) {
+	s := &store{db: w.DB(), write: w.Write}
+	if _, err := s.exec(ctx, storeSchema); err != nil {
+		return nil, fmt.Errorf("create thread store tables: %w", err)
+	}
+	return s, nil
+}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-func (s *store) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.db.ExecContext(ctx, q, args...)
+func (s *store) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err = tx.ExecContext(ctx, q, args...)
+		return err
+	})
+	return res, err
 }
 
 func (s *store) createThread(ctx context.Context, t *Thread) error {
@@ -240,34 +239,25 @@ func (s *store) setThreadMetadata(ctx context.Context, id string, meta json.RawM
 }
 
 func (s *store) deleteThread(ctx context.Context, id string) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("delete thread %s: %w", id, err)
-	}
-	defer tx.Rollback()
-	for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {
-		if _, err := tx.ExecContext(ctx, q, id); err != nil {
-			return fmt.Errorf("delete thread %s: %w", id, err)
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {
+			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				return fmt.Errorf("delete thread %s: %w", id, err)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("delete thread %s: %w", id, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // finishRun records a finished run and its thread's new status in one
 // transaction.
 func (s *store) finishRun(ctx context.Context, r *RunRecord, threadStatus string) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record run %s: %w", r.ID, err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return recordRun(ctx, tx, r, threadStatus)
+	})
+}
+
+func recordRun(ctx context.Context, tx *sql.Tx, r *RunRecord, threadStatus string) error {
 	threadErr := ""
 	if threadStatus == StatusError {
 		threadErr = r.Error
@@ -278,9 +268,6 @@ func (s *store) finishRun(ctx context.Context, r *RunRecord, threadStatus string
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO loom_runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Thread, r.Agent, r.Status, r.Strategy, string(orEmptyObject(r.Metadata)), r.Error, ms(r.Created), ms(r.Updated)); err != nil {
-		return fmt.Errorf("record run %s: %w", r.ID, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record run %s: %w", r.ID, err)
 	}
 	return nil

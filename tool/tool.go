@@ -132,9 +132,10 @@ func New[Args, Result any](name, description string, kind Kind, fn func(ctx cont
 		description: description,
 		kind:        kind,
 		schema:      s,
-		call: func(ctx context.Context, raw json.RawMessage) (any, error) {
-			a, err := contract.Decode[Args](string(raw), contract.WithTag(""))
-			if err != nil {
+		// Call hands call arguments that CheckArgs has already validated.
+		call: func(ctx context.Context, clean json.RawMessage) (any, error) {
+			var a Args
+			if err := json.Unmarshal(clean, &a); err != nil {
 				return nil, &ArgsError{Tool: name, Err: err}
 			}
 			return fn(ctx, a)

@@ -113,6 +113,9 @@ ORDER BY seq`
 type Saver struct {
 	db *sql.DB
 
+	qmu   sync.Mutex // guards queue
+	queue []*writeOp // writes waiting for the next group commit
+
 	wmu    sync.Mutex // serialises writes; guards the fields below
 	wconn  *sql.Conn
 	insert *sql.Stmt
@@ -248,12 +251,6 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 		state = []byte{}
 	}
 	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
-
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.closed {
-		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, errClosed)
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
 	}
@@ -261,7 +258,125 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if delta {
 		full = 0
 	}
-	res, err := s.insert.ExecContext(context.WithoutCancel(ctx), cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), full, blob, meta)
+	err = s.enqueue(&writeOp{cp: cp, args: []any{cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), full, blob, meta}})
+	if err != nil {
+		return err
+	}
+	// A copy: the caller may reuse cp.State, and the cache must keep
+	// exactly what the next delta is made against.
+	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
+	return nil
+}
+
+// writeOp is a write waiting for its group commit: a checkpoint put (cp
+// and the insert's args), or a function run in the transaction.
+type writeOp struct {
+	cp   *checkpoint.Checkpoint
+	args []any
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	done chan error
+}
+
+// DB returns the saver's database, for reading what else lives in the
+// same file (an app's tables). Write to it with Write.
+func (s *Saver) DB() *sql.DB { return s.db }
+
+// Write runs fn in a transaction on the saver's write connection, in the
+// same group commit as the checkpoints being written: writes of this
+// process never wait for each other in SQLite's busy handler. fn's changes
+// are undone when it returns an error, which Write returns; fn must not
+// commit or roll back tx.
+func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint sqlite write: %w", err)
+	}
+	return s.enqueue(&writeOp{ctx: ctx, fn: fn})
+}
+
+// enqueue queues op, takes part in committing the queue, and returns op's
+// result.
+func (s *Saver) enqueue(op *writeOp) error {
+	op.done = make(chan error, 1)
+	s.qmu.Lock()
+	s.queue = append(s.queue, op)
+	s.qmu.Unlock()
+	s.commit()
+	return <-op.done
+}
+
+// commit writes every queued op (group commit): whoever holds the write
+// lock takes the whole queue, so writes that arrive while one commit runs
+// go together in the next, in one transaction. A put's own conflict fails
+// only that put, as SQLite undoes just the failed statement; a function's
+// failure is undone to its savepoint.
+func (s *Saver) commit() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.qmu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.qmu.Unlock()
+	if len(batch) == 0 {
+		return // another writer took ours
+	}
+	failAll := func(what string, err error) {
+		for _, op := range batch {
+			op.done <- fmt.Errorf("checkpoint sqlite %s: %w", what, err)
+		}
+	}
+	if s.closed {
+		failAll("write", errClosed)
+		return
+	}
+	ctx := context.Background()
+	if len(batch) == 1 && batch[0].fn == nil {
+		res, err := s.insert.ExecContext(ctx, batch[0].args...)
+		batch[0].done <- putResult(batch[0].cp, res, err)
+		return
+	}
+	tx, err := s.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		failAll("begin", err)
+		return
+	}
+	ins := tx.StmtContext(ctx, s.insert)
+	results := make([]error, len(batch))
+	for i, op := range batch {
+		if op.fn == nil {
+			res, err := ins.ExecContext(ctx, op.args...)
+			results[i] = putResult(op.cp, res, err)
+			continue
+		}
+		results[i] = runInSavepoint(op.ctx, tx, op.fn)
+	}
+	if err := tx.Commit(); err != nil {
+		failAll("commit", err)
+		return
+	}
+	for i, op := range batch {
+		op.done <- results[i]
+	}
+}
+
+func runInSavepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT loom_write"); err != nil {
+		return fmt.Errorf("checkpoint sqlite write: savepoint: %w", err)
+	}
+	err := fn(ctx, tx)
+	if err != nil {
+		if _, rerr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO loom_write"); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("checkpoint sqlite write: roll back: %w", rerr))
+		}
+	}
+	if _, rerr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE loom_write"); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("checkpoint sqlite write: release: %w", rerr))
+	}
+	return err
+}
+
+// putResult turns the outcome of one insert into Put's error.
+func putResult(cp *checkpoint.Checkpoint, res sql.Result, err error) error {
 	if err != nil {
 		var se *msqlite.Error
 		if errors.As(err, &se) {
@@ -279,9 +394,6 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	} else if n == 0 {
 		return fmt.Errorf("checkpoint put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
 	}
-	// A copy: the caller may reuse cp.State, and the cache must keep
-	// exactly what the next delta is made against.
-	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
 	return nil
 }
 

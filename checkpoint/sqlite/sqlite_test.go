@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,6 +394,95 @@ func BenchmarkGetHead(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Get(ctx, "bench", ""); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestGroupCommit races many puts at once, so they share transactions: on
+// each of 100 threads two writers start the thread; exactly one wins per
+// thread, and every winner's checkpoint is stored.
+func TestGroupCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "group.db"))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var wins, conflicts atomic.Int32
+	for i := range 100 {
+		for w := range 2 {
+			wg.Go(func() {
+				cp := checkpoint.Next(fmt.Sprint("g", i), nil, checkpoint.SourceInput)
+				cp.State = []byte(fmt.Sprintf(`{"writer":%d}`, w))
+				switch err := s.Put(ctx, cp); {
+				case err == nil:
+					wins.Add(1)
+				case errors.Is(err, checkpoint.ErrConflict):
+					conflicts.Add(1)
+				default:
+					t.Errorf("put: %v", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if wins.Load() != 100 || conflicts.Load() != 100 {
+		t.Fatalf("wins %d, conflicts %d; want 100 and 100", wins.Load(), conflicts.Load())
+	}
+	for i := range 100 {
+		cp, err := s.Get(ctx, fmt.Sprint("g", i), "")
+		if err != nil || !strings.HasPrefix(string(cp.State), `{"writer":`) {
+			t.Fatalf("thread g%d: %v, %+v", i, err, cp)
+		}
+	}
+}
+
+// TestWrite runs app writes through the saver's group commit: a failing
+// function's changes are undone, the others' and the checkpoints' kept.
+func TestWrite(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "write.db"))
+	ctx := context.Background()
+	exec := func(q string) func(context.Context, *sql.Tx) error {
+		return func(ctx context.Context, tx *sql.Tx) error { _, err := tx.ExecContext(ctx, q); return err }
+	}
+	if err := s.Write(ctx, exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`)); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			switch i % 4 {
+			case 0: // a write that fails half-way
+				errs[i] = s.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO notes (id, body) VALUES (?, 'lost')`, 1000+i); err != nil {
+						return err
+					}
+					return boom
+				})
+			case 1:
+				cp := checkpoint.Next(fmt.Sprint("w", i), nil, checkpoint.SourceInput)
+				cp.State = []byte(`{}`)
+				errs[i] = s.Put(ctx, cp)
+			default:
+				errs[i] = s.Write(ctx, exec(fmt.Sprintf(`INSERT INTO notes (id, body) VALUES (%d, 'kept')`, i)))
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if want := i%4 == 0; (err != nil) != want || (want && !errors.Is(err, boom)) {
+			t.Errorf("op %d: err %v", i, err)
+		}
+	}
+	var kept, lost int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE body = 'kept'), count(*) FILTER (WHERE body = 'lost') FROM notes`).Scan(&kept, &lost); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 20 || lost != 0 {
+		t.Errorf("kept %d, lost %d rows; want 20 and 0", kept, lost)
+	}
+	for i := 1; i < 40; i += 4 {
+		if _, err := s.Get(ctx, fmt.Sprint("w", i), ""); err != nil {
+			t.Errorf("checkpoint of w%d: %v", i, err)
 		}
 	}
 }
