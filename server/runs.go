@@ -204,10 +204,16 @@ func (s *Server) execute(r *run) {
 	s.metrics.runStarted(r.agent)
 	var end event
 	stopped := false
+	tr := s.startTrace(r)
+	steps := 0
 	if err := s.prepare(r); err != nil {
 		end = event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
 	} else {
 		for e := range a.runner.StreamJSON(r.ctx, r.thread, r.input) {
+			tr.observe(e)
+			if e.Kind == graph.KindNodeEnd {
+				steps++
+			}
 			ev := newEvent(e)
 			s.metrics.observe(r.agent, &ev)
 			if ev.terminal() {
@@ -255,6 +261,7 @@ func (s *Server) execute(r *run) {
 		}
 	}
 	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
+	tr.finish(runStatus, end.Err, steps)
 	s.finish(r, end, runStatus, threadStatus)
 }
 

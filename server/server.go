@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"mime"
@@ -61,6 +62,9 @@ type Options struct {
 	Grace time.Duration
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
+	// TracerProvider receives a span per run and per node step (default
+	// the global provider, which drops them unless one is installed).
+	TracerProvider trace.TracerProvider
 	// UI, when set, serves the web page at "/" and every path no API route
 	// takes. Until then those paths answer 404 in JSON.
 	UI http.Handler

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/ui"
 )
 
 // serve runs `loom serve`: every registered agent over HTTP until ctx is
@@ -33,12 +34,19 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	if err := server.CheckAddr(*addr, len(keys) > 0); err != nil {
 		return err
 	}
+	tp, stopTracing, err := tracingFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(context.WithoutCancel(ctx))
 	reg := agents()
 	srv, err := server.New(ctx, server.Options{
-		Agents:   reg,
-		Database: os.Getenv("LOOM_DATABASE_URL"),
-		Keys:     keys,
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		TracerProvider: tp,
+		Agents:         reg,
+		Database:       os.Getenv("LOOM_DATABASE_URL"),
+		Keys:           keys,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		UI:             ui.Handler(),
 	})
 	if err != nil {
 		return err
