@@ -493,19 +493,59 @@ func (s *Server) removeThread(ctx context.Context, id string) error {
 	return s.store.deleteThread(ctx, id)
 }
 
+// copyThread copies a thread: its head, or with {"checkpoint_id"} any
+// checkpoint of it, with {"values"} merged into the copied state (a fork
+// to a new thread).
 func (s *Server) copyThread(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req struct {
+		CheckpointID string                     `json:"checkpoint_id"`
+		Values       map[string]json.RawMessage `json:"values"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+	}
 	t, err := s.thread(r.Context(), r.PathValue("tid"), owner)
 	if err != nil {
 		return err
+	}
+	from := req.CheckpointID
+	if from == "" {
+		cp, err := s.head(r.Context(), t.ID)
+		if err != nil {
+			return err
+		}
+		if cp != nil {
+			from = cp.ID
+		}
+	} else if _, err := s.saver.Get(r.Context(), t.ID, from); err != nil {
+		return err
+	}
+	if from == "" && len(req.Values) > 0 {
+		return errorf(http.StatusUnprocessableEntity, "invalid_values", "thread %s has no checkpoint to copy values onto", t.ID)
+	}
+	var edit func(json.RawMessage) (json.RawMessage, error)
+	if len(req.Values) > 0 {
+		edit = func(state json.RawMessage) (json.RawMessage, error) {
+			m := map[string]json.RawMessage{}
+			if len(state) > 0 {
+				if err := json.Unmarshal(state, &m); err != nil {
+					return nil, errorf(http.StatusUnprocessableEntity, "invalid_values", "the thread's state is not a JSON object; it cannot take field updates")
+				}
+			}
+			for k, v := range req.Values {
+				m[k] = v
+			}
+			return json.Marshal(m)
+		}
 	}
 	c, err := s.newThread(r.Context(), "", owner, t.Metadata)
 	if err != nil {
 		return err
 	}
-	if cp, err := s.head(r.Context(), t.ID); err != nil {
-		return err
-	} else if cp != nil {
-		if _, err := checkpoint.Fork(r.Context(), s.saver, t.ID, cp.ID, c.ID, nil); err != nil {
+	if from != "" {
+		if _, err := checkpoint.Fork(r.Context(), s.saver, t.ID, from, c.ID, edit); err != nil {
 			return err
 		}
 	}
@@ -674,11 +714,6 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	if err := json.Unmarshal(req.Values, &patch); err != nil || patch == nil {
 		return errorf(http.StatusUnprocessableEntity, "invalid_values", "values must be a JSON object of state fields")
 	}
-	if a, ok := s.agents[t.Agent]; ok && a.schema != nil {
-		if err := a.schema.Validate(req.Values); err != nil {
-			return errorf(http.StatusUnprocessableEntity, "invalid_values", "values do not fit agent %s: %v", a.Name, err)
-		}
-	}
 	ctx := r.Context()
 	head, err := s.head(ctx, t.ID)
 	if err != nil {
@@ -692,6 +727,15 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 		if base, err = s.saver.Get(ctx, t.ID, id); err != nil {
 			return err
 		}
+		if len(patch) == 0 && head != nil && base.ID != head.ID {
+			// No values: make that checkpoint the head again, an undo.
+			cp, err := checkpoint.Undo(ctx, s.saver, t.ID, base.ID)
+			if err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"checkpoint": cpRef(t.ID, cp.ID), "configurable": cpRef(t.ID, cp.ID)})
+			return nil
+		}
 	}
 	state := map[string]json.RawMessage{}
 	if base != nil && len(base.State) > 0 {
@@ -702,6 +746,17 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	for k, v := range patch {
 		state[k] = v
 	}
+	merged, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("update state of thread %s: %w", t.ID, err)
+	}
+	// The state after the update must still fit the agent's input schema;
+	// the update alone need not carry its required fields.
+	if a, ok := s.agents[t.Agent]; ok && a.schema != nil && len(patch) > 0 {
+		if err := a.schema.Validate(merged); err != nil {
+			return errorf(http.StatusUnprocessableEntity, "invalid_values", "values do not fit agent %s: %v", a.Name, err)
+		}
+	}
 	cp := checkpoint.Next(t.ID, head, checkpoint.SourceUpdate)
 	if base != nil {
 		cp.Step, cp.Next, cp.Interrupt, cp.Resumes, cp.Counters = max(cp.Step, base.Step), base.Next, base.Interrupt, base.Resumes, base.Counters
@@ -710,9 +765,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 		}
 	}
 	cp.Meta.Node = req.AsNode
-	if cp.State, err = json.Marshal(state); err != nil {
-		return fmt.Errorf("update state of thread %s: %w", t.ID, err)
-	}
+	cp.State = merged
 	if err := s.saver.Put(ctx, cp); err != nil {
 		return fmt.Errorf("update state of thread %s: %w", t.ID, err)
 	}

@@ -122,7 +122,7 @@ func TestBrowser(t *testing.T) {
 	var after []threadState
 	getJSON(t, base+"/threads/"+tid+"/history?limit=50", &after)
 	getJSON(t, base+"/threads/"+tid+"/state", &st)
-	if len(after) != len(hist)+1 || after[0].Metadata.From != waiting || st.Values.Approved || !slices.Equal(st.Next, []string{"confirm"}) {
+	if len(after) != len(hist)+1 || after[0].Metadata.From != waiting || after[0].Metadata.Source != "undo" || st.Values.Approved || !slices.Equal(st.Next, []string{"confirm"}) {
 		t.Errorf("after undo: %d checkpoints (before %d), head from %q (want %q), approved %v, next %q",
 			len(after), len(hist), after[0].Metadata.From, waiting, st.Values.Approved, st.Next)
 	}
@@ -142,6 +142,23 @@ func TestBrowser(t *testing.T) {
 	getJSON(t, base+"/threads/"+tid+"/state", &st)
 	if st.Values.Title != "launch v2" || !slices.Equal(st.Next, []string{"confirm"}) || len(st.Tasks) == 0 || len(st.Tasks[0].Interrupts) == 0 {
 		t.Errorf("after fork: state %+v, next %q, tasks %+v; want title launch v2, waiting on confirm", st.Values, st.Next, st.Tasks)
+	}
+
+	// Fork the head to a new thread: the page opens it; this one stays.
+	b.do("open the fork dialog again", chromedp.Click(chromedp.CSS(`#history li.cp.head button.fork`)),
+		chromedp.WaitVisible(chromedp.CSS(`#fork-dialog[open] #fork-values`)))
+	edited = eval[string](b, `(() => { const v = JSON.parse(document.querySelector('#fork-values').value); v.title = 'launch v3'; return JSON.stringify(v); })()`)
+	b.do("fork to a new thread", chromedp.SetValue(chromedp.CSS(`#fork-values`), edited),
+		chromedp.Click(chromedp.CSS(`#fork-new`)),
+		chromedp.Click(chromedp.CSS(`#fork-dialog button[type="submit"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#fork-dialog[open]`)),
+		chromedp.WaitReady(chromedp.CSS(`#thread option:checked:not([value="`+tid+`"])`)))
+	newTID := eval[string](b, `document.querySelector('#thread').value`)
+	var forked threadState
+	getJSON(t, base+"/threads/"+newTID+"/state", &forked)
+	getJSON(t, base+"/threads/"+tid+"/state", &st)
+	if newTID == tid || forked.Values.Title != "launch v3" || forked.Metadata.Source != "fork" || st.Values.Title != "launch v2" {
+		t.Errorf("fork to a new thread: %s has %q (%s), %s still has %q", newTID, forked.Values.Title, forked.Metadata.Source, tid, st.Values.Title)
 	}
 
 	// Mermaid: the export button copies the text (or selects it where the
@@ -254,7 +271,8 @@ type threadState struct {
 		ID string `json:"checkpoint_id"`
 	} `json:"checkpoint"`
 	Metadata struct {
-		From string `json:"from"`
+		From   string `json:"from"`
+		Source string `json:"loom_source"`
 	} `json:"metadata"`
 	Tasks []struct {
 		Interrupts []json.RawMessage `json:"interrupts"`

@@ -19,7 +19,7 @@ const ui = {
   mermaidCopy: $('#mermaid-copy'), mermaidDownload: $('#mermaid-download'), graphMsg: $('#graph-msg'),
   history: $('#history'), historyNote: $('#history-note'), copyThread: $('#copy-thread'), refresh: $('#refresh'),
   fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkSeq: $('#fork-seq'), forkValues: $('#fork-values'),
-  forkError: $('#fork-error'), forkCancel: $('#fork-cancel'),
+  forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'),
 };
 
 const app = {
@@ -626,13 +626,15 @@ function openFork(s) {
   app.forkFrom = s;
   ui.forkSeq.textContent = `#${s.metadata?.seq}`;
   ui.forkValues.value = JSON.stringify(s.values, null, 2);
+  ui.forkNew.checked = false;
   ui.forkError.textContent = '';
   ui.fork.showModal();
   ui.forkValues.focus();
 }
 
 // fork writes the edited state over the chosen checkpoint as the new head:
-// POST /threads/{id}/state with the values and the checkpoint.
+// POST /threads/{id}/state with the values and the checkpoint; or, to a new
+// thread, POST /threads/{id}/copy with them, and opens that thread.
 async function fork(e) {
   e.preventDefault();
   const s = app.forkFrom;
@@ -642,6 +644,17 @@ async function fork(e) {
     if (!isObject(values)) throw new Error('the state must be a JSON object');
   } catch (err) {
     ui.forkError.textContent = `Not a JSON object: ${err.message}`;
+    return;
+  }
+  if (ui.forkNew.checked) {
+    try {
+      const t = await api('POST', `/threads/${enc(app.thread)}/copy`, { values, checkpoint_id: s.checkpoint.checkpoint_id });
+      ui.fork.close();
+      addThreadOption(t);
+      await openThread(t.thread_id, `Forked checkpoint #${s.metadata?.seq} to a new thread ${t.thread_id.slice(-8)}.`);
+    } catch (err) {
+      ui.forkError.textContent = err.message;
+    }
     return;
   }
   try {
