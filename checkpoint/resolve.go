@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // metaDoc is the JSON a saver stores beside a checkpoint's state: the
@@ -141,4 +142,27 @@ func patchInPlace(prev, delta []byte) ([]byte, error) {
 	copy(out[pre+len(mid):], prev[len(prev)-suf:]) // memmove: may overlap
 	copy(out[pre:], mid)
 	return out, nil
+}
+
+// Last returns the newest checkpoint resolved, or nil. With head set (the
+// rows were read up to the thread's head) it is remembered in cache, so
+// the next Put after it can store a delta.
+func (r *Resolver) Last(cache *DeltaCache, head bool) *Checkpoint {
+	if len(r.Out) == 0 {
+		return nil
+	}
+	cp := r.Out[len(r.Out)-1]
+	if head {
+		cache.Remember(r.Thread, cp.ID, bytes.Clone(cp.State), r.Chain)
+	}
+	return cp
+}
+
+// NewestFirst returns the checkpoints resolved from a read up to the
+// thread's head, newest first, as List returns them; the head is
+// remembered in cache.
+func (r *Resolver) NewestFirst(cache *DeltaCache) []*Checkpoint {
+	r.Last(cache, true)
+	slices.Reverse(r.Out)
+	return r.Out
 }

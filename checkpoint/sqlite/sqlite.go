@@ -416,12 +416,9 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
 	}
-	if len(r.Out) == 0 {
+	cp := r.Last(&s.cache, id == "")
+	if cp == nil {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
-	}
-	cp := r.Out[len(r.Out)-1]
-	if id == "" {
-		s.cache.Remember(thread, cp.ID, bytes.Clone(cp.State), r.Chain)
 	}
 	return cp, nil
 }
@@ -442,15 +439,7 @@ func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoi
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
 	}
-	out := r.Out
-	if len(out) > 0 {
-		head := out[len(out)-1]
-		s.cache.Remember(thread, head.ID, bytes.Clone(head.State), r.Chain)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	return r.NewestFirst(&s.cache), nil
 }
 
 // DeleteThread implements checkpoint.Saver.
