@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "run":
 		return runAgent(ctx, args[1:], out)
+	case "eval":
+		return runEval(ctx, args[1:], out)
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeEvalData writes a small CLINC150-style file and the same examples
+// as CSV, and returns their paths.
+func writeEvalData(t *testing.T) (clinc, csv string) {
+	t.Helper()
+	intents := map[string][]string{
+		"weather":   {"what is the weather", "will it rain today", "is it sunny outside", "weather forecast please", "how hot is it today", "do i need an umbrella", "is it cold outside", "weather for tomorrow", "what's the forecast", "will it snow"},
+		"timer":     {"set a timer", "start a timer for ten minutes", "timer for five minutes", "count down three minutes", "set a countdown", "remind me in ten minutes", "start a countdown", "set timer please", "a timer for one hour", "timer for the eggs"},
+		"play_song": {"play a song", "play some music", "put on some jazz", "play my playlist", "i want to hear music", "start the music", "play the next song", "play some rock", "music please", "play a tune"},
+	}
+	oos := []string{"how do volcanoes form", "who wrote hamlet", "what is the capital of peru", "how tall is everest", "explain gravity", "who painted the mona lisa"}
+	data := map[string][][2]string{}
+	var rows strings.Builder
+	rows.WriteString("text,category\n")
+	for id, texts := range intents {
+		for i, text := range texts {
+			split := "train"
+			if i%5 == 4 {
+				split = "val"
+			}
+			data[split] = append(data[split], [2]string{text, id})
+			fmt.Fprintf(&rows, "%s,%s\n", text, id)
+		}
+	}
+	for i, text := range oos {
+		split := "oos_train"
+		if i%2 == 1 {
+			split = "oos_val"
+		}
+		data[split] = append(data[split], [2]string{text, "oos"})
+	}
+	dir := t.TempDir()
+	clinc, csv = filepath.Join(dir, "data_full.json"), filepath.Join(dir, "rows.csv")
+	b, _ := json.Marshal(data)
+	if err := os.WriteFile(clinc, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(csv, []byte(rows.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return clinc, csv
+}
+
+func TestEvalIntentJSON(t *testing.T) {
+	clinc, csv := writeEvalData(t)
+	for _, c := range []struct {
+		name  string
+		args  []string
+		nTest int
+		oos   bool
+	}{
+		{"clinc150 val", []string{"--train", clinc}, 9, true}, // 6 val + 3 oos_val
+		{"clinc150 as test file", []string{"--train", clinc, "--test", clinc, "--format", "clinc150"}, 9, true},
+		{"csv split", []string{"--train", csv, "--calibrate=false"}, 6, false}, // 20% of 10 per intent
+		{"csv test file", []string{"--train", csv, "--test", csv, "--format", "csv"}, 30, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := run(context.Background(), append([]string{"eval", "intent", "--json"}, c.args...), &out); err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatalf("%v: %s", err, out.String())
+			}
+			for _, k := range []string{"in_scope_accuracy", "macro_f1", "oos_recall", "p50_ms", "p99_ms", "n_test"} {
+				if _, ok := got[k]; !ok {
+					t.Errorf("no key %s in %s", k, out.String())
+				}
+			}
+			if got["n_test"] != float64(c.nTest) || (got["oos_recall"] != nil) != c.oos {
+				t.Errorf("n_test %v, oos_recall %v; want %d, oos %v", got["n_test"], got["oos_recall"], c.nTest, c.oos)
+			}
+			if acc, _ := got["in_scope_accuracy"].(float64); acc < 0.5 {
+				t.Errorf("in-scope accuracy %v on easy data", acc)
+			}
+		})
+	}
+}
+
+func TestEvalIntentText(t *testing.T) {
+	clinc, _ := writeEvalData(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "intent", "--train", clinc}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"in-scope accuracy", "macro-F1", "oos recall", "route p50 / p99", "calibration"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestEvalRejectsBadArguments(t *testing.T) {
+	_, csv := writeEvalData(t)
+	for _, args := range [][]string{
+		{"eval"},
+		{"eval", "sql"},
+		{"eval", "intent"},
+		{"eval", "intent", "--train", filepath.Join(t.TempDir(), "missing.json")},
+		{"eval", "intent", "--train", csv, "--format", "xml"},
+		{"eval", "intent", "--train", csv, "--bogus"},
+	} {
+		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package intent
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Turn is one user turn with what the session knows.
+type Turn struct {
+	// Text is what the user said.
+	Text string `json:"text"`
+	// Intent is the session's current intent, for rewrite rules.
+	Intent string `json:"intent,omitempty"`
+	// Slots are the session's known slots, for rewrite rules.
+	Slots map[string]string `json:"slots,omitempty"`
+	// ActiveTask is set while a task runs or waits; stop phrases need it.
+	ActiveTask bool `json:"active_task,omitempty"`
+	// LastSocial is set when the previous turn was small talk.
+	LastSocial bool `json:"last_social,omitempty"`
+}
+
+// Understanding is what the engine made of a turn, following seed 003
+// §8.1: dialog act, stop, social, rewrite, routing, clauses.
+type Understanding struct {
+	// Act is the turn's dialog act.
+	Act string `json:"act"`
+	// Stop is set when a stop phrase ended the active task; nothing more
+	// was done.
+	Stop bool `json:"stop,omitempty"`
+	// Social is set when the turn is small talk; it was not routed.
+	Social       bool   `json:"social,omitempty"`
+	SocialReason string `json:"social_reason,omitempty"`
+	// Rewritten and RewriteRule are set when a rewrite rule applied; Slots
+	// are then the slots it used, adjusted.
+	Rewritten   string            `json:"rewritten,omitempty"`
+	RewriteRule string            `json:"rewrite_rule,omitempty"`
+	Slots       map[string]string `json:"slots,omitempty"`
+	// Route is the whole (rewritten) text routed; nil when stopped or social.
+	Route *Result `json:"route,omitempty"`
+	// Multi is set when the text holds two or more routable clauses.
+	Multi *MultiIntent `json:"multi,omitempty"`
+	// Elapsed is the time the whole turn took.
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Understand runs the rules and the router over a turn.
+func (e *Engine) Understand(ctx context.Context, t Turn) (u Understanding, err error) {
+	start := time.Now()
+	defer func() { u.Elapsed = time.Since(start) }()
+	text := Normalize(t.Text)
+	u.Act = e.rules.act(text)
+	if _, _, ok := e.rules.stop.match(text); ok && t.ActiveTask {
+		u.Stop = true
+		return u, nil
+	}
+	looksLikeTask := len(e.keywords.ac.find(text)) > 0
+	if u.Social, u.SocialReason = e.rules.social(text, looksLikeTask, t.LastSocial); u.Social {
+		return u, nil
+	}
+	if out, rule, slots, ok := e.rules.rewriteTurn(text, t.Intent, t.Slots); ok {
+		u.Rewritten, u.RewriteRule, u.Slots = out, rule, slots
+		text = Normalize(out)
+	}
+	r, err := e.Route(ctx, text)
+	if err != nil {
+		return u, fmt.Errorf("understand: %w", err)
+	}
+	u.Route = &r
+	if len(e.splitter.split(text)) > 1 {
+		mi, err := e.RouteClauses(ctx, text)
+		if err != nil {
+			return u, fmt.Errorf("understand: %w", err)
+		}
+		if mi.Kind != "single" {
+			u.Multi = &mi
+		}
+	}
+	return u, nil
+}
