@@ -27,7 +27,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	go io.Copy(io.Discard, pr)
-	if !strings.HasPrefix(line, "Loom is serving http://127.0.0.1:") || !strings.HasSuffix(line, "/ — agents: demo\n") {
+	if !strings.HasPrefix(line, "Loom is serving http://127.0.0.1:") || !strings.HasSuffix(line, "/ — agents: "+strings.Join(agents().Names(), ", ")+"\n") || !strings.Contains(line, "demo") {
 		t.Fatalf("first line %q", line)
 	}
 	url := strings.Fields(line)[3]
