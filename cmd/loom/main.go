@@ -5,6 +5,7 @@
 //	loom agents
 //	loom graph mermaid|scenarios AGENT
 //	loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
+//	loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]
 //
 // serve keeps threads, runs and checkpoints in ./loom.db, or in the SQLite
 // file LOOM_DATABASE_URL names (sqlite:///path or a plain path). API keys
@@ -44,7 +45,8 @@ const usage = `usage:
   loom version
   loom agents
   loom graph mermaid|scenarios AGENT
-  loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]`
+  loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
+  loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
