@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/demo"
+	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
@@ -15,7 +16,13 @@ import (
 // `loom run` and `loom graph` use, and `loom serve` serves.
 func agents() *server.Registry {
 	var r server.Registry
-	for _, a := range []server.Agent{demoAgent()} {
+	for _, a := range []server.Agent{
+		demoAgent(),
+		// The schedule agent keeps its tables in the server's SQLite file
+		// (LOOM_DATABASE_URL, default ./loom.db); a model if OPENAI_* and
+		// LOOM_MODEL are set, heuristics otherwise.
+		schedule.ServerAgent(schedule.ServerOptions{Model: schedule.EnvModel()}),
+	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above
 		}

@@ -1,0 +1,525 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/convo"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/tool"
+)
+
+// Phases of a conversation; the routes follow them (seed 001 §3.2).
+const (
+	PhaseChatting  = "chatting"        // a chat reply, no task
+	PhasePlanning  = "planning"        // Plan works on the plan
+	PhaseWaiting   = "waiting_confirm" // a plan waits for its card
+	PhaseExecuting = "executing"       // the plan's current step starts
+	PhaseActing    = "acting"          // back into the ReAct loop after an answer
+	PhaseDone      = "done"            // execution over, Deliver next
+	PhaseDelivered = "delivered"       // the summary is out
+)
+
+// Node names.
+const (
+	NodeChat      = "chat"
+	NodePlan      = "plan"
+	NodeConfirm   = "confirm"
+	NodeInterrupt = "interrupt"
+	NodeStep      = "step"
+	NodeAdvance   = "advance"
+	NodeDeliver   = "deliver"
+	// execPrefix names the ReAct nodes: execute_think, execute_act,
+	// execute_pause.
+	execPrefix = "execute_"
+)
+
+// Bounds of the graph's loops.
+const (
+	maxPlanRounds   = 3  // plan → plan (continue)
+	maxInteractions = 20 // interrupt → chat, answers in a row
+	maxSteps        = 10 // advance → step, plan steps
+	maxCorrections  = 3  // malformed model answers in a row
+)
+
+// Outcomes of execution, for Deliver.
+const (
+	OutcomeDone   = "done"
+	OutcomeAbort  = "abort"
+	OutcomeBudget = "budget"
+)
+
+// Step is one step of a plan.
+type Step struct {
+	Content  string `json:"content"`
+	DoneWhen string `json:"done_when,omitempty"`
+	Done     bool   `json:"done,omitempty"`
+	// Result is what execution reported at the step's end.
+	Result string `json:"result,omitempty"`
+}
+
+// Plan is what the agent will do for a task.
+type Plan struct {
+	Goal       string `json:"goal"`
+	Complexity string `json:"complexity,omitempty"`
+	Steps      []Step `json:"steps"`
+	Current    int    `json:"current"`
+}
+
+// State is the agent's graph state. A run's input is {"message": …}.
+type State struct {
+	// Message is the person's latest message.
+	Message string `json:"message"`
+	Phase   string `json:"phase,omitempty"`
+	Plan    Plan   `json:"plan"`
+	// Notes carry what planning learned: the person's answers, why a plan
+	// was rejected, what the model said while planning.
+	Notes []string `json:"notes,omitempty"`
+	// Pending is the plan card or question waiting for an answer.
+	Pending *Interaction `json:"pending,omitempty"`
+	// Exec is the ReAct loop that executes the plan.
+	Exec agent.State `json:"exec"`
+	// RoundBase and MsgBase are Exec.Rounds and len(Exec.Messages) when
+	// the plan started executing.
+	RoundBase int     `json:"round_base,omitempty"`
+	MsgBase   int     `json:"msg_base,omitempty"`
+	Outcome   string  `json:"outcome,omitempty"`
+	HealthAt  float64 `json:"health_at_start,omitempty"`
+	// Reply is the turn's final text: a chat reply or the summary.
+	Reply string `json:"reply,omitempty"`
+}
+
+// Config configures the agent.
+type Config struct {
+	// Store holds the schedules.
+	Store *Store
+	// Owner is whose schedule the agent works on (DefaultOwner if empty).
+	Owner string
+	// Model is the language model; nil runs on heuristics: keyword intent,
+	// a plan from the pending items, the optimiser's best candidate.
+	Model llm.Model
+	// StreamDelay is the pause between pseudo-stream chunks; 0 sends them
+	// at once.
+	StreamDelay time.Duration
+	// MaxRounds is the round budget of an execution (default 30).
+	MaxRounds int
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Agent is the scheduling agent: its tools and graph.
+type Agent struct {
+	cfg   Config
+	tools *tool.Registry
+	exec  agent.Config
+	log   *slog.Logger
+}
+
+// New returns the agent for cfg.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Owner == "" {
+		cfg.Owner = DefaultOwner
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger}
+	var err error
+	if a.tools, err = a.newTools(); err != nil {
+		return nil, fmt.Errorf("schedule agent: tools: %w", err)
+	}
+	model := cfg.Model
+	if model == nil {
+		model = &chooser{a: a}
+	}
+	a.exec = agent.Config{
+		Model: model, Tools: a.tools, System: prompt("execute"),
+		Budget: cfg.MaxRounds, MaxCorrections: maxCorrections,
+		View: convo.Config{Window: 40, Counter: convo.Estimate{}, Observation: convo.Trim{MaxItems: 20, MaxChars: 6000}},
+	}
+	return a, nil
+}
+
+// Tools returns the agent's tool registry.
+func (a *Agent) Tools() *tool.Registry { return a.tools }
+
+// Graph builds the agent's graph (seed 001 §2.2):
+//
+//	chat → plan ⟲ → confirm → interrupt → chat (resume) → step → execute (ReAct) → advance → step … → deliver
+func (a *Agent) Graph() *graph.Graph[State] {
+	g := graph.New[State]("schedule")
+	think := execPrefix + agent.Think
+	g.Node(NodeChat, a.chat).
+		Node(NodePlan, a.plan).
+		Node(NodeConfirm, a.confirm).
+		Node(NodeInterrupt, a.interrupt).
+		Node(NodeStep, a.step).
+		Node(NodeAdvance, a.advance).
+		Node(NodeDeliver, a.deliver)
+	agent.AddTo(g, execPrefix, a.exec, func(s *State) *agent.State { return &s.Exec }, NodeAdvance)
+	g.Edge(graph.Start, NodeChat).
+		Route(NodeChat, func(s State) string {
+			switch s.Phase {
+			case PhasePlanning:
+				return NodePlan
+			case PhaseExecuting:
+				return NodeStep
+			case PhaseActing:
+				return think
+			case PhaseDone:
+				return NodeDeliver
+			}
+			return graph.End
+		}, NodePlan, NodeStep, think, NodeDeliver, graph.End).
+		Route(NodePlan, func(s State) string {
+			switch {
+			case s.Pending != nil:
+				return NodeInterrupt
+			case s.Phase == PhasePlanning:
+				return NodePlan
+			}
+			return NodeConfirm
+		}, NodeInterrupt, NodePlan, NodeConfirm).
+		Loop(NodePlan, NodePlan, maxPlanRounds, NodeConfirm).
+		Edge(NodeConfirm, NodeInterrupt).
+		Edge(NodeInterrupt, NodeChat).
+		Loop(NodeInterrupt, NodeChat, maxInteractions, NodeDeliver).
+		Edge(NodeStep, think).
+		Route(NodeAdvance, func(s State) string {
+			if s.Phase == PhaseExecuting {
+				return NodeStep
+			}
+			return NodeDeliver
+		}, NodeStep, NodeDeliver).
+		Loop(NodeAdvance, NodeStep, maxSteps, NodeDeliver).
+		Edge(NodeDeliver, graph.End)
+	return g
+}
+
+// chat is the entry: it resumes a pending interaction, or tells a chat
+// from a task.
+func (a *Agent) chat(ctx context.Context, s State) (State, error) {
+	if s.Pending != nil {
+		return a.resume(ctx, s)
+	}
+	if waiting(&s.Exec) {
+		return a.resumeExecution(ctx, s)
+	}
+	s.Reply, s.Outcome = "", ""
+	sch, err := a.load(ctx)
+	if err != nil {
+		return s, fmt.Errorf("chat: %w", err)
+	}
+	task, reply := a.intent(ctx, &s, sch)
+	if !task {
+		s.Phase, s.Reply = PhaseChatting, reply
+		a.say(ctx, reply)
+		return s, nil
+	}
+	graph.Emit(ctx, graph.KindStatus, "这是一个排程任务,开始规划")
+	s.Phase, s.Plan, s.Notes = PhasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil
+	return s, nil
+}
+
+// resume applies the answer to the pending plan card or question (seed
+// 001 §3.3, §4.1): accept a plan → execute it; reject it → plan again with
+// the reason; an answer to a planning question → plan again with it. The
+// answer comes from the interrupt, or is the new message when the person
+// wrote instead of answering.
+func (a *Agent) resume(ctx context.Context, s State) (State, error) {
+	p := s.Pending
+	s.Pending = nil
+	ans := ParseAnswer(s.Message)
+	if p.Answer != nil {
+		ans = *p.Answer
+	}
+	switch {
+	case p.Kind == KindPlan && ans.Accept:
+		sch, err := a.load(ctx)
+		if err != nil {
+			return s, fmt.Errorf("chat: resume: %w", err)
+		}
+		s.Phase, s.Plan.Current, s.RoundBase, s.MsgBase = PhaseExecuting, 0, s.Exec.Rounds, len(s.Exec.Messages)
+		s.HealthAt = round1(Measure(sch).Health())
+		s.Exec.Tools = defaultView()
+		graph.Emit(ctx, graph.KindStatus, "计划已确认,开始执行")
+	case p.Kind == KindPlan:
+		s.Phase, s.Plan.Steps = PhasePlanning, nil
+		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Reason))
+		graph.Emit(ctx, graph.KindStatus, "计划被拒绝,重新规划")
+	default:
+		s.Phase = PhasePlanning
+		s.Notes = append(s.Notes, "问:"+p.Text+"\n答:"+ans.Text)
+	}
+	return s, nil
+}
+
+func reasonText(r string) string {
+	if r = strings.TrimSpace(r); r != "" {
+		return ",原因:" + r
+	}
+	return ""
+}
+
+// plan makes the plan: a quick assessment, and a deeper plan for complex
+// tasks, by the model; from the pending items without one.
+func (a *Agent) plan(ctx context.Context, s State) (State, error) {
+	graph.Emit(ctx, graph.KindStatus, "正在规划")
+	sch, err := a.load(ctx)
+	if err != nil {
+		return s, fmt.Errorf("plan: %w", err)
+	}
+	var d planDecision
+	if a.cfg.Model != nil {
+		if d, err = a.modelPlan(ctx, &s, sch); err != nil {
+			a.log.WarnContext(ctx, "schedule: model plan failed; planning by heuristics", "err", err)
+		}
+	}
+	if a.cfg.Model == nil || err != nil {
+		d = heuristicPlan(sch, &s)
+	}
+	if d.Speak != "" {
+		a.say(ctx, d.Speak+"\n")
+	}
+	switch d.Action {
+	case planContinue:
+		s.Phase = PhasePlanning
+		if d.Speak != "" {
+			s.Notes = append(s.Notes, "规划中:"+d.Speak)
+		}
+	case planAskUser:
+		s.Phase = PhaseWaiting
+		s.Pending = &Interaction{Kind: KindAskUser, Text: d.Question}
+	default:
+		s.Phase = PhaseWaiting
+		s.Plan.Complexity, s.Plan.Steps, s.Plan.Current = d.Complexity, d.steps(), 0
+	}
+	return s, nil
+}
+
+// confirm makes the plan card.
+func (a *Agent) confirm(ctx context.Context, s State) (State, error) {
+	if len(s.Plan.Steps) == 0 {
+		sch, err := a.load(ctx)
+		if err != nil {
+			return s, fmt.Errorf("confirm: %w", err)
+		}
+		s.Plan.Steps = heuristicPlan(sch, &s).steps()
+	}
+	s.Phase = PhaseWaiting
+	s.Pending = &Interaction{Kind: KindPlan, Text: planCard(s.Plan), Steps: s.Plan.Steps}
+	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan))
+	return s, nil
+}
+
+// interrupt asks the pending question and keeps the answer for chat.
+func (a *Agent) interrupt(ctx context.Context, s State) (State, error) {
+	ans, err := graph.Ask[Answer](ctx, *s.Pending)
+	if err != nil {
+		return s, err
+	}
+	p := *s.Pending
+	p.Answer = &ans
+	s.Pending = &p
+	return s, nil
+}
+
+// step starts the plan's current step as a turn of the ReAct loop, with the
+// plan and the execution context pinned.
+func (a *Agent) step(ctx context.Context, s State) (State, error) {
+	n := len(s.Plan.Steps)
+	if s.Plan.Current >= n {
+		return s, fmt.Errorf("step: plan has %d steps, current is %d", n, s.Plan.Current+1)
+	}
+	st := s.Plan.Steps[s.Plan.Current]
+	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan)).Set("execution_context", executionContext(&s, a.cfg.MaxRounds))
+	instruction := fmt.Sprintf("执行第 %d/%d 步:%s\n完成标准:%s", s.Plan.Current+1, n, st.Content, st.DoneWhen)
+	if avoid := constraints(&s); len(avoid) > 0 {
+		instruction += "\n用户要求" + avoidMark + dayList(avoid)
+	}
+	s.Exec.NewTurn(instruction)
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("执行第 %d/%d 步:%s", s.Plan.Current+1, n, clipRunes(st.Content, 40)))
+	return s, nil
+}
+
+// advance reads how the ReAct turn ended: next_plan moves to the next step
+// (or Deliver after the last), done and abort go to Deliver, and so does
+// an exhausted round budget.
+func (a *Agent) advance(_ context.Context, s State) (State, error) {
+	action, text := parseOutcome(s.Exec.Answer)
+	if s.Plan.Current < len(s.Plan.Steps) {
+		st := &s.Plan.Steps[s.Plan.Current]
+		st.Result, st.Done = text, action != OutcomeAbort
+	}
+	s.Phase = PhaseDone
+	switch {
+	case action == OutcomeAbort:
+		s.Outcome = OutcomeAbort
+	case s.Exec.Rounds-s.RoundBase >= a.cfg.MaxRounds:
+		s.Outcome = OutcomeBudget
+	case action == OutcomeDone || s.Plan.Current+1 >= len(s.Plan.Steps):
+		s.Outcome = OutcomeDone
+	default:
+		s.Plan.Current++
+		s.Phase = PhaseExecuting
+	}
+	return s, nil
+}
+
+// actionNextPlan is the finish action of the execution contract that ends
+// the current step; it is the default. A finish answer that starts with
+// "done:" ends the whole task, one with "abort:" gives up.
+const actionNextPlan = "next_plan"
+
+// parseOutcome splits a finish answer into the action (next_plan, done or
+// abort, from a leading "action:") and the text.
+func parseOutcome(answer string) (string, string) {
+	t := strings.TrimSpace(answer)
+	for _, act := range []string{actionNextPlan, OutcomeDone, OutcomeAbort} {
+		if rest, ok := strings.CutPrefix(strings.ToLower(t), act); ok && (rest == "" || strings.ContainsRune(":：] ", []rune(rest)[0])) {
+			return act, strings.TrimSpace(strings.TrimLeft(t[len(act):], ":：] "))
+		}
+	}
+	return actionNextPlan, t
+}
+
+// deliver sums up, by the model or mechanically, and ends the task.
+func (a *Agent) deliver(ctx context.Context, s State) (State, error) {
+	graph.Emit(ctx, graph.KindStatus, "正在总结")
+	sch, err := a.load(ctx)
+	if err != nil {
+		return s, fmt.Errorf("deliver: %w", err)
+	}
+	if s.Outcome == "" { // a loop bound ended the task early
+		s.Outcome = OutcomeBudget
+		if len(s.Plan.Steps) > 0 && !slices.ContainsFunc(s.Plan.Steps, func(st Step) bool { return !st.Done }) {
+			s.Outcome = OutcomeDone
+		}
+	}
+	facts := deliveryFacts(&s, sch)
+	text := ""
+	if a.cfg.Model != nil {
+		text, err = a.modelSummary(ctx, facts)
+		if err != nil {
+			a.log.WarnContext(ctx, "schedule: model summary failed; summing up mechanically", "err", err)
+		}
+	}
+	if text == "" {
+		text = mechanicalSummary(facts)
+		a.say(ctx, "\n"+text)
+	}
+	s.Reply, s.Phase, s.Pending = text, PhaseDelivered, nil
+	return s, nil
+}
+
+// waiting reports whether the ReAct loop stopped on a question: an open
+// tool call (a tool card or ask_user) or the pause at the round budget.
+func waiting(st *agent.State) bool {
+	return st.PauseSummary != "" || len(openCalls(st.Messages)) > 0
+}
+
+// openCalls returns the tool calls of the last assistant message that have
+// no result yet.
+func openCalls(msgs []llm.Message) []llm.ToolCall {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == llm.RoleTool {
+		i--
+	}
+	if i < 0 || msgs[i].Role != llm.RoleAssistant {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range msgs[i+1:] {
+		answered[m.ToolCallID] = true
+	}
+	var out []llm.ToolCall
+	for _, c := range msgs[i].ToolCalls {
+		if !answered[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// resumeExecution answers the question the ReAct loop stopped on with the
+// new message, when the person wrote instead of resuming (seed 001 §3.3
+// B and C): a tool card runs on accept and is rejected with the message
+// as the reason otherwise; ask_user gets the message as its answer; the
+// pause goes on or, refused, ends in Deliver.
+func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
+	ans := ParseAnswer(s.Message)
+	st := &s.Exec
+	if st.PauseSummary != "" {
+		st.PauseSummary, st.Stretch = "", 0
+		if !ans.Continue {
+			s.Phase, s.Outcome = PhaseDone, OutcomeBudget
+			return s, nil
+		}
+		st.Messages = append(st.Messages, llm.User(cmpText(ans.Message, "Continue.")))
+		s.Phase = PhaseActing
+		return s, nil
+	}
+	vctx := tool.WithView(ctx, &st.Tools)
+	for _, c := range openCalls(st.Messages) {
+		result, err := a.answerCall(vctx, c, ans)
+		if err != nil {
+			return s, fmt.Errorf("chat: resume %s: %w", c.Name, err)
+		}
+		st.Messages = append(st.Messages, llm.ToolResult(c.ID, result))
+		graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": c.ID, "tool": c.Name, "result": result})
+	}
+	s.Phase = PhaseActing
+	return s, nil
+}
+
+// answerCall runs or rejects one open tool call as the answer says.
+func (a *Agent) answerCall(ctx context.Context, c llm.ToolCall, ans Answer) (string, error) {
+	if c.Name == ToolAskUser {
+		return answerText(ans), nil
+	}
+	t, err := a.tools.Resolve(*tool.ViewFrom(ctx), c.Name)
+	if err != nil {
+		return "error: " + err.Error(), nil
+	}
+	req, err := t.ConfirmRequest([]byte(c.Arguments))
+	if err != nil {
+		return "error: " + err.Error(), nil
+	}
+	if !ans.Accept {
+		return req.Rejected(ans.Reason), nil
+	}
+	graph.Emit(ctx, graph.KindToolCall, map[string]any{"id": c.ID, "tool": c.Name, "args": req.Args})
+	out, err := t.Call(ctx, req.Args)
+	if graph.IsInterrupt(err) {
+		return "", errors.New("a tool asked a question while answering another")
+	}
+	if err != nil {
+		return "error: " + err.Error(), nil
+	}
+	return out, nil
+}
+
+func cmpText(s, dflt string) string {
+	if strings.TrimSpace(s) == "" {
+		return dflt
+	}
+	return s
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,164 @@
+package schedule
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/server"
+)
+
+// serve runs Loom's server with the schedule agent on a loopback port.
+func serve(t *testing.T, db string) string {
+	t.Helper()
+	var reg server.Registry
+	if err := reg.Register(ServerAgent(ServerOptions{Database: db, StreamDelay: -1, Logger: quiet})); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: db, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		srv.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+type completion struct {
+	Status  string `json:"status"`
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+	Ext []struct {
+		Kind string `json:"kind"`
+	} `json:"ext"`
+}
+
+func (r completion) kinds() []string {
+	var out []string
+	for _, e := range r.Ext {
+		if !slices.Contains(out, e.Kind) {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+func postChat(t *testing.T, url, text string, stream bool) *http.Response {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "schedule", "thread_id": "student-1", "stream": stream,
+		"messages": []map[string]string{{"role": "user", "content": text}}})
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("chat %q: HTTP %d", text, resp.StatusCode)
+	}
+	return resp
+}
+
+func chat(t *testing.T, url, text string) completion {
+	t.Helper()
+	resp := postChat(t, url, text, false)
+	defer resp.Body.Close()
+	var r completion
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || len(r.Choices) != 1 {
+		t.Fatalf("chat %q: %v %+v", text, err, r)
+	}
+	return r
+}
+
+// The three requests over HTTP, through /v1/chat/completions: every reply
+// is the next message, the last one streamed.
+func TestHTTPChat(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "loom.db")
+	url := serve(t, db)
+
+	r := chat(t, url, "帮我安排下周的复习")
+	if r.Status != "interrupted" || !strings.Contains(r.Choices[0].Message.Content, "回复「确认」开始执行") {
+		t.Fatalf("request 1: %s %q, want the plan card", r.Status, r.Choices[0].Message.Content)
+	}
+	r = chat(t, url, "确认")
+	if r.Status != "interrupted" || !strings.Contains(r.Choices[0].Message.Content, "需要你确认:按任务类策略放置 10 项") {
+		t.Fatalf("request 2: %s %q, want the tool card", r.Status, r.Choices[0].Message.Content)
+	}
+	for _, k := range []string{"status", "tool_call", "tool_result", "reasoning_text", "confirm_request"} {
+		if !slices.Contains(r.kinds(), k) {
+			t.Errorf("request 2: no %s ext; got %v", k, r.kinds())
+		}
+	}
+
+	resp := postChat(t, url, "确认", true)
+	defer resp.Body.Close()
+	var text strings.Builder
+	var kinds []string
+	finished := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			finished = true
+			break
+		}
+		var chunk struct {
+			Status  string `json:"status"`
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Ext *struct {
+				Kind string `json:"kind"`
+			} `json:"ext"`
+		}
+		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+			t.Fatalf("chunk %s: %v", line, err)
+		}
+		if len(chunk.Choices) > 0 {
+			text.WriteString(chunk.Choices[0].Delta.Content)
+		}
+		if chunk.Ext != nil && !slices.Contains(kinds, chunk.Ext.Kind) {
+			kinds = append(kinds, chunk.Ext.Kind)
+		}
+		if chunk.Status != "" && chunk.Status != "done" {
+			t.Errorf("request 3 ended %s, want done", chunk.Status)
+		}
+	}
+	if !finished || !strings.Contains(text.String(), "健康度 65.0 →") || !slices.Contains(kinds, "assistant_text") {
+		t.Errorf("request 3 stream: finished %v, kinds %v, text %q", finished, kinds, text.String())
+	}
+
+	st, err := OpenStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.Load(context.Background(), DefaultOwner)
+	if err != nil || len(s.Pending()) != 0 {
+		t.Errorf("stored schedule after the chat: %v, %d pending", err, len(s.Pending()))
+	}
+}

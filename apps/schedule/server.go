@@ -1,0 +1,170 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/server"
+)
+
+// ServerOptions configure the agent as Loom's server and command line
+// serve it.
+type ServerOptions struct {
+	// Database names the SQLite file of the schedules (see
+	// server.SQLitePath); "" means LOOM_DATABASE_URL, else ./loom.db —
+	// the file `loom serve` keeps its threads in.
+	Database string
+	// Model is the language model; nil runs on heuristics.
+	Model llm.Model
+	// StreamDelay is the pause between pseudo-stream chunks; 0 means
+	// DefaultStreamDelay, a negative value none.
+	StreamDelay time.Duration
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ServerAgent returns the agent as the server registers it, under the name
+// "schedule". Its Build opens the schedule store and creates the sample
+// schedule on first start; a chat message starts a task or answers the
+// pending card or question (see ChatAnswer).
+func ServerAgent(opts ServerOptions) server.Agent {
+	return server.Agent{
+		Name:        "schedule",
+		Description: "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what the student asks, e.g. 帮我安排下周的复习"}}}`),
+		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
+			if saver == nil { // drawing the graph: no store needed
+				a, err := New(Config{Model: opts.Model})
+				if err != nil {
+					return nil, err
+				}
+				return a.Graph().Compile()
+			}
+			a, err := openAgent(context.Background(), opts)
+			if err != nil {
+				return nil, err
+			}
+			return a.Graph().Compile(graph.WithSaver(saver))
+		},
+		FromChat: FromChat,
+		Reply:    Reply,
+		Answer:   ChatAnswer,
+	}
+}
+
+// openAgent opens the store of opts, creates the sample schedule when the
+// owner has none, and returns the agent. The store stays open for the
+// life of the process.
+func openAgent(ctx context.Context, opts ServerOptions) (*Agent, error) {
+	db := opts.Database
+	if db == "" {
+		db = os.Getenv("LOOM_DATABASE_URL")
+	}
+	path, err := server.SQLitePath(db)
+	if err != nil {
+		return nil, fmt.Errorf("schedule agent: %w", err)
+	}
+	st, err := OpenStore(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("schedule agent: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if made, err := st.EnsureSample(ctx, DefaultOwner); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("schedule agent: %w", err)
+	} else if made {
+		log.Info("schedule: created the sample schedule", "owner", DefaultOwner, "database", path)
+	}
+	delay := opts.StreamDelay
+	switch {
+	case delay == 0:
+		delay = DefaultStreamDelay
+	case delay < 0:
+		delay = 0
+	}
+	a, err := New(Config{Store: st, Model: opts.Model, StreamDelay: delay, Logger: log})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// EnvModel returns the model the environment configures (OPENAI_API_KEY or
+// OPENAI_BASE_URL, with LOOM_MODEL; see openai.FromEnv), or nil when it
+// configures none, so the agent runs on heuristics.
+func EnvModel() llm.Model {
+	cfg := openai.FromEnv()
+	if cfg.Model == "" || (cfg.APIKey == "" && cfg.BaseURL == "") {
+		return nil
+	}
+	m, err := openai.New(cfg)
+	if err != nil {
+		slog.Warn("schedule: no model; running on heuristics", "err", err)
+		return nil
+	}
+	return m
+}
+
+// FromChat turns a chat message into a run's input.
+func FromChat(text string) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"message": strings.TrimSpace(text)})
+}
+
+// ChatAnswer turns a chat message into the answer to the pending question,
+// whichever it is (see Answer and ParseAnswer): "确认", "yes", "accept" …
+// accept a plan or tool card and continue at the round budget; "取消",
+// "no", "reject" … reject; other text rejects a card with the text as the
+// reason, and answers an ask_user question.
+func ChatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+	return json.Marshal(ParseAnswer(text))
+}
+
+// card holds the fields of any question the agent asks: an Interaction,
+// a tool.ConfirmRequest or an agent.PauseRequest.
+type card struct {
+	Kind    string `json:"kind"`
+	Text    string `json:"text"`
+	Tool    string `json:"tool"`
+	Summary string `json:"summary"`
+	Rounds  int    `json:"rounds"`
+}
+
+// Reply is the assistant's text for a run: the card or question it waits
+// on, else the chat reply or the summary.
+func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	if pending != nil {
+		var c card
+		if err := json.Unmarshal(pending.Payload, &c); err != nil {
+			return string(pending.Payload)
+		}
+		switch {
+		case c.Kind == KindPlan:
+			return c.Text + "\n回复「确认」开始执行,「取消」重新规划(可以附上原因,比如「取消,周三不行」)。"
+		case c.Kind == KindAskUser:
+			return c.Text
+		case c.Tool != "":
+			return "需要你确认:" + c.Summary + "\n回复「确认」执行,「取消」换一个方案(可以附上原因)。"
+		case c.Rounds > 0:
+			return fmt.Sprintf("本轮已用完预算(%d 轮)。进度:%s\n回复「继续」接着做,其他回复结束并总结。", c.Rounds, c.Summary)
+		}
+		return string(pending.Payload)
+	}
+	var s State
+	if err := json.Unmarshal(state, &s); err != nil {
+		return string(state)
+	}
+	return s.Reply
+}

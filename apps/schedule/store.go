@@ -1,0 +1,470 @@
+package schedule
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver
+)
+
+// schema is the agent's own tables. The SQL is portable (SQLite and
+// Postgres): plain types, composite keys, no upserts; booleans are 0/1.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS schedule_windows (
+	owner      TEXT    NOT NULL PRIMARY KEY,
+	start_week INTEGER NOT NULL,
+	start_day  INTEGER NOT NULL,
+	days       INTEGER NOT NULL,
+	daily_max  INTEGER NOT NULL,
+	revision   INTEGER NOT NULL
+)`,
+	`CREATE TABLE IF NOT EXISTS schedule_events (
+	owner       TEXT    NOT NULL,
+	id          INTEGER NOT NULL,
+	name        TEXT    NOT NULL,
+	week        INTEGER NOT NULL,
+	day_of_week INTEGER NOT NULL,
+	start_slot  INTEGER NOT NULL,
+	slots       INTEGER NOT NULL,
+	locked      INTEGER NOT NULL,
+	can_embed   INTEGER NOT NULL,
+	PRIMARY KEY (owner, id)
+)`,
+	`CREATE TABLE IF NOT EXISTS schedule_task_classes (
+	owner         TEXT    NOT NULL,
+	id            INTEGER NOT NULL,
+	name          TEXT    NOT NULL,
+	subject       TEXT    NOT NULL,
+	difficulty    INTEGER NOT NULL,
+	prefer        TEXT    NOT NULL,
+	excluded_days TEXT    NOT NULL,
+	strategy      TEXT    NOT NULL,
+	PRIMARY KEY (owner, id)
+)`,
+	`CREATE TABLE IF NOT EXISTS schedule_task_items (
+	owner       TEXT    NOT NULL,
+	id          INTEGER NOT NULL,
+	class_id    INTEGER NOT NULL,
+	name        TEXT    NOT NULL,
+	slots       INTEGER NOT NULL,
+	status      TEXT    NOT NULL,
+	week        INTEGER,
+	day_of_week INTEGER,
+	start_slot  INTEGER,
+	PRIMARY KEY (owner, id)
+)`,
+	// One row per committed step of a graph run (graph.StepKey), so a step
+	// that runs again after a crash does not apply its change twice.
+	`CREATE TABLE IF NOT EXISTS schedule_commits (
+	owner    TEXT    NOT NULL,
+	step_key TEXT    NOT NULL,
+	revision INTEGER NOT NULL,
+	result   TEXT    NOT NULL,
+	PRIMARY KEY (owner, step_key)
+)`,
+}
+
+// ErrNoSchedule is returned by Load for an owner with no schedule.
+var ErrNoSchedule = errors.New("schedule: owner has no schedule")
+
+// Store keeps schedules in a SQL database through database/sql: the
+// SQLite file Loom's server uses, by default. It is safe for concurrent
+// use; commits are serialised by the schedule's revision.
+type Store struct {
+	db     *sql.DB
+	own    bool // Close closes db
+	dollar bool // $1 placeholders (Postgres)
+}
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// DollarPlaceholders makes the store write $1, $2 … instead of ?, as
+// Postgres drivers want.
+func DollarPlaceholders() StoreOption { return func(s *Store) { s.dollar = true } }
+
+// OpenStore opens (creating if needed) the SQLite file at path with the
+// pragmas Loom's checkpoint saver uses (WAL, busy timeout, immediate write
+// transactions), so both can share the file.
+func OpenStore(ctx context.Context, path string) (*Store, error) {
+	if path == "" || strings.Contains(path, "?") {
+		return nil, fmt.Errorf("schedule store open %q: path must be a file name without '?'", path)
+	}
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("schedule store open %s: %w", path, err)
+	}
+	st, err := NewStore(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("schedule store open %s: %w", path, err)
+	}
+	st.own = true
+	return st, nil
+}
+
+// NewStore uses db, creating the agent's tables when they do not exist.
+// Closing the store does not close db.
+func NewStore(ctx context.Context, db *sql.DB, opts ...StoreOption) (*Store, error) {
+	st := &Store{db: db}
+	for _, o := range opts {
+		o(st)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("schedule store: begin schema: %w", err)
+	}
+	defer tx.Rollback()
+	for _, q := range schema {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("schedule store: create tables: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("schedule store: commit schema: %w", err)
+	}
+	return st, nil
+}
+
+// Close closes the database if OpenStore opened it.
+func (st *Store) Close() error {
+	if !st.own {
+		return nil
+	}
+	if err := st.db.Close(); err != nil {
+		return fmt.Errorf("schedule store close: %w", err)
+	}
+	return nil
+}
+
+// q rewrites ? placeholders for the database.
+func (st *Store) q(query string) string {
+	if !st.dollar {
+		return query
+	}
+	return rebind(query)
+}
+
+// rebind turns ? placeholders into $1, $2 ….
+func rebind(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// EnsureSample creates the sample schedule for owner if the owner has
+// none, and reports whether it did.
+func (st *Store) EnsureSample(ctx context.Context, owner string) (bool, error) {
+	var n int
+	if err := st.db.QueryRowContext(ctx, st.q(`SELECT count(*) FROM schedule_windows WHERE owner = ?`), owner).Scan(&n); err != nil {
+		return false, fmt.Errorf("schedule store: look for %s's schedule: %w", owner, err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	if err := st.Create(ctx, Sample(owner)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Create stores a new schedule for s.Owner, in one transaction.
+func (st *Store) Create(ctx context.Context, s *Schedule) error {
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
+	}
+	defer tx.Rollback()
+	w := s.Window
+	if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_windows (owner, start_week, start_day, days, daily_max, revision) VALUES (?, ?, ?, ?, ?, ?)`),
+		s.Owner, w.StartWeek, w.StartDay, w.Days, w.DailyMax, s.Revision); err != nil {
+		return fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
+	}
+	var changes []rowChange
+	for i := range s.Events {
+		changes = append(changes, rowChange{insert: true, event: &s.Events[i]})
+	}
+	for i := range s.Classes {
+		changes = append(changes, rowChange{insert: true, class: &s.Classes[i]})
+	}
+	for i := range s.Items {
+		changes = append(changes, rowChange{insert: true, item: &s.Items[i]})
+	}
+	if err := st.write(ctx, tx, s.Owner, w, changes); err != nil {
+		return fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schedule store: create %s: commit: %w", s.Owner, err)
+	}
+	return nil
+}
+
+// Load reads owner's schedule. Events and items outside the window are
+// left out (and left alone by commits).
+func (st *Store) Load(ctx context.Context, owner string) (*Schedule, error) {
+	tx, err := st.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("schedule store: load %s: %w", owner, err)
+	}
+	defer tx.Rollback()
+	s := &Schedule{Owner: owner}
+	w := &s.Window
+	err = tx.QueryRowContext(ctx, st.q(`SELECT start_week, start_day, days, daily_max, revision FROM schedule_windows WHERE owner = ?`), owner).
+		Scan(&w.StartWeek, &w.StartDay, &w.Days, &w.DailyMax, &s.Revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("schedule store: load %s: %w", owner, ErrNoSchedule)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schedule store: load %s: window: %w", owner, err)
+	}
+	if err := st.loadRows(ctx, tx, s); err != nil {
+		return nil, fmt.Errorf("schedule store: load %s: %w", owner, err)
+	}
+	s.sortAll()
+	return s, nil
+}
+
+func (st *Store) loadRows(ctx context.Context, tx *sql.Tx, s *Schedule) error {
+	each := func(query string, scan func(*sql.Rows) error) error {
+		rows, err := tx.QueryContext(ctx, st.q(query), s.Owner)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	err := each(`SELECT id, name, week, day_of_week, start_slot, slots, locked, can_embed FROM schedule_events WHERE owner = ?`, func(r *sql.Rows) error {
+		var e Event
+		var d DayRef
+		var locked, embed int
+		if err := r.Scan(&e.ID, &e.Name, &d.Week, &d.DayOfWeek, &e.Start, &e.Slots, &locked, &embed); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+		var in bool
+		if e.Day, in = s.Window.Index(d); in {
+			e.Locked, e.CanEmbed = locked != 0, embed != 0
+			s.Events = append(s.Events, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	err = each(`SELECT id, name, subject, difficulty, prefer, excluded_days, strategy FROM schedule_task_classes WHERE owner = ?`, func(r *sql.Rows) error {
+		var c TaskClass
+		var excluded string
+		if err := r.Scan(&c.ID, &c.Name, &c.Profile.Subject, &c.Profile.Difficulty, &c.Profile.Prefer, &excluded, &c.Strategy); err != nil {
+			return fmt.Errorf("task classes: %w", err)
+		}
+		for _, f := range strings.Split(excluded, ",") {
+			if d, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+				c.ExcludedDays = append(c.ExcludedDays, d)
+			}
+		}
+		s.Classes = append(s.Classes, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return each(`SELECT id, class_id, name, slots, status, week, day_of_week, start_slot FROM schedule_task_items WHERE owner = ?`, func(r *sql.Rows) error {
+		var it Item
+		var week, dow, start sql.NullInt64
+		if err := r.Scan(&it.ID, &it.Class, &it.Name, &it.Slots, &it.Status, &week, &dow, &start); err != nil {
+			return fmt.Errorf("task items: %w", err)
+		}
+		if it.Placed() {
+			day, in := s.Window.Index(DayRef{Week: int(week.Int64), DayOfWeek: int(dow.Int64)})
+			if !in {
+				return nil
+			}
+			it.Day, it.Start = day, int(start.Int64)
+		}
+		s.Items = append(s.Items, it)
+		return nil
+	})
+}
+
+// Committed returns the result stored by the commit made under key, if
+// there was one.
+func (st *Store) Committed(ctx context.Context, owner, key string) (string, bool, error) {
+	var result string
+	err := st.db.QueryRowContext(ctx, st.q(`SELECT result FROM schedule_commits WHERE owner = ? AND step_key = ?`), owner, key).Scan(&result)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("schedule store: look up commit %s: %w", key, err)
+	}
+	return result, true, nil
+}
+
+// Commit writes the difference between before (as loaded) and after in
+// one transaction, and bumps the revision. It fails with ErrConflict when
+// the stored revision is no longer before's. With a key (graph.StepKey) it
+// also records result under it, so Committed finds it. It sets
+// after.Revision to the new revision.
+func (st *Store) Commit(ctx context.Context, before, after *Schedule, key, result string) error {
+	changes, err := diff(before, after)
+	if err != nil {
+		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
+	}
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, st.q(`UPDATE schedule_windows SET revision = revision + 1 WHERE owner = ? AND revision = ?`), before.Owner, before.Revision)
+	if err != nil {
+		return fmt.Errorf("schedule store: commit %s: revision: %w", before.Owner, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("schedule store: commit %s at revision %d: %w", before.Owner, before.Revision, ErrConflict)
+	}
+	if err := st.write(ctx, tx, before.Owner, before.Window, changes); err != nil {
+		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
+	}
+	if key != "" {
+		if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_commits (owner, step_key, revision, result) VALUES (?, ?, ?, ?)`),
+			before.Owner, key, before.Revision+1, result); err != nil {
+			return fmt.Errorf("schedule store: commit %s: record step %s: %w", before.Owner, key, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
+	}
+	after.Revision = before.Revision + 1
+	return nil
+}
+
+// rowChange is one row to write: an insert or an update of an event, a class
+// or an item.
+type rowChange struct {
+	insert bool
+	event  *Event
+	class  *TaskClass
+	item   *Item
+}
+
+// diff lists the rows that differ between two versions of a schedule.
+// Nothing may be deleted.
+func diff(before, after *Schedule) ([]rowChange, error) {
+	var out []rowChange
+	events := map[int]*Event{}
+	for i := range before.Events {
+		events[before.Events[i].ID] = &before.Events[i]
+	}
+	for i := range after.Events {
+		e := &after.Events[i]
+		old, ok := events[e.ID]
+		if !ok || *old != *e {
+			out = append(out, rowChange{insert: !ok, event: e})
+		}
+		delete(events, e.ID)
+	}
+	classes := map[int]*TaskClass{}
+	for i := range before.Classes {
+		classes[before.Classes[i].ID] = &before.Classes[i]
+	}
+	for i := range after.Classes {
+		c := &after.Classes[i]
+		old, ok := classes[c.ID]
+		if !ok || !reflect.DeepEqual(*old, *c) {
+			out = append(out, rowChange{insert: !ok, class: c})
+		}
+		delete(classes, c.ID)
+	}
+	items := map[int]*Item{}
+	for i := range before.Items {
+		items[before.Items[i].ID] = &before.Items[i]
+	}
+	for i := range after.Items {
+		it := &after.Items[i]
+		old, ok := items[it.ID]
+		if !ok || *old != *it {
+			out = append(out, rowChange{insert: !ok, item: it})
+		}
+		delete(items, it.ID)
+	}
+	if len(events)+len(classes)+len(items) > 0 {
+		return nil, errors.New("deleting events, classes or items is not supported")
+	}
+	return out, nil
+}
+
+// write applies changes in tx.
+func (st *Store) write(ctx context.Context, tx *sql.Tx, owner string, w Window, changes []rowChange) error {
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, c := range changes {
+		var query string
+		var args []any
+		switch {
+		case c.event != nil:
+			e, d := c.event, w.Day(c.event.Day)
+			args = []any{e.Name, d.Week, d.DayOfWeek, e.Start, e.Slots, b(e.Locked), b(e.CanEmbed), owner, e.ID}
+			query = `UPDATE schedule_events SET name = ?, week = ?, day_of_week = ?, start_slot = ?, slots = ?, locked = ?, can_embed = ? WHERE owner = ? AND id = ?`
+			if c.insert {
+				query = `INSERT INTO schedule_events (name, week, day_of_week, start_slot, slots, locked, can_embed, owner, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			}
+		case c.class != nil:
+			cl := c.class
+			days := make([]string, len(cl.ExcludedDays))
+			for i, d := range cl.ExcludedDays {
+				days[i] = strconv.Itoa(d)
+			}
+			args = []any{cl.Name, cl.Profile.Subject, cl.Profile.Difficulty, cl.Profile.Prefer, strings.Join(days, ","), cl.Strategy, owner, cl.ID}
+			query = `UPDATE schedule_task_classes SET name = ?, subject = ?, difficulty = ?, prefer = ?, excluded_days = ?, strategy = ? WHERE owner = ? AND id = ?`
+			if c.insert {
+				query = `INSERT INTO schedule_task_classes (name, subject, difficulty, prefer, excluded_days, strategy, owner, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+			}
+		default:
+			it := c.item
+			var week, dow, start any
+			if it.Placed() {
+				d := w.Day(it.Day)
+				week, dow, start = d.Week, d.DayOfWeek, it.Start
+			}
+			args = []any{it.Class, it.Name, it.Slots, it.Status, week, dow, start, owner, it.ID}
+			query = `UPDATE schedule_task_items SET class_id = ?, name = ?, slots = ?, status = ?, week = ?, day_of_week = ?, start_slot = ? WHERE owner = ? AND id = ?`
+			if c.insert {
+				query = `INSERT INTO schedule_task_items (class_id, name, slots, status, week, day_of_week, start_slot, owner, id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			}
+		}
+		if _, err := tx.ExecContext(ctx, st.q(query), args...); err != nil {
+			return fmt.Errorf("write %s: %w", tableOf(query), err)
+		}
+	}
+	return nil
+}
+
+func tableOf(query string) string {
+	for _, f := range strings.Fields(query) {
+		if strings.HasPrefix(f, "schedule_") {
+			return f
+		}
+	}
+	return ""
+}
