@@ -140,7 +140,7 @@ func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *S
 			switch {
 			case st.Answer != "":
 				return exit
-			case len(pendingCalls(st.Messages)) > 0:
+			case len(PendingCalls(st.Messages)) > 0:
 				return act
 			case st.Stretch >= r.budget:
 				return pause
@@ -150,7 +150,7 @@ func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *S
 		Route(act, func(s S) string {
 			st := lens(&s)
 			switch {
-			case len(pendingCalls(st.Messages)) > 0:
+			case len(PendingCalls(st.Messages)) > 0:
 				return act
 			case st.Stretch >= r.budget:
 				return pause
@@ -316,9 +316,9 @@ func lastAnswers(msgs []llm.Message, n int) []string {
 	return out
 }
 
-// pendingCalls returns the tool calls of the last assistant message that
-// have no result yet.
-func pendingCalls(msgs []llm.Message) []llm.ToolCall {
+// PendingCalls returns the tool calls of the last assistant message that
+// have no result yet: what the act node runs next.
+func PendingCalls(msgs []llm.Message) []llm.ToolCall {
 	i := len(msgs) - 1
 	for i >= 0 && msgs[i].Role == llm.RoleTool {
 		i--
@@ -344,7 +344,7 @@ func pendingCalls(msgs []llm.Message) []llm.ToolCall {
 // per step keeps the answers of Ask in step with the calls on resume.
 func (r *react) act(ctx context.Context, st *State) error {
 	ctx = tool.WithView(ctx, &st.Tools)
-	for _, c := range pendingCalls(st.Messages) {
+	for _, c := range PendingCalls(st.Messages) {
 		result, asked, err := r.call(ctx, c)
 		if err != nil {
 			return err // an interrupt: the results so far are kept

@@ -425,30 +425,7 @@ func (a *Agent) deliver(ctx context.Context, s State) (State, error) {
 // waiting reports whether the ReAct loop stopped on a question: an open
 // tool call (a tool card or ask_user) or the pause at the round budget.
 func waiting(st *agent.State) bool {
-	return st.PauseSummary != "" || len(openCalls(st.Messages)) > 0
-}
-
-// openCalls returns the tool calls of the last assistant message that have
-// no result yet.
-func openCalls(msgs []llm.Message) []llm.ToolCall {
-	i := len(msgs) - 1
-	for i >= 0 && msgs[i].Role == llm.RoleTool {
-		i--
-	}
-	if i < 0 || msgs[i].Role != llm.RoleAssistant {
-		return nil
-	}
-	answered := map[string]bool{}
-	for _, m := range msgs[i+1:] {
-		answered[m.ToolCallID] = true
-	}
-	var out []llm.ToolCall
-	for _, c := range msgs[i].ToolCalls {
-		if !answered[c.ID] {
-			out = append(out, c)
-		}
-	}
-	return out
+	return st.PauseSummary != "" || len(agent.PendingCalls(st.Messages)) > 0
 }
 
 // resumeExecution answers the question the ReAct loop stopped on with the
@@ -470,7 +447,7 @@ func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
 		return s, nil
 	}
 	vctx := tool.WithView(ctx, &st.Tools)
-	for _, c := range openCalls(st.Messages) {
+	for _, c := range agent.PendingCalls(st.Messages) {
 		result, err := a.answerCall(vctx, c, ans)
 		if err != nil {
 			return s, fmt.Errorf("chat: resume %s: %w", c.Name, err)
