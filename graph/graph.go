@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -231,7 +232,7 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 	if _, ok := g.outs[Start]; !ok {
 		errs = append(errs, errors.New("no edge from Start"))
 	}
-	for _, from := range sortedKeys(g.outs) {
+	for _, from := range slices.Sorted(maps.Keys(g.outs)) {
 		if from != Start && g.node(from) == nil {
 			errs = append(errs, fmt.Errorf("edge from unknown node %q", from))
 			continue
@@ -376,19 +377,10 @@ func findCycle(succ map[string][]string) []string {
 		color[n] = black
 		return false
 	}
-	for _, n := range sortedKeys(succ) {
+	for _, n := range slices.Sorted(maps.Keys(succ)) {
 		if color[n] == white && visit(n) {
 			return found
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
