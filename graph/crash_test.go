@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,6 +70,7 @@ func crashChild(db string) error {
 	if err != nil {
 		return err
 	}
+	fmt.Println("ready") // the parent kills at a random time after this
 	if _, err := saver.Get(ctx, "crash", ""); errors.Is(err, checkpoint.ErrNotFound) {
 		_, err = c.Invoke(ctx, "crash", nil)
 		return err
@@ -105,10 +107,19 @@ func TestCrashAndResume(t *testing.T) {
 	var points []int
 	for attempt := 0; kills < 20 && attempt < 100; attempt++ {
 		cmd := child()
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+		// Wait until the child is about to run (process start-up varies a
+		// lot, under -race especially), then kill it at a random point.
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatalf("child did not start: %v", err)
+		}
+		time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
