@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/checkpoint"
@@ -22,6 +23,11 @@ func agents() *server.Registry {
 		// (LOOM_DATABASE_URL, default ./loom.db); a model if OPENAI_* and
 		// LOOM_MODEL are set, heuristics otherwise.
 		schedule.ServerAgent(schedule.ServerOptions{Model: schedule.EnvModel()}),
+		// The cabin agent keeps its simulated vehicle and order tables in
+		// the server's SQLite file; LOOM_CABIN_LOCALE (zh-CN, en) and
+		// LOOM_CABIN_CONFIG (a directory of YAML overrides) configure it; a
+		// model if OPENAI_* and LOOM_MODEL are set, local only otherwise.
+		cabin.ServerAgent(cabin.ServerOptions{Model: cabin.EnvModel()}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above

@@ -1,0 +1,377 @@
+package cabin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/llm"
+)
+
+// Options configure an App. The zero value runs the Chinese default
+// configuration in memory, without a model.
+type Options struct {
+	// Locale picks the embedded default configuration: LocaleChinese
+	// (default) or LocaleEnglish.
+	Locale string
+	// ConfigDir, when set, holds YAML files that replace the defaults of
+	// the same name.
+	ConfigDir string
+	// Config, when set, is used instead of loading Locale and ConfigDir.
+	Config *Config
+	// Saver keeps the sessions, one thread each; nil keeps them in memory.
+	Saver checkpoint.Saver
+	// Store keeps the simulated vehicles and orders. Nil means tables in
+	// the saver's own database when it has one (SQLDB, as
+	// checkpoint/sqlite's Saver), else memory.
+	Store Store
+	// Model, when set, plans what the local planners cannot and answers
+	// open small talk.
+	Model llm.Model
+	// ModelTimeout bounds one model call (default 8s).
+	ModelTimeout time.Duration
+	// Plugins add to or replace the built-in plugins, by plugin_id.
+	Plugins map[string]Plugin
+	// HTTPClient makes the webhook calls (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Vehicle is the vehicle a session drives when it names none
+	// (default "car-1").
+	Vehicle string
+	// AckAfter is how long chat-stream waits for the answer before it
+	// sends an ack (default 1s).
+	AckAfter time.Duration
+	// Logger receives the app's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// App is the cabin assistant: the configuration, the intent engine, the
+// plugins and the graph its sessions run on. It is safe for concurrent
+// use; turns of one session run one at a time.
+type App struct {
+	cfg          *Config
+	cat          *catalog
+	engine       *intent.Engine
+	slots        *slotReader
+	replies      *replies
+	plugins      *Registry
+	store        Store
+	model        llm.Model
+	modelTimeout time.Duration
+	saver        checkpoint.Saver
+	graph        *graph.Compiled[State]
+	vehicle      string
+	ackAfter     time.Duration
+	log          *slog.Logger
+	locks        sessionLocks
+}
+
+// New builds the app: it loads and checks the configuration, trains the
+// intent engine, registers the plugins and compiles the graph on the
+// saver. A configuration error is reported with file, line and reason
+// and wraps ErrConfig.
+func New(ctx context.Context, opts Options) (*App, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = LoadConfig(opts.Locale, opts.ConfigDir); err != nil {
+			return nil, fmt.Errorf("cabin: load config: %w", err)
+		}
+	}
+	a := &App{
+		cfg: cfg, model: opts.Model, store: opts.Store, saver: opts.Saver,
+		vehicle:  cmp.Or(opts.Vehicle, defaultVehicle),
+		ackAfter: cmp.Or(opts.AckAfter, time.Second), modelTimeout: cmp.Or(opts.ModelTimeout, 8*time.Second),
+		log: opts.Logger,
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.saver == nil {
+		a.saver = checkpoint.NewMemory()
+	}
+	if a.store == nil {
+		if db, ok := a.saver.(SQLDB); ok {
+			st, err := OpenSQLStore(ctx, db)
+			if err != nil {
+				return nil, fmt.Errorf("cabin: %w", err)
+			}
+			a.store = st
+		} else {
+			a.store = NewMemoryStore()
+		}
+	}
+	a.saver = timedSaver{a.saver}
+	a.plugins = NewRegistry()
+	for id, p := range VehiclePlugins(a.store) {
+		a.plugins.Register(id, p)
+	}
+	for id, p := range OrderPlugins(a.store) {
+		a.plugins.Register(id, p)
+	}
+	for _, ac := range cfg.Actions.Actions {
+		if ac.Webhook != nil {
+			a.plugins.Register(ac.Plugin, NewWebhook(*ac.Webhook, opts.HTTPClient))
+		}
+	}
+	for id, p := range opts.Plugins {
+		a.plugins.Register(id, p)
+	}
+	if err := cfg.checkPlugins(a.plugins); err != nil {
+		return nil, fmt.Errorf("cabin: %w", err)
+	}
+	a.cat = newCatalog(cfg)
+	a.slots = newSlotReader(cfg.Forms)
+	a.replies = newReplies(cfg, a.cat)
+	eng, err := intent.New(ctx, cfg.engineConfig(), intent.WithLogger(a.log))
+	if err != nil {
+		return nil, fmt.Errorf("cabin: build intent engine: %w", err)
+	}
+	a.engine = eng
+	if a.graph, err = a.Graph().Compile(graph.WithSaver(a.saver)); err != nil {
+		return nil, fmt.Errorf("cabin: %w", err)
+	}
+	return a, nil
+}
+
+// checkPlugins reports every action whose plugin nobody registered.
+func (c *Config) checkPlugins(r *Registry) error {
+	p := &problems{c: c}
+	for i, ac := range c.Actions.Actions {
+		if !r.Has(ac.Plugin) {
+			p.add(FileActions, at("actions", i, "plugin"), "action %q: no plugin %q (give it a webhook, or register it in Options.Plugins)", ac.ID, ac.Plugin)
+		}
+	}
+	return errors.Join(p.errs...)
+}
+
+// Runner is the app's compiled graph, for Loom's server and command line.
+func (a *App) Runner() graph.Runner { return a.graph }
+
+// Config returns the configuration the app runs.
+func (a *App) Config() *Config { return a.cfg }
+
+// Store returns the store of the simulated vehicles and orders.
+func (a *App) Store() Store { return a.store }
+
+// Plugins returns the plugin registry; plugins registered on it later
+// replace the built-in ones.
+func (a *App) Plugins() *Registry { return a.plugins }
+
+// ChatRequest is one user turn (seed §6.1).
+type ChatRequest struct {
+	// SessionID names the session; empty starts a new one.
+	SessionID string `json:"session_id"`
+	UserID    string `json:"user_id"`
+	Channel   string `json:"channel"`
+	// VehicleID is the car the session drives (default Options.Vehicle).
+	VehicleID string `json:"vehicle_id"`
+	Text      string `json:"text"`
+}
+
+// FillRequest continues a session that waits for slots or a confirmation
+// (seed §6.3): slot values, a text reply, or a direct yes or no.
+type FillRequest struct {
+	SessionID string            `json:"session_id"`
+	Slots     map[string]string `json:"slots"`
+	Text      string            `json:"text"`
+	Confirm   *bool             `json:"confirm"`
+}
+
+// ErrBadRequest wraps the errors of requests that cannot be run.
+var ErrBadRequest = errors.New("cabin: bad request")
+
+// Chat runs one turn. On a session that waits for an answer the turn
+// answers it (resuming the graph's interrupt); otherwise it starts a new
+// run on the session's thread.
+func (a *App) Chat(ctx context.Context, req ChatRequest) (*Reply, error) {
+	start := time.Now()
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, fmt.Errorf("%w: text is empty", ErrBadRequest)
+	}
+	id := req.SessionID
+	if id == "" {
+		id = checkpoint.NewID()
+	}
+	return a.turn(ctx, id, start, Answer{Text: req.Text}, func(s *State) {
+		s.Text, s.SessionID, s.UserID, s.VehicleID, s.Channel = req.Text, id, req.UserID, req.VehicleID, req.Channel
+	}, false)
+}
+
+// FillSlots continues a session with slot values, a text or a direct
+// confirmation. A session that does not exist, or has no current intent,
+// gets a fallback reply (seed §27.1).
+func (a *App) FillSlots(ctx context.Context, req FillRequest) (*Reply, error) {
+	start := time.Now()
+	if req.SessionID == "" || (len(req.Slots) == 0 && strings.TrimSpace(req.Text) == "" && req.Confirm == nil) {
+		return a.noSession(req.SessionID, start), nil
+	}
+	return a.turn(ctx, req.SessionID, start, Answer{Text: req.Text, Slots: req.Slots, Accept: req.Confirm}, func(s *State) {
+		s.Text, s.FillSlots, s.Accept, s.SessionID = req.Text, req.Slots, req.Confirm, req.SessionID
+	}, true)
+}
+
+// noSession is the fallback reply to a fill-slots with nothing to fill.
+func (a *App) noSession(id string, start time.Time) *Reply {
+	r := &Reply{SessionID: id, Type: TypeFallback, Status: StatusFallback, Message: a.replies.text("no_session", nil),
+		Debug: Debug{Decision: "fallback", DecisionReason: "fill-slots without a session that has a current intent"}}
+	r.Latency.Total = ms(time.Since(start))
+	r.Latency.FirstResponse = r.Latency.Total
+	return r
+}
+
+// turn runs one turn on session id: it resumes a pending interrupt with
+// ans, or starts a new run with update. With fill set, a session that
+// does not exist or has no current intent gets the fallback reply.
+func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, update func(*State), fill bool) (*Reply, error) {
+	unlock := a.locks.lock(id)
+	defer unlock()
+	c := &clock{}
+	ctx = withClock(ctx, c)
+	head, err := a.saver.Get(ctx, id, "")
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		head = nil
+	case err != nil:
+		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+	}
+	if fill {
+		var s State
+		if head != nil {
+			if err := json.Unmarshal(head.State, &s); err != nil {
+				return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+			}
+		}
+		if head == nil || (!s.Session.waiting() && s.Session.Intent == "") {
+			return a.noSession(id, start), nil
+		}
+	}
+	var res *graph.Result[State]
+	if head != nil && head.Interrupt != nil {
+		res, err = a.graph.Resume(ctx, id, ans)
+	} else {
+		res, err = a.graph.Invoke(ctx, id, update)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+	}
+	r := response(id, res.State)
+	r.Latency.SessionGetOrCreate = ms(time.Duration(c.get.Load()))
+	r.Latency.SessionSave = ms(time.Duration(c.put.Load()))
+	r.Latency.Total = ms(time.Since(start))
+	r.Latency.FirstResponse = r.Latency.Total
+	return r, nil
+}
+
+// response is the reply of a state, with the session's intent, slots and
+// workflow.
+func response(id string, s State) *Reply {
+	r := s.Reply
+	r.SessionID = id
+	r.Intent, r.Slots, r.PendingSlots, r.Workflow = s.Session.Intent, s.Session.Slots, s.Session.PendingSlots, s.Session.Workflow
+	return &r
+}
+
+// SessionInfo is a session as the API shows it.
+type SessionInfo struct {
+	Session Session `json:"session"`
+	// Pending is the question the session waits on, if any.
+	Pending *checkpoint.Interrupt `json:"pending,omitempty"`
+	// Reply is the answer to the last turn.
+	Reply Reply `json:"last_reply"`
+}
+
+// Session returns session id, or an error wrapping checkpoint.ErrNotFound.
+func (a *App) Session(ctx context.Context, id string) (*SessionInfo, error) {
+	head, err := a.saver.Get(ctx, id, "")
+	if err != nil {
+		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+	}
+	var s State
+	if err := json.Unmarshal(head.State, &s); err != nil {
+		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+	}
+	return &SessionInfo{Session: s.Session, Pending: head.Interrupt, Reply: *response(id, s)}, nil
+}
+
+// sessionLocks serialise the turns of each session within the process;
+// the saver's compare-and-set guards across processes.
+type sessionLocks struct {
+	mu sync.Mutex
+	m  map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+func (l *sessionLocks) lock(id string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*sessionLock{}
+	}
+	e := l.m[id]
+	if e == nil {
+		e = &sessionLock{}
+		l.m[id] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// clock adds up the time a turn spends reading and writing checkpoints.
+type clock struct{ get, put atomic.Int64 }
+
+type clockKey struct{}
+
+func withClock(ctx context.Context, c *clock) context.Context {
+	return context.WithValue(ctx, clockKey{}, c)
+}
+
+func clockOf(ctx context.Context) *clock {
+	c, _ := ctx.Value(clockKey{}).(*clock)
+	return c
+}
+
+// timedSaver is a saver that times Get and Put on the turn's clock.
+type timedSaver struct{ checkpoint.Saver }
+
+// Put implements checkpoint.Saver.
+func (t timedSaver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	start := time.Now()
+	err := t.Saver.Put(ctx, cp)
+	if c := clockOf(ctx); c != nil {
+		c.put.Add(int64(time.Since(start)))
+	}
+	return err
+}
+
+// Get implements checkpoint.Saver.
+func (t timedSaver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpoint, error) {
+	start := time.Now()
+	cp, err := t.Saver.Get(ctx, thread, id)
+	if c := clockOf(ctx); c != nil {
+		c.get.Add(int64(time.Since(start)))
+	}
+	return cp, err
+}

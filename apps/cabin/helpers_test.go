@@ -1,0 +1,145 @@
+package cabin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/checkpoint/sqlite"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newApp builds an App over a real SQLite file in t.TempDir().
+func newApp(t testing.TB, opts Options) *App {
+	t.Helper()
+	ctx := context.Background()
+	saver, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "loom.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { saver.Close() })
+	opts.Saver = saver
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
+	app, err := New(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+// api is an httptest server serving Routes over an App on SQLite.
+type api struct {
+	t   testing.TB
+	app *App
+	url string
+}
+
+func newAPI(t testing.TB, opts Options) *api {
+	t.Helper()
+	app := newApp(t, opts)
+	srv := httptest.NewServer(Routes(app))
+	t.Cleanup(srv.Close)
+	return &api{t: t, app: app, url: srv.URL}
+}
+
+// do sends a request and decodes the JSON answer into out; it returns
+// the status.
+func (a *api) do(method, path string, body, out any) int {
+	a.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			a.t.Fatalf("%s %s: decode answer: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// chat posts one turn and returns the reply; the session drives a vehicle
+// of its own name.
+func (a *api) chat(session, text string) Reply {
+	a.t.Helper()
+	var r Reply
+	if code := a.do("POST", "/api/v1/agent/chat", ChatRequest{SessionID: session, VehicleID: session, Text: text}, &r); code != http.StatusOK {
+		a.t.Fatalf("chat %q: HTTP %d", text, code)
+	}
+	return r
+}
+
+// fill posts to fill-slots and returns the reply.
+func (a *api) fill(req FillRequest) Reply {
+	a.t.Helper()
+	var r Reply
+	if code := a.do("POST", "/api/v1/agent/fill-slots", req, &r); code != http.StatusOK {
+		a.t.Fatalf("fill-slots %+v: HTTP %d", req, code)
+	}
+	return r
+}
+
+func (a *api) vehicle(id string) Vehicle {
+	a.t.Helper()
+	var v Vehicle
+	if code := a.do("GET", "/api/v1/cabin/vehicles/"+id, nil, &v); code != http.StatusOK {
+		a.t.Fatalf("vehicle %s: HTTP %d", id, code)
+	}
+	return v
+}
+
+func (a *api) order(id string) Order {
+	a.t.Helper()
+	var o Order
+	if code := a.do("GET", "/api/v1/cabin/orders/"+id, nil, &o); code != http.StatusOK {
+		a.t.Fatalf("order %s: HTTP %d", id, code)
+	}
+	return o
+}
+
+func (a *api) session(id string) SessionInfo {
+	a.t.Helper()
+	var s SessionInfo
+	if code := a.do("GET", "/api/v1/agent/sessions/"+id, nil, &s); code != http.StatusOK {
+		a.t.Fatalf("session %s: HTTP %d", id, code)
+	}
+	return s
+}
+
+// want checks a reply's type, status and that its message holds every
+// part.
+func want(t testing.TB, r Reply, typ, status string, parts ...string) {
+	t.Helper()
+	if r.Type != typ || r.Status != status {
+		t.Errorf("reply %q: %s/%s, want %s/%s (decision %s: %s)", r.Message, r.Type, r.Status, typ, status, r.Debug.Decision, r.Debug.DecisionReason)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.Message, p) {
+			t.Errorf("reply %q lacks %q", r.Message, p)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package cabin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// maxBody bounds a request body.
+const maxBody = 64 << 10
+
+// Routes returns the assistant's HTTP API (seed §6), to mount beside
+// Loom's own API (for instance with server.Server.Handle("/api/v1/", …)):
+//
+//	POST /api/v1/agent/chat           one turn: ChatRequest → Reply
+//	POST /api/v1/agent/chat-stream    the same as NDJSON: an ack line when
+//	                                  the answer takes long, then the final
+//	POST /api/v1/agent/fill-slots     FillRequest → Reply
+//	GET  /api/v1/agent/sessions/{id}  the session and what it waits for
+//	GET  /api/v1/cabin/vehicles/{id}  a simulated vehicle's state
+//	GET  /api/v1/cabin/orders         the simulated orders (?user_id=)
+//	GET  /api/v1/cabin/orders/{id}    one order
+//	GET  /api/v1/cabin/handoffs       the hand-offs to a person
+//
+// Errors are JSON: {"error": {"code": "...", "message": "..."}}.
+func Routes(app *App) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /api/v1/agent/chat", func(w http.ResponseWriter, r *http.Request) {
+		var req ChatRequest
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		ctx, cancel := turnContext(r)
+		defer cancel()
+		reply, err := app.Chat(ctx, req)
+		writeResult(w, reply, err)
+	})
+	m.HandleFunc("POST /api/v1/agent/fill-slots", func(w http.ResponseWriter, r *http.Request) {
+		var req FillRequest
+		if !decodeBody(w, r, &req) {
+			return
+		}
+		ctx, cancel := turnContext(r)
+		defer cancel()
+		reply, err := app.FillSlots(ctx, req)
+		writeResult(w, reply, err)
+	})
+	m.HandleFunc("POST /api/v1/agent/chat-stream", app.chatStream)
+	m.HandleFunc("GET /api/v1/agent/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		info, err := app.Session(r.Context(), r.PathValue("id"))
+		writeResult(w, info, err)
+	})
+	m.HandleFunc("GET /api/v1/cabin/vehicles/{id}", func(w http.ResponseWriter, r *http.Request) {
+		v, err := app.store.Vehicle(r.Context(), r.PathValue("id"))
+		writeResult(w, v, err)
+	})
+	m.HandleFunc("GET /api/v1/cabin/orders", func(w http.ResponseWriter, r *http.Request) {
+		orders, err := app.store.Orders(r.Context(), r.URL.Query().Get("user_id"))
+		writeResult(w, map[string]any{"orders": orders}, err)
+	})
+	m.HandleFunc("GET /api/v1/cabin/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		o, err := app.store.Order(r.Context(), r.PathValue("id"))
+		writeResult(w, o, err)
+	})
+	m.HandleFunc("GET /api/v1/cabin/handoffs", func(w http.ResponseWriter, r *http.Request) {
+		hs, err := app.store.Handoffs(r.Context())
+		writeResult(w, map[string]any{"handoffs": hs}, err)
+	})
+	return m
+}
+
+// turnTimeout bounds a turn that runs on after its client went away.
+const turnTimeout = time.Minute
+
+// turnContext keeps a turn running when its client disconnects, so that
+// the vehicle and the session never disagree; a turn is bounded anyway.
+func turnContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), turnTimeout)
+}
+
+// StreamLine is one line of chat-stream: an ack, the final reply, or an
+// error.
+type StreamLine struct {
+	// Event is "ack", "final" or "error".
+	Event     string `json:"event"`
+	SessionID string `json:"session_id"`
+	// Message is the ack's text.
+	Message string `json:"message,omitempty"`
+	// Reply is the final reply.
+	Reply *Reply     `json:"reply,omitempty"`
+	Error *httpError `json:"error,omitempty"`
+}
+
+// chatStream runs a turn and streams NDJSON: the final reply at once when
+// it comes within Options.AckAfter, else an ack first (seed §6.2).
+func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
+	var req ChatRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.SessionID == "" {
+		req.SessionID = checkpoint.NewID()
+	}
+	start := time.Now()
+	type outcome struct {
+		reply *Reply
+		err   error
+	}
+	done := make(chan outcome, 1)
+	ctx, cancel := turnContext(r)
+	go func() {
+		defer cancel()
+		reply, err := a.Chat(ctx, req)
+		done <- outcome{reply, err}
+	}()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	timer := time.NewTimer(a.ackAfter)
+	defer timer.Stop()
+	var first time.Duration
+	var o outcome
+	select {
+	case o = <-done:
+	case <-timer.C:
+		first = time.Since(start)
+		_ = enc.Encode(StreamLine{Event: TypeAck, SessionID: req.SessionID, Message: a.replies.text("ack", nil)})
+		flush()
+		o = <-done
+	}
+	if o.err != nil {
+		_, e := classify(o.err)
+		_ = enc.Encode(StreamLine{Event: "error", SessionID: req.SessionID, Error: &e})
+		return
+	}
+	if first > 0 {
+		o.reply.Latency.FirstResponse = ms(first)
+	}
+	_ = enc.Encode(StreamLine{Event: "final", SessionID: req.SessionID, Reply: o.reply})
+	flush()
+}
+
+// httpError is the body of an error answer.
+type httpError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, httpError{"bad_request", fmt.Sprintf("request body: %v", err)})
+		return false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, httpError{"bad_request", "request body: data after the JSON object"})
+		return false
+	}
+	return true
+}
+
+// classify maps an error to an HTTP status and body.
+func classify(err error) (int, httpError) {
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest, httpError{"bad_request", err.Error()}
+	case errors.Is(err, ErrNotFound), errors.Is(err, checkpoint.ErrNotFound):
+		return http.StatusNotFound, httpError{"not_found", err.Error()}
+	case errors.Is(err, checkpoint.ErrConflict):
+		return http.StatusConflict, httpError{"conflict", err.Error()}
+	}
+	return http.StatusInternalServerError, httpError{"internal", err.Error()}
+}
+
+func writeResult(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		status, e := classify(err)
+		writeError(w, status, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func writeError(w http.ResponseWriter, status int, e httpError) {
+	writeJSON(w, status, map[string]httpError{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

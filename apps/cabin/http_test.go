@@ -1,0 +1,197 @@
+package cabin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint/sqlite"
+)
+
+// stream posts to chat-stream and returns its lines.
+func (a *api) stream(session, text string) []StreamLine {
+	a.t.Helper()
+	b, _ := json.Marshal(ChatRequest{SessionID: session, Text: text})
+	resp, err := http.Post(a.url+"/api/v1/agent/chat-stream", "application/json", bytes.NewReader(b))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		a.t.Errorf("content type %q", ct)
+	}
+	var lines []StreamLine
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var l StreamLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			a.t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// slowPlugin takes d and then succeeds.
+func slowPlugin(d time.Duration) Plugin {
+	return PluginFunc(func(ctx context.Context, c Call) (Result, error) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+		return Result{Success: true, Message: "ok"}, nil
+	})
+}
+
+func TestChatStream(t *testing.T) {
+	a := newAPI(t, Options{AckAfter: 30 * time.Millisecond, Plugins: map[string]Plugin{"plugin.cabin.sunroof.open": slowPlugin(150 * time.Millisecond)}})
+	for _, c := range []struct {
+		text   string
+		events []string
+		says   string
+	}{
+		{"打开车窗", []string{"final"}, "已打开车窗"},
+		{"打开天窗", []string{"ack", "final"}, "天窗已打开"},
+	} {
+		lines := a.stream("s-"+c.text, c.text)
+		var events []string
+		for _, l := range lines {
+			events = append(events, l.Event)
+			if l.SessionID != "s-"+c.text {
+				t.Errorf("%s: line for session %q", c.text, l.SessionID)
+			}
+		}
+		if strings.Join(events, ",") != strings.Join(c.events, ",") {
+			t.Fatalf("%s: events %v, want %v", c.text, events, c.events)
+		}
+		final := lines[len(lines)-1].Reply
+		if final == nil || !strings.Contains(final.Message, c.says) {
+			t.Fatalf("%s: final %+v", c.text, final)
+		}
+		if len(lines) == 2 {
+			if lines[0].Message == "" || final.Latency.FirstResponse >= final.Latency.Total {
+				t.Errorf("ack %q; first response %.1fms, total %.1fms", lines[0].Message, final.Latency.FirstResponse, final.Latency.Total)
+			}
+		}
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	a := newAPI(t, Options{})
+	for _, c := range []struct {
+		method, path string
+		body         any
+		code         int
+	}{
+		{"POST", "/api/v1/agent/chat", map[string]string{"text": ""}, http.StatusBadRequest},
+		{"POST", "/api/v1/agent/chat", map[string]any{"text": "打开车窗", "colour": "red"}, http.StatusBadRequest},
+		{"POST", "/api/v1/agent/chat", "not an object", http.StatusBadRequest},
+		{"GET", "/api/v1/agent/sessions/nobody", nil, http.StatusNotFound},
+		{"GET", "/api/v1/cabin/orders/Z999", nil, http.StatusNotFound},
+		{"GET", "/api/v1/agent/chat", nil, http.StatusMethodNotAllowed},
+	} {
+		var body map[string]any
+		out := any(&body)
+		if c.code == http.StatusMethodNotAllowed {
+			out = nil // the mux answers in plain text
+		}
+		code := a.do(c.method, c.path, c.body, out)
+		if code != c.code {
+			t.Errorf("%s %s %v: HTTP %d, want %d", c.method, c.path, c.body, code, c.code)
+		}
+		if code != http.StatusMethodNotAllowed && body["error"] == nil {
+			t.Errorf("%s %s: body %v has no error", c.method, c.path, body)
+		}
+	}
+}
+
+// The orders and the vehicles are visible through the API.
+func TestBackendsVisible(t *testing.T) {
+	a := newAPI(t, Options{})
+	var list struct{ Orders []Order }
+	if code := a.do("GET", "/api/v1/cabin/orders?user_id="+DemoUser, nil, &list); code != http.StatusOK || len(list.Orders) != len(SampleOrders(time.Now())) {
+		t.Fatalf("orders: HTTP %d, %d orders", code, len(list.Orders))
+	}
+	if v := a.vehicle("another-car"); !v.DoorsLocked || v.AC.Temperature != 24 || v.ID != "another-car" {
+		t.Errorf("a new vehicle %+v", v)
+	}
+	r := a.chat("s", "打开空调")
+	want(t, r, TypeWorkflowResult, StatusCompleted)
+	info := a.session("s")
+	if info.Session.VehicleID != "s" || info.Session.Memory["temperature"] != "24" || len(info.Session.History) != 1 {
+		t.Errorf("session %+v", info.Session)
+	}
+}
+
+// Turns of one session run one at a time; none is lost.
+func TestConcurrentTurns(t *testing.T) {
+	a := newAPI(t, Options{})
+	const n = 8
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			b, _ := json.Marshal(ChatRequest{SessionID: "busy", Text: "打开车窗"})
+			resp, err := http.Post(a.url+"/api/v1/agent/chat", "application/json", bytes.NewReader(b))
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("HTTP %d", resp.StatusCode)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if s := a.session("busy").Session; s.Turns != n {
+		t.Errorf("%d turns recorded, want %d", s.Turns, n)
+	}
+}
+
+// A session waiting for an answer survives a restart: another App on the
+// same file answers it.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "loom.db")
+	open := func() (*App, func()) {
+		saver, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := New(ctx, Options{Saver: saver, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app, func() { saver.Close() }
+	}
+	first, closeFirst := open()
+	r, err := first.Chat(ctx, ChatRequest{SessionID: "s", Text: "导航"})
+	if err != nil || r.Type != TypeAskSlot {
+		t.Fatalf("first: %+v, %v", r, err)
+	}
+	closeFirst()
+	second, closeSecond := open()
+	defer closeSecond()
+	info, err := second.Session(ctx, "s")
+	if err != nil || info.Pending == nil || info.Pending.Node != nodeWait {
+		t.Fatalf("after the restart: %+v, %v", info, err)
+	}
+	r, err = second.FillSlots(ctx, FillRequest{SessionID: "s", Text: "去机场"})
+	if err != nil || r.Type != TypeWorkflowResult || !strings.Contains(r.Message, "机场") {
+		t.Fatalf("second: %+v, %v", r, err)
+	}
+	if v, _ := second.Store().Vehicle(ctx, defaultVehicle); v.Navigation.Destination != "机场" {
+		t.Errorf("navigation %+v", v.Navigation)
+	}
+}

@@ -1,0 +1,156 @@
+package cabin
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Order statuses.
+const (
+	OrderPendingPayment  = "pending_payment"
+	OrderPendingShipment = "pending_shipment"
+	OrderShipped         = "shipped"
+	OrderDelivered       = "delivered"
+	OrderCancelled       = "cancelled"
+)
+
+// Order is an order of the simulated order service.
+type Order struct {
+	ID        string     `json:"id"`
+	UserID    string     `json:"user_id"`
+	Item      string     `json:"item"`
+	Amount    float64    `json:"amount"`
+	Status    string     `json:"status"`
+	Logistics *Logistics `json:"logistics,omitempty"`
+	Created   time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// Logistics is where a shipped order's parcel is.
+type Logistics struct {
+	Carrier    string `json:"carrier"`
+	TrackingNo string `json:"tracking_no"`
+	Status     string `json:"status"` // in_transit, out_for_delivery, delivered
+	Location   string `json:"location"`
+}
+
+// Handoff is a conversation handed to a person.
+type Handoff struct {
+	ID      int64     `json:"id"`
+	UserID  string    `json:"user_id"`
+	Session string    `json:"session_id"`
+	OrderID string    `json:"order_id,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Queue   int       `json:"queue_position"`
+	Created time.Time `json:"created_at"`
+}
+
+// DemoUser owns the sample orders.
+const DemoUser = "demo"
+
+// SampleOrders are the orders a new store holds: one in every status.
+func SampleOrders(now time.Time) []Order {
+	day := 24 * time.Hour
+	return []Order{
+		{ID: "A123", UserID: DemoUser, Item: "蓝牙耳机", Amount: 199, Status: OrderPendingShipment, Created: now.Add(-day), UpdatedAt: now},
+		{ID: "B456", UserID: DemoUser, Item: "车载充电器", Amount: 89, Status: OrderShipped, Created: now.Add(-3 * day), UpdatedAt: now,
+			Logistics: &Logistics{Carrier: "顺丰速运", TrackingNo: "SF1234567890", Status: "in_transit", Location: "上海转运中心"}},
+		{ID: "C789", UserID: DemoUser, Item: "座椅靠垫", Amount: 159, Status: OrderDelivered, Created: now.Add(-9 * day), UpdatedAt: now,
+			Logistics: &Logistics{Carrier: "京东物流", TrackingNo: "JD0098765432", Status: "delivered", Location: "已签收"}},
+		{ID: "D234", UserID: DemoUser, Item: "行车记录仪", Amount: 399, Status: OrderPendingPayment, Created: now.Add(-2 * time.Hour), UpdatedAt: now},
+		{ID: "E567", UserID: DemoUser, Item: "脚垫", Amount: 129, Status: OrderCancelled, Created: now.Add(-5 * day), UpdatedAt: now},
+	}
+}
+
+// cancellable are the statuses an order can be cancelled in.
+var cancellable = []string{OrderPendingPayment, OrderPendingShipment}
+
+// OrderPlugins returns the simulated order service's plugins by
+// plugin_id (seed §23.2), over store.
+func OrderPlugins(store OrderStore) map[string]Plugin {
+	return map[string]Plugin{
+		"plugin.order.query":            PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryOrder(ctx, store, c) }),
+		"plugin.logistics.query":        PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryLogistics(ctx, store, c) }),
+		"plugin.order.cancel":           PluginFunc(func(ctx context.Context, c Call) (Result, error) { return cancelOrder(ctx, store, c) }),
+		"plugin.service.transfer_human": PluginFunc(func(ctx context.Context, c Call) (Result, error) { return transferHuman(ctx, store, c) }),
+	}
+}
+
+// orderData is what every order result carries.
+func orderData(o Order) map[string]any {
+	return map[string]any{"order_id": o.ID, "order_status": o.Status, "item": o.Item, "amount": o.Amount}
+}
+
+// refused turns a refusal into a failed Result with the order id.
+func refused(reason, message, orderID string) Result {
+	return Result{Success: false, Message: message, Data: map[string]any{"reason": reason, "order_id": orderID}}
+}
+
+func queryOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	id := c.Slots["order_id"]
+	o, err := store.Order(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return refused("order_not_found", "order "+id+" not found", id), nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Success: true, Message: "order " + o.ID + ": " + o.Status, Data: orderData(o)}, nil
+}
+
+func queryLogistics(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	id := c.Slots["order_id"]
+	o, err := store.Order(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return refused("order_not_found", "order "+id+" not found", id), nil
+	case err != nil:
+		return Result{}, err
+	case o.Logistics == nil:
+		r := refused("not_shipped", "order "+id+" has not shipped", id)
+		r.Data["order_status"] = o.Status
+		return r, nil
+	}
+	d := orderData(o)
+	d["carrier"], d["tracking_no"], d["logistics_status"], d["location"] = o.Logistics.Carrier, o.Logistics.TrackingNo, o.Logistics.Status, o.Logistics.Location
+	return Result{Success: true, Message: "order " + o.ID + ": " + o.Logistics.Status, Data: d}, nil
+}
+
+// cancelOrder cancels an order that has not shipped (seed's cancel
+// rules): one that has shipped, was delivered or is cancelled already is
+// refused with the reason.
+func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	id := c.Slots["order_id"]
+	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
+		switch {
+		case slices.Contains(cancellable, o.Status):
+			o.Status = OrderCancelled
+			return nil
+		case o.Status == OrderShipped:
+			return &refusal{"already_shipped", "order " + id + " has shipped"}
+		case o.Status == OrderDelivered:
+			return &refusal{"already_delivered", "order " + id + " was delivered"}
+		}
+		return &refusal{"already_cancelled", "order " + id + " is cancelled already"}
+	})
+	var r *refusal
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return refused("order_not_found", "order "+id+" not found", id), nil
+	case errors.As(err, &r):
+		return refused(r.reason, r.message, id), nil
+	case err != nil:
+		return Result{}, err
+	}
+	return Result{Success: true, Message: "order " + id + " cancelled", Data: orderData(o)}, nil
+}
+
+func transferHuman(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	h, err := store.AddHandoff(ctx, Handoff{UserID: c.User, Session: c.Session, OrderID: c.Slots["order_id"], Reason: c.Slots["reason"]})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Success: true, Message: "handed off", Data: map[string]any{"ticket_id": h.ID, "queue_position": h.Queue}}, nil
+}

@@ -1,0 +1,139 @@
+package cabin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/server"
+)
+
+// ServerOptions configure the agent as Loom's server and command line
+// serve it.
+type ServerOptions struct {
+	// Locale and ConfigDir pick the configuration (see Options); empty
+	// means $LOOM_CABIN_LOCALE and $LOOM_CABIN_CONFIG.
+	Locale    string
+	ConfigDir string
+	// Model is the optional model (see EnvModel); nil runs local only.
+	Model llm.Model
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// inputSchema is a run's input: the first string field is what the web
+// page fills with a chat message.
+const inputSchema = `{"type":"object","properties":{
+"text":{"type":"string","description":"what the driver or customer says, e.g. 打开车窗 or 查订单A123，如果没发货就取消"},
+"fill_slots":{"type":"object","additionalProperties":{"type":"string"},"description":"slot values for a pending question, e.g. {\"destination\":\"公司\"}"},
+"accept":{"type":"boolean","description":"a direct yes or no to a pending confirmation"},
+"user_id":{"type":"string"},
+"vehicle_id":{"type":"string","description":"the simulated car, default car-1"}}}`
+
+// built holds the App each saver's Build made, for Built.
+var built sync.Map // checkpoint.Saver → *App
+
+// ServerAgent returns the agent as Loom registers it, under the name
+// "cabin". Its Build makes an App on the server's saver, with the
+// simulated vehicle and order tables in the same SQLite file; Built then
+// returns that App, whose Routes the server mounts beside its own API.
+func ServerAgent(opts ServerOptions) server.Agent {
+	return server.Agent{
+		Name:        "cabin",
+		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
+		InputSchema: json.RawMessage(inputSchema),
+		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
+			a, err := New(context.Background(), Options{
+				Saver:     saver, // nil (drawing the graph): in memory
+				Locale:    cmp.Or(opts.Locale, os.Getenv("LOOM_CABIN_LOCALE")),
+				ConfigDir: cmp.Or(opts.ConfigDir, os.Getenv("LOOM_CABIN_CONFIG")),
+				Model:     opts.Model,
+				Logger:    opts.Logger,
+			})
+			if err != nil {
+				return nil, err
+			}
+			if saver != nil {
+				built.Store(saver, a)
+			}
+			return a.Runner(), nil
+		},
+		FromChat: FromChat,
+		Reply:    ChatReply,
+		Answer:   ChatAnswer,
+	}
+}
+
+// Built returns the App that ServerAgent's Build made on saver (the
+// server's, server.Server.Saver()), to mount its Routes:
+//
+//	if app, ok := cabin.Built(srv.Saver()); ok {
+//		srv.Handle("/api/v1/", cabin.Routes(app))
+//	}
+func Built(saver checkpoint.Saver) (*App, bool) {
+	a, ok := built.Load(saver)
+	if !ok {
+		return nil, false
+	}
+	return a.(*App), true
+}
+
+// EnvModel returns the model the environment configures (OPENAI_API_KEY
+// or OPENAI_BASE_URL, with LOOM_MODEL; see openai.FromEnv), or nil, so the
+// agent runs local only.
+func EnvModel() llm.Model {
+	cfg := openai.FromEnv()
+	if cfg.Model == "" || (cfg.APIKey == "" && cfg.BaseURL == "") {
+		return nil
+	}
+	m, err := openai.New(cfg)
+	if err != nil {
+		slog.Warn("cabin: no model; running local only", "err", err)
+		return nil
+	}
+	return m
+}
+
+// FromChat turns a chat message into a run's input.
+func FromChat(text string) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"text": strings.TrimSpace(text)})
+}
+
+// ChatAnswer turns a chat message into the answer to a pending question:
+// the message is the next turn's text. A JSON object is the Answer itself
+// ({"accept": true}, {"slots": {...}}).
+func ChatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+		return json.RawMessage(t), nil
+	}
+	return json.Marshal(Answer{Text: t})
+}
+
+// ChatReply is the assistant's text for a run: the turn's reply, which is
+// also the question while the session waits.
+func ChatReply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	var s struct {
+		Reply struct {
+			Message string `json:"message"`
+		} `json:"reply"`
+	}
+	if err := json.Unmarshal(state, &s); err == nil && s.Reply.Message != "" {
+		return s.Reply.Message
+	}
+	if pending != nil {
+		var q Question
+		if json.Unmarshal(pending.Payload, &q) == nil && q.Message != "" {
+			return q.Message
+		}
+	}
+	return string(state)
+}

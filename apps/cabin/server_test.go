@@ -1,0 +1,125 @@
+package cabin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/server"
+)
+
+// serveLoom runs Loom's server with the cabin agent, and the cabin's
+// routes mounted beside Loom's API the way `loom serve` mounts them.
+func serveLoom(t *testing.T) *api {
+	t.Helper()
+	var reg server.Registry
+	if err := reg.Register(ServerAgent(ServerOptions{Logger: quiet})); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, ok := Built(srv.Saver())
+	if !ok {
+		t.Fatal("Built: no app for the server's saver")
+	}
+	srv.Handle("/api/v1/", Routes(app))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		srv.Close()
+	})
+	return &api{t: t, app: app, url: "http://" + ln.Addr().String()}
+}
+
+// completion posts a chat message to Loom's OpenAI-compatible endpoint
+// and returns the assistant's text.
+func (a *api) completion(thread, text string) string {
+	a.t.Helper()
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	body := map[string]any{"model": "cabin", "thread_id": thread, "messages": []map[string]string{{"role": "user", "content": text}}}
+	if code := a.do("POST", "/v1/chat/completions", body, &out); code != http.StatusOK || len(out.Choices) != 1 {
+		a.t.Fatalf("chat completion %q: HTTP %d, %+v", text, code, out)
+	}
+	return out.Choices[0].Message.Content
+}
+
+func TestServerAgent(t *testing.T) {
+	a := serveLoom(t)
+	// Through Loom's OpenAI-compatible API: the question, then its answer.
+	if got := a.completion("driver-1", "导航"); !strings.Contains(got, "去哪里") {
+		t.Fatalf("first reply %q", got)
+	}
+	if got := a.completion("driver-1", "去公司"); !strings.Contains(got, "开始导航去公司") {
+		t.Fatalf("second reply %q", got)
+	}
+	// The run through Loom's API drove the vehicle the cabin routes show:
+	// one SQLite file holds the threads and the cabin tables.
+	if n := a.vehicle(defaultVehicle).Navigation; n.Destination != "公司" {
+		t.Errorf("navigation %+v", n)
+	}
+	// The web page's confirm card resumes the interrupt with {"accept": true}.
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	a.do("POST", "/threads", map[string]any{"metadata": map[string]string{"assistant_id": "cabin"}}, &th)
+	if code := a.do("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "cabin", "input": map[string]string{"text": "解锁车门"}}, nil); code != http.StatusOK {
+		t.Fatalf("run: HTTP %d", code)
+	}
+	if !a.vehicle(defaultVehicle).DoorsLocked {
+		t.Fatal("doors unlocked before the confirmation")
+	}
+	if code := a.do("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "cabin", "command": map[string]any{"resume": map[string]bool{"accept": true}}}, nil); code != http.StatusOK {
+		t.Fatalf("resume: HTTP %d", code)
+	}
+	if a.vehicle(defaultVehicle).DoorsLocked {
+		t.Error("doors still locked after the card was accepted")
+	}
+	// The seed's endpoints work beside Loom's.
+	want(t, a.chat("s1", "关闭车窗"), TypeWorkflowResult, StatusCompleted, "已关闭车窗")
+}
+
+func TestChatHooks(t *testing.T) {
+	in, err := FromChat("  打开车窗 ")
+	if err != nil || string(in) != `{"text":"打开车窗"}` {
+		t.Errorf("FromChat = %s, %v", in, err)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"去公司", `{"text":"去公司"}`},
+		{`{"accept":true}`, `{"accept":true}`},
+	} {
+		if got, err := ChatAnswer(c.text, nil); err != nil || string(got) != c.want {
+			t.Errorf("ChatAnswer(%q) = %s, %v", c.text, got, err)
+		}
+	}
+	state := json.RawMessage(`{"reply":{"message":"请告诉我要去哪里。"}}`)
+	if got := ChatReply(state, &checkpoint.Interrupt{}); got != "请告诉我要去哪里。" {
+		t.Errorf("ChatReply = %q", got)
+	}
+	q, _ := json.Marshal(Question{Message: "确认吗？"})
+	if got := ChatReply(json.RawMessage(`{}`), &checkpoint.Interrupt{Payload: q}); got != "确认吗？" {
+		t.Errorf("ChatReply from the question = %q", got)
+	}
+	var schema map[string]any
+	if err := json.NewDecoder(bytes.NewReader(ServerAgent(ServerOptions{}).InputSchema)).Decode(&schema); err != nil {
+		t.Errorf("input schema: %v", err)
+	}
+}
