@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -52,6 +53,10 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	// The cabin agent's own endpoints (seed 003): /api/v1/agent/chat, …
+	if app, ok := cabin.Built(srv.Saver()); ok {
+		srv.Handle("/api/v1/", cabin.Routes(app))
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
