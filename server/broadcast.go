@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"sync"
 	"time"
@@ -11,26 +12,28 @@ import (
 
 // event is a graph event as the server keeps it for streaming: with its
 // data encoded once, whoever reads it and in whatever format.
+// On Postgres it is stored as JSON in loom_run_events.
 type event struct {
 	// Seq numbers a run's events from 1; it is the SSE event id.
-	Seq        int
-	Kind       graph.Kind
-	Node       string
-	Step       int
-	Checkpoint string
-	Time       time.Time
+	Seq        int        `json:"-"`
+	Kind       graph.Kind `json:"kind"`
+	Node       string     `json:"node,omitempty"`
+	Step       int        `json:"step,omitempty"`
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	Time       time.Time  `json:"time"`
 	// Data is the event's data as JSON: the state for KindState and
 	// KindRunEnd, the Emit value for other kinds.
-	Data json.RawMessage
+	Data json.RawMessage `json:"data,omitempty"`
 	// Duration is a step's duration (KindNodeEnd).
-	Duration time.Duration
+	Duration time.Duration `json:"duration,omitempty"`
 	// Interrupt is the question (KindInterrupt, and KindRunEnd when the
 	// run ended waiting for it).
-	Interrupt *checkpoint.Interrupt
+	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
 	// Status is how the run ended (KindRunEnd: done or interrupted).
-	Status graph.Status
+	Status graph.Status `json:"status,omitempty"`
 	// Err is the error text (KindError); ErrCode its API code.
-	Err, ErrCode string
+	Err     string `json:"err,omitempty"`
+	ErrCode string `json:"err_code,omitempty"`
 }
 
 // terminal reports whether e ends its run.
@@ -117,9 +120,8 @@ func (b *broadcast) publish(e event) {
 	b.wake = make(chan struct{})
 }
 
-// since returns the events after seq after, a channel closed when more
-// come, and whether the run has ended (no more will come).
-func (b *broadcast) since(after int) ([]event, <-chan struct{}, bool) {
+// since implements feed.
+func (b *broadcast) since(_ context.Context, after int) ([]event, <-chan struct{}, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := len(b.buf)
@@ -127,5 +129,15 @@ func (b *broadcast) since(after int) ([]event, <-chan struct{}, bool) {
 		i--
 	}
 	out := append([]event(nil), b.buf[i:]...)
-	return out, b.wake, b.closed
+	return out, b.wake, b.closed, nil
+}
+
+// feed is where a run's events are read: the broadcast of a run that this
+// process executes (SQLite mode), or the run's rows in loom_run_events,
+// which every replica reads (Postgres mode).
+type feed interface {
+	// since returns the events after seq after (perhaps not all of them
+	// yet), a channel closed when more may have come, and whether the run
+	// has ended, its terminal event among those returned.
+	since(ctx context.Context, after int) ([]event, <-chan struct{}, bool, error)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
 )
 
 // Sentinel errors that callers of the server's Go API branch on.
@@ -23,8 +24,8 @@ var (
 	// ErrInsecure: the server was asked to listen on a non-loopback
 	// address without API keys.
 	ErrInsecure = errors.New("refusing to listen beyond loopback without API keys")
-	// ErrUnsupportedDatabase: the database URL names a backend this build
-	// cannot use yet.
+	// ErrUnsupportedDatabase: the database URL names a backend the
+	// server cannot use, or SQLitePath was given one that is not SQLite.
 	ErrUnsupportedDatabase = errors.New("unsupported database")
 	// ErrClosing: the server is shutting down and starts no new runs.
 	ErrClosing = errors.New("server is shutting down")
@@ -67,6 +68,8 @@ func toAPI(err error) *apiError {
 		return errorf(http.StatusConflict, "conflict", "%v", err)
 	case errors.Is(err, ErrClosing):
 		return errorf(http.StatusServiceUnavailable, "closing", "%v", err)
+	case store.IsUnavailable(err):
+		return errorf(http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again shortly: %v", err)
 	}
 	return errorf(http.StatusInternalServerError, "internal", "%v", err)
 }
@@ -83,6 +86,9 @@ type errorDetail struct {
 
 func writeError(w http.ResponseWriter, err error) {
 	ae := toAPI(err)
+	if ae.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: ae.message}})
 }
 

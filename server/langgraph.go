@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
 )
 
 // This file serves the LangGraph Platform API, as the official client
@@ -379,7 +380,7 @@ func (s *Server) newThread(ctx context.Context, id, owner string, meta json.RawM
 	}
 	now := time.Now().UTC()
 	t := &Thread{ID: id, Owner: owner, Status: StatusIdle, Metadata: orEmptyObject(meta), Created: now, Updated: now}
-	if err := s.store.createThread(ctx, t); err != nil {
+	if err := s.records.createThread(ctx, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -458,7 +459,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, owner strin
 		meta[k] = v
 	}
 	b, _ := json.Marshal(meta)
-	if err := s.store.setThreadMetadata(r.Context(), t.ID, b); err != nil {
+	if err := s.records.setThreadMetadata(r.Context(), t.ID, b); err != nil {
 		return err
 	}
 	t.Metadata, t.Updated = b, time.Now().UTC()
@@ -490,7 +491,7 @@ func (s *Server) removeThread(ctx context.Context, id string) error {
 	if err := s.saver.DeleteThread(ctx, id); err != nil {
 		return fmt.Errorf("delete thread %s: %w", id, err)
 	}
-	return s.store.deleteThread(ctx, id)
+	return s.records.deleteThread(ctx, id)
 }
 
 // copyThread copies a thread: its head, or with {"checkpoint_id"} any
@@ -581,7 +582,7 @@ func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
 	if q.Limit == 0 {
 		tq.Limit = 10
 	}
-	if q.Status == StatusBusy {
+	if q.Status == StatusBusy && s.jobs == nil {
 		// Busy lives in the run lanes, not in the table.
 		tq.Status = ""
 		s.mu.Lock()
@@ -604,13 +605,13 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	ts, err := s.store.searchThreads(r.Context(), owner, q)
+	ts, err := s.records.searchThreads(r.Context(), owner, q)
 	if err != nil {
 		return err
 	}
 	out := make([]lgThread, 0, len(ts))
 	for _, t := range ts {
-		if s.busy(t.ID) {
+		if s.jobs == nil && s.busy(t.ID) {
 			t.Status = StatusBusy
 		}
 		lt, err := s.threadJSON(r.Context(), t, true)
@@ -628,7 +629,7 @@ func (s *Server) countThreads(w http.ResponseWriter, r *http.Request, owner stri
 	if err != nil {
 		return err
 	}
-	n, err := s.store.countThreads(r.Context(), owner, q)
+	n, err := s.records.countThreads(r.Context(), owner, q)
 	if err != nil {
 		return err
 	}
@@ -972,7 +973,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
 	run.from, run.modes = from, modes
 	run.temp = temp && req.OnCompletion != "continue"
-	if err := s.submit(run); err != nil {
+	if err := s.submit(ctx, run); err != nil {
 		if temp {
 			s.removeThread(context.WithoutCancel(ctx), t.ID)
 		}
@@ -1006,7 +1007,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 	case strings.HasSuffix(r.URL.Path, "/stream"):
 		err := s.streamRun(w, r, run, modes, 0)
 		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
-			s.cancelRun(run)
+			return s.cancelRun(context.WithoutCancel(r.Context()), run)
 		}
 		return err
 	}
@@ -1035,8 +1036,11 @@ func resultValues(end event) any {
 // writeRunResult waits for run and writes its result. A client that goes
 // away before does not stop the run.
 func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run) error {
-	end, err := run.result(r.Context())
+	end, err := s.result(r.Context(), run)
 	if err != nil {
+		if r.Context().Err() == nil {
+			return fmt.Errorf("wait for run %s: %w", run.id, err)
+		}
 		return nil // the client went away; the run goes on
 	}
 	writeJSON(w, http.StatusOK, resultValues(end))
@@ -1049,12 +1053,18 @@ func (s *Server) findRun(ctx context.Context, tid, rid, owner string) (*run, *Ru
 	if _, err := s.thread(ctx, tid, owner); err != nil {
 		return nil, nil, err
 	}
-	if run := s.lookupRun(rid); run != nil && run.thread == tid {
-		return run, run.record(), nil
+	if s.jobs == nil {
+		if run := s.lookupRun(rid); run != nil && run.thread == tid {
+			return run, run.record(), nil
+		}
 	}
-	rec, err := s.store.run(ctx, tid, rid)
+	rec, err := s.records.run(ctx, tid, rid)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.jobs != nil && (rec.Status == runPending || rec.Status == runRunning) {
+		run, err := s.jobs.view(ctx, rec)
+		return run, rec, err
 	}
 	return nil, rec, nil
 }
@@ -1073,7 +1083,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	var out []lgRun
 	s.mu.Lock()
 	var active []*run
-	if l := s.lanes[tid]; l != nil {
+	if l := s.lanes[tid]; l != nil && s.jobs == nil {
 		active = append(append(active, l.queue...), l.cur)
 		slices.Reverse(active)
 	}
@@ -1081,7 +1091,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	for _, run := range active {
 		out = append(out, runJSON(run.record()))
 	}
-	recs, err := s.store.listRuns(r.Context(), tid, limit+offset, 0)
+	recs, err := s.records.listRuns(r.Context(), tid, limit+offset, 0)
 	if err != nil {
 		return err
 	}
@@ -1123,7 +1133,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request, owner string)
 	if run != nil {
 		return errorf(http.StatusConflict, "busy", "run %s is %s; cancel it first", run.id, rec.Status)
 	}
-	if err := s.store.deleteRun(r.Context(), rec.Thread, rec.ID); err != nil {
+	if err := s.records.deleteRun(r.Context(), rec.Thread, rec.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -1142,14 +1152,19 @@ func (s *Server) cancelRunAPI(w http.ResponseWriter, r *http.Request, owner stri
 	if run == nil {
 		return errorf(http.StatusConflict, "not_running", "run %s is %s already", rec.ID, rec.Status)
 	}
-	s.cancelRun(run)
+	if err := s.cancelRun(r.Context(), run); err != nil {
+		return err
+	}
 	if action == "rollback" || r.URL.Query().Get("wait") == "1" || r.URL.Query().Get("wait") == "true" {
-		if _, err := run.result(r.Context()); err != nil {
+		if _, err := s.result(r.Context(), run); err != nil {
+			if r.Context().Err() == nil {
+				return fmt.Errorf("wait for run %s: %w", run.id, err)
+			}
 			return nil
 		}
 	}
 	if action == "rollback" {
-		if err := s.undoRun(context.WithoutCancel(r.Context()), run); err != nil {
+		if err := s.undoRun(context.WithoutCancel(r.Context()), run.thread, run.id); err != nil {
 			return err
 		}
 	}
@@ -1189,9 +1204,16 @@ func lastEventID(r *http.Request) int {
 }
 
 func (s *Server) joinRunStream(w http.ResponseWriter, r *http.Request, owner string) error {
-	run, _, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	run, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
 	if err != nil {
 		return err
+	}
+	if run == nil && s.jobs != nil {
+		// Over, but its events are kept for a while: a client that
+		// reconnects after the end still gets what it missed.
+		if run, err = s.jobs.view(r.Context(), rec); err != nil {
+			return err
+		}
 	}
 	return s.joinStream(w, r, run)
 }
@@ -1201,7 +1223,11 @@ func (s *Server) joinThreadStream(w http.ResponseWriter, r *http.Request, owner 
 	if err != nil {
 		return err
 	}
-	return s.joinStream(w, r, s.activeRun(t.ID))
+	run, err := s.activeRun(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	return s.joinStream(w, r, run)
 }
 
 // joinStream streams a run that is already going (from the event after
@@ -1221,7 +1247,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 	}
 	err = s.streamRun(w, r, run, modes, lastEventID(r))
 	if r.URL.Query().Get("cancel_on_disconnect") == "1" && r.Context().Err() != nil {
-		s.cancelRun(run)
+		return s.cancelRun(context.WithoutCancel(r.Context()), run)
 	}
 	return err
 }
@@ -1272,8 +1298,10 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, mod
 		return nil
 	}
 	lr := newLGRender(run, modes, sw)
-	if err := s.pump(r.Context(), sw, run.b, after, lr.render); err != nil {
-		return nil // the client went away, or the server stops: the run is not affected
+	if err := s.pump(r.Context(), sw, run.feed, after, lr.render); err != nil && r.Context().Err() == nil && store.IsUnavailable(err) {
+		ae := toAPI(err)
+		sw.event("error", 0, map[string]string{"error": ae.code, "message": ae.message})
+		sw.flush()
 	}
-	return nil
+	return nil // the client went away, or the server stops: the run is not affected
 }

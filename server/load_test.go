@@ -51,8 +51,9 @@ func post(ctx context.Context, c *http.Client, url string, body string, out any)
 }
 
 // conversation drives one thread through the demo: create it, run to the
-// interrupt, resume. It returns the latencies of the two runs.
-func conversation(ctx context.Context, c *http.Client, base string) (run, resume time.Duration, err error) {
+// interrupt, resume. It returns the latencies of the two runs. The run
+// goes to other, when given, and the rest to base.
+func conversation(ctx context.Context, c *http.Client, base string, other ...string) (run, resume time.Duration, err error) {
 	var t struct {
 		ThreadID string `json:"thread_id"`
 	}
@@ -61,7 +62,11 @@ func conversation(ctx context.Context, c *http.Client, base string) (run, resume
 	}
 	var v map[string]json.RawMessage
 	began := time.Now()
-	if err = post(ctx, c, base+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"load"}}`, &v); err != nil {
+	first := base
+	if len(other) > 0 {
+		first = other[0]
+	}
+	if err = post(ctx, c, first+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"load"}}`, &v); err != nil {
 		return
 	}
 	run = time.Since(began)
@@ -88,8 +93,26 @@ func conversation(ctx context.Context, c *http.Client, base string) (run, resume
 //
 //	go test -run '^$' -bench BenchmarkServeLoad -benchtime 30s ./server/
 func BenchmarkServeLoad(b *testing.B) {
-	const workers = 200
 	ts := startServer(b, server.Options{})
+	serveLoad(b, []string{ts.URL})
+}
+
+// BenchmarkServeLoadPostgres is BenchmarkServeLoad against two replicas
+// sharing Postgres (LOOM_TEST_POSTGRES_URL, a fresh schema), the runs
+// River jobs that either replica executes. Each request of a
+// conversation goes to the next replica in turn, so a run is waited for
+// on a replica other than the one that made the thread. For the figure:
+//
+//	go test -run '^$' -bench BenchmarkServeLoadPostgres -benchtime 30s ./server/
+func BenchmarkServeLoadPostgres(b *testing.B) {
+	rs := startReplicas(b, 2, server.Options{})
+	serveLoad(b, []string{rs[0].URL, rs[1].URL})
+}
+
+// serveLoad drives 200 concurrent conversations against the servers at
+// urls, each request to the next in turn.
+func serveLoad(b *testing.B, urls []string) {
+	const workers = 200
 	c := loadClient(workers)
 	ctx := context.Background()
 	var (
@@ -101,10 +124,10 @@ func BenchmarkServeLoad(b *testing.B) {
 	)
 	b.ResetTimer()
 	began := time.Now()
-	for range workers {
+	for w := range workers {
 		wg.Go(func() {
 			for atomic.AddInt64(&left, -2) > -2 {
-				run, resume, err := conversation(ctx, c, ts.URL)
+				run, resume, err := conversation(ctx, c, urls[w%len(urls)], urls[(w+1)%len(urls)])
 				if err != nil {
 					errs.Store(err)
 					return

@@ -57,6 +57,10 @@ func (m *metrics) handler() http.Handler { return promhttp.HandlerFor(m.reg, pro
 
 func (m *metrics) runStarted(agent string) { m.runsActive.WithLabelValues(agent).Inc() }
 
+// attemptEnded counts the end of a run's attempt on this replica that
+// did not end the run (it goes on elsewhere, or later).
+func (m *metrics) attemptEnded(agent string) { m.runsActive.WithLabelValues(agent).Dec() }
+
 func (m *metrics) runEnded(agent, status, errCode string, took time.Duration) {
 	m.runsActive.WithLabelValues(agent).Dec()
 	if status == runError {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -253,7 +254,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		if err := checkThreadID(tid); err != nil {
 			return err
 		}
-		t, err = s.store.thread(ctx, tid)
+		t, err = s.records.thread(ctx, tid)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			t = nil
@@ -267,7 +268,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	}
 	var in graph.JSONInput
 	var head *checkpoint.Interrupt
-	if t != nil && !s.busy(t.ID) {
+	if t != nil && t.Status != StatusBusy && (s.jobs != nil || !s.busy(t.ID)) {
 		cp, err := s.head(ctx, t.ID)
 		if err != nil {
 			return err
@@ -297,7 +298,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
-	if err := s.submit(run); err != nil {
+	if err := s.submit(ctx, run); err != nil {
 		return err
 	}
 	w.Header().Set("X-Loom-Thread", t.ID)
@@ -309,7 +310,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		return nil
 	}
 	var failed *event
-	err = s.follow(ctx, run.b, 0, func(e *event) error {
+	err = s.follow(ctx, run.feed, 0, func(e *event) error {
 		content, reasoning, x := turn.step(e)
 		turn.text.WriteString(content)
 		turn.reason.WriteString(reasoning)
@@ -325,6 +326,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		return nil
 	}, nil, nil)
 	if err != nil {
+		if ctx.Err() == nil {
+			return fmt.Errorf("follow run %s: %w", run.id, err)
+		}
 		return nil // the client went away; the run goes on
 	}
 	if failed != nil {
@@ -354,7 +358,7 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.
 	if chunk(chatDelta{Role: "assistant"}, nil, nil) != nil {
 		return
 	}
-	err := s.pump(ctx, sw, run.b, 0, func(e *event) error {
+	err := s.pump(ctx, sw, run.feed, 0, func(e *event) error {
 		content, reasoning, x := turn.step(e)
 		if e.Kind == graph.KindError {
 			return sw.data(map[string]any{"error": errorDetail{Code: e.ErrCode, Message: e.Err}, "ext": x, "thread_id": run.thread, "run_id": run.id})

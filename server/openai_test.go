@@ -188,8 +188,8 @@ func TestSQLitePath(t *testing.T) {
 		{"sqlite://rel.db", "rel.db", ""},
 		{"file:x.db", "x.db", ""},
 		{"sqlite:///a.db?mode=ro", "", "no query"},
-		{"postgres://u@h/db", "", "Postgres is not supported by this build yet"},
-		{"postgresql://u@h/db", "", "Postgres is not supported"},
+		{"postgres://u@h/db", "", "a postgres database, not a SQLite file"},
+		{"postgresql://u@h/db", "", "not a SQLite file"},
 		{"mysql://x", "", `scheme "mysql"`},
 	} {
 		got, err := server.SQLitePath(c.in)

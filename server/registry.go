@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
 )
 
 // Agent is one agent the server serves: how to build its graph on the
@@ -26,6 +28,16 @@ type Agent struct {
 	InputSchema json.RawMessage
 	// Build compiles the agent's graph to checkpoint on saver.
 	Build func(saver checkpoint.Saver) (graph.Runner, error)
+	// BuildOn, when set, is what the server calls instead of Build: it
+	// compiles the agent's graph on the server's database, checkpointing
+	// on db.Saver() and keeping the agent's own tables beside the
+	// checkpoints (db.Migrate, db.SQL, db.Write), so that every replica of
+	// a server on Postgres shares them.
+	BuildOn func(ctx context.Context, db *store.DB) (graph.Runner, error)
+	// Migrations are the agent's own tables, versioned (see store.Migrate;
+	// the component is the agent's name). The server applies those the
+	// database lacks before it builds the agent, and so does Migrate.
+	Migrations []store.Migration
 	// FromChat turns a chat message into the input of a new run, for
 	// /v1/chat/completions. Nil gives {"input": text}.
 	FromChat func(text string) (json.RawMessage, error)
@@ -45,14 +57,14 @@ type Registry struct {
 }
 
 // Register adds an agent. It fails on an empty or taken name, a name that
-// is not a plain identifier, or a nil Build.
+// is not a plain identifier, or neither Build nor BuildOn.
 func (r *Registry) Register(a Agent) error {
 	switch {
 	case a.Name == "" || strings.IndexFunc(a.Name, func(c rune) bool {
 		return !(c == '-' || c == '_' || c == '.' || unicode.IsLetter(c) || unicode.IsDigit(c))
 	}) >= 0:
 		return fmt.Errorf("register agent %q: name must be letters, digits, '-', '_' or '.'", a.Name)
-	case a.Build == nil:
+	case a.Build == nil && a.BuildOn == nil:
 		return fmt.Errorf("register agent %q: nil Build", a.Name)
 	}
 	if _, ok := r.Get(a.Name); ok {

@@ -48,8 +48,11 @@ type run struct {
 	// from, when set, is a checkpoint of the thread to go back to before
 	// running (time travel).
 	from string
-	// rollback, when set, is a run whose checkpoints are undone first.
-	rollback *run
+	// rollback, when set, is a run whose checkpoints are undone first:
+	// the running run that a run with multitask_strategy rollback
+	// cancelled (rollbackID on the job queue).
+	rollback   *run
+	rollbackID string
 	// temp marks a run on a thread of its own, deleted when the run ends.
 	temp bool
 	// modes are the stream modes the run was asked for (LangGraph API).
@@ -58,8 +61,12 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool // stop at the next step boundary
-	b      *broadcast
-	done   chan struct{} // closed when end is set
+	// b holds the events of a run this process executes in its own
+	// goroutine; feed is where readers read them (b, or the events table
+	// for runs on the job queue).
+	b    *broadcast
+	feed feed
+	done chan struct{} // closed when end is set; nil for runs on the job queue
 
 	mu     sync.Mutex
 	status string
@@ -67,14 +74,20 @@ type run struct {
 }
 
 func (s *Server) newRun(thread, agent, owner, strategy string, meta json.RawMessage, in graph.JSONInput) *run {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(s.baseCtx))
 	id := checkpoint.NewID()
 	in.Run = id
-	return &run{
+	r := &run{
 		id: id, thread: thread, agent: agent, owner: owner, strategy: strategy,
-		metadata: meta, created: time.Now().UTC(), input: in,
-		ctx: ctx, cancel: cancel, b: newBroadcast(s.opts.Replay), done: make(chan struct{}), status: runPending,
+		metadata: meta, created: time.Now().UTC(), input: in, status: runPending,
 	}
+	if s.jobs != nil {
+		r.feed = s.jobs.feed(id)
+		return r
+	}
+	r.ctx, r.cancel = context.WithCancelCause(context.WithoutCancel(s.baseCtx))
+	r.b, r.done = newBroadcast(s.opts.Replay), make(chan struct{})
+	r.feed = r.b
+	return r
 }
 
 func (r *run) record() *RunRecord {
@@ -95,7 +108,22 @@ func (r *run) setStatus(st string) {
 }
 
 // result waits for the run's end (or ctx) and returns its terminal event.
-func (r *run) result(ctx context.Context) (event, error) {
+func (s *Server) result(ctx context.Context, r *run) (event, error) {
+	if f, ok := r.feed.(interface {
+		end(context.Context) (event, error)
+	}); ok {
+		return f.end(ctx)
+	}
+	if r.done == nil {
+		var end event
+		err := s.follow(ctx, r.feed, 0, func(e *event) error {
+			if e.terminal() {
+				end = *e
+			}
+			return nil
+		}, nil, nil)
+		return end, err
+	}
 	select {
 	case <-r.done:
 		r.mu.Lock()
@@ -115,7 +143,10 @@ type lane struct {
 
 // submit starts r, or queues it behind its thread's running run as its
 // strategy says. It returns ErrBusy for strategy reject on a busy thread.
-func (s *Server) submit(r *run) error {
+func (s *Server) submit(ctx context.Context, r *run) error {
+	if s.jobs != nil {
+		return s.jobs.submit(ctx, r)
+	}
 	var cancelled []*run
 	s.mu.Lock()
 	if s.closing {
@@ -157,7 +188,8 @@ func (s *Server) startLocked(r *run) {
 	go s.execute(r)
 }
 
-// lookupRun returns the active (running or queued) run id.
+// lookupRun returns the active (running or queued) run id of this
+// process (SQLite mode).
 func (s *Server) lookupRun(id string) *run {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,20 +197,32 @@ func (s *Server) lookupRun(id string) *run {
 }
 
 // activeRun returns the thread's running run, or nil.
-func (s *Server) activeRun(thread string) *run {
+func (s *Server) activeRun(ctx context.Context, thread string) (*run, error) {
+	if s.jobs != nil {
+		return s.jobs.current(ctx, thread)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l := s.lanes[thread]; l != nil {
-		return l.cur
+		return l.cur, nil
 	}
-	return nil
+	return nil, nil
 }
 
-func (s *Server) busy(thread string) bool { return s.activeRun(thread) != nil }
+// busy reports whether a run of this process holds the thread (SQLite
+// mode; on the job queue a busy thread's stored status says so).
+func (s *Server) busy(thread string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lanes[thread] != nil
+}
 
 // cancelRun cancels r: a queued run is dropped, a running one stops
 // (its node's context is cancelled; finished steps stay checkpointed).
-func (s *Server) cancelRun(r *run) {
+func (s *Server) cancelRun(ctx context.Context, r *run) error {
+	if s.jobs != nil {
+		return s.jobs.cancel(ctx, r.thread, r.id)
+	}
 	s.mu.Lock()
 	if l := s.lanes[r.thread]; l != nil && l.cur != r {
 		for i, q := range l.queue {
@@ -187,46 +231,77 @@ func (s *Server) cancelRun(r *run) {
 				delete(s.runs, r.id)
 				s.mu.Unlock()
 				s.finishUnstarted(r, "cancelled before it started")
-				return
+				return nil
 			}
 		}
 	}
 	s.mu.Unlock()
 	r.cancel(errCancelled)
+	return nil
 }
 
-// execute runs r and hands its thread to the next queued run.
+// execute runs r in this process and hands its thread to the next queued
+// run.
 func (s *Server) execute(r *run) {
 	defer s.wg.Done()
 	r.setStatus(runRunning)
-	a := s.agents[r.agent]
 	began := time.Now()
 	s.metrics.runStarted(r.agent)
-	var end event
-	stopped := false
 	tr := s.startTrace(r)
-	steps := 0
+	var end event
+	var stopped bool
+	var steps int
 	if err := s.prepare(r); err != nil {
-		end = event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
+		end = failed(err)
 	} else {
-		for e := range a.runner.StreamJSON(r.ctx, r.thread, r.input) {
-			tr.observe(e)
-			if e.Kind == graph.KindNodeEnd {
-				steps++
-			}
-			ev := newEvent(e)
-			s.metrics.observe(r.agent, &ev)
-			if ev.terminal() {
-				end = ev
-				continue
-			}
-			if r.stop.Load() && ev.Kind != graph.KindInterrupt {
-				stopped = true
-				break // the runtime stops at the step boundary, checkpointed
-			}
-			r.b.publish(ev)
-		}
+		end, stopped, _, steps = s.drive(r, r.input, false, tr, r.b.publish, func(e *event) bool {
+			return r.stop.Load() && e.Kind != graph.KindInterrupt
+		})
 	}
+	end, runStatus, threadStatus := s.settle(r, end, stopped)
+	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
+	tr.finish(runStatus, end.Err, steps)
+	s.finish(r, end, runStatus, threadStatus)
+}
+
+// failed is the terminal event of a run that failed with err.
+func failed(err error) event {
+	return event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
+}
+
+// drive runs r's graph with input in and hands its events to publish,
+// until the run ends, or until stop says to stop before an event: the
+// runtime then stops at the step boundary, checkpointed. continuing
+// leaves out the run-start event (the run started before, elsewhere). It
+// returns the terminal event and the error behind it, whether it stopped,
+// and how many steps it took.
+func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, runErr error, steps int) {
+	a := s.agents[r.agent]
+	for e, err := range a.runner.StreamJSON(r.ctx, r.thread, in) {
+		tr.observe(e)
+		if e.Kind == graph.KindNodeEnd {
+			steps++
+		}
+		if continuing && e.Kind == graph.KindRunStart {
+			continue
+		}
+		ev := newEvent(e)
+		s.metrics.observe(r.agent, &ev)
+		if ev.terminal() {
+			end, runErr = ev, err
+			continue
+		}
+		if stop(&ev) {
+			return event{}, true, nil, steps
+		}
+		publish(ev)
+	}
+	return end, false, runErr, steps
+}
+
+// settle says how r ended, from its terminal event (zero when it
+// stopped): the event to send, the run's status and the thread's.
+func (s *Server) settle(r *run, end event, stopped bool) (event, string, string) {
 	runStatus, threadStatus := runSuccess, StatusIdle
 	switch {
 	case stopped:
@@ -260,9 +335,7 @@ func (s *Server) execute(r *run) {
 			threadStatus = StatusInterrupted
 		}
 	}
-	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
-	tr.finish(runStatus, end.Err, steps)
-	s.finish(r, end, runStatus, threadStatus)
+	return end, runStatus, threadStatus
 }
 
 // prepare does what r asks before the graph runs: undo a cancelled run
@@ -271,7 +344,10 @@ func (s *Server) prepare(r *run) error {
 	ctx := context.WithoutCancel(r.ctx)
 	if old := r.rollback; old != nil {
 		<-old.done
-		if err := s.undoRun(ctx, old); err != nil {
+		r.rollbackID = old.id
+	}
+	if r.rollbackID != "" {
+		if err := s.undoRun(ctx, r.thread, r.rollbackID); err != nil {
 			return err
 		}
 	}
@@ -283,13 +359,13 @@ func (s *Server) prepare(r *run) error {
 	return nil
 }
 
-// undoRun undoes the checkpoints that run old wrote (it must be over):
-// the thread's head goes back to the checkpoint before them.
-func (s *Server) undoRun(ctx context.Context, old *run) error {
-	gr := old.id // the runtime records the server's run id in checkpoints
-	hist, err := s.saver.List(ctx, old.thread, 0)
+// undoRun undoes the checkpoints that run id wrote on thread (it must be
+// over): the thread's head goes back to the checkpoint before them.
+func (s *Server) undoRun(ctx context.Context, thread, id string) error {
+	gr := id // the runtime records the server's run id in checkpoints
+	hist, err := s.saver.List(ctx, thread, 0)
 	if err != nil {
-		return fmt.Errorf("roll back run %s: %w", old.id, err)
+		return fmt.Errorf("roll back run %s: %w", id, err)
 	}
 	parent, found := "", false
 	for _, cp := range hist { // newest first
@@ -305,12 +381,12 @@ func (s *Server) undoRun(ctx context.Context, old *run) error {
 	case !found:
 		return nil
 	case parent == "":
-		err = s.saver.DeleteThread(ctx, old.thread)
+		err = s.saver.DeleteThread(ctx, thread)
 	default:
-		_, err = checkpoint.Undo(ctx, s.saver, old.thread, parent)
+		_, err = checkpoint.Undo(ctx, s.saver, thread, parent)
 	}
 	if err != nil {
-		return fmt.Errorf("roll back run %s: %w", old.id, err)
+		return fmt.Errorf("roll back run %s: %w", id, err)
 	}
 	return nil
 }
@@ -323,9 +399,12 @@ func (s *Server) finish(r *run, end event, runStatus, threadStatus string) {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.baseCtx), 10*time.Second)
 	defer cancel()
-	if err := s.store.finishRun(ctx, r.record(), threadStatus); err != nil {
+	if err := s.records.finishRun(ctx, r.record(), threadStatus); err != nil {
 		s.log.Error("record run", "run", r.id, "thread", r.thread, "err", err)
 	}
+	// The thread is free before anyone hears of the end: a client that
+	// reads the thread once its run ended finds it idle.
+	s.release(r)
 	r.b.publish(end)
 	close(r.done)
 	r.cancel(nil)
@@ -335,7 +414,10 @@ func (s *Server) finish(r *run, end event, runStatus, threadStatus string) {
 		}
 	}
 	s.log.Debug("run ended", "run", r.id, "thread", r.thread, "agent", r.agent, "status", runStatus, "err", end.Err)
+}
 
+// release hands r's thread to its next queued run, or frees it.
+func (s *Server) release(r *run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.runs, r.id)
@@ -363,7 +445,7 @@ func (s *Server) finishUnstarted(r *run, why string) {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.baseCtx), 10*time.Second)
 	defer cancel()
-	if err := s.store.finishRun(ctx, r.record(), ""); err != nil {
+	if err := s.records.finishRun(ctx, r.record(), ""); err != nil {
 		s.log.Error("record run", "run", r.id, "thread", r.thread, "err", err)
 	}
 	r.b.publish(end)

@@ -16,6 +16,15 @@ import (
 // unchanged — against a server on a loopback port. Under CI=true a missing
 // node or npm fails the test; elsewhere it skips.
 func TestLangGraphSDK(t *testing.T) {
+	const keyA, keyB = "sdk-key-a", "sdk-key-b"
+	ts := startServer(t, server.Options{Keys: []string{keyA, keyB}, Heartbeat: 200 * time.Millisecond})
+	runSDK(t, ts.URL, keyA, keyB)
+}
+
+// runSDK runs the Node tests against the server at url, which knows the
+// API keys keyA and keyB.
+func runSDK(t *testing.T, url, keyA, keyB string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts Node; skipped with -short")
 	}
@@ -40,11 +49,9 @@ func TestLangGraphSDK(t *testing.T) {
 			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
 		}
 	}
-	const keyA, keyB = "sdk-key-a", "sdk-key-b"
-	ts := startServer(t, server.Options{Keys: []string{keyA, keyB}, Heartbeat: 200 * time.Millisecond})
 	cmd := exec.CommandContext(ctx, "node", "--test", "--test-concurrency=1")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOM_URL="+ts.URL, "LOOM_KEY="+keyA, "LOOM_OTHER_KEY="+keyB)
+	cmd.Env = append(os.Environ(), "LOOM_URL="+url, "LOOM_KEY="+keyA, "LOOM_OTHER_KEY="+keyB)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test in %s: %v\n%s", dir, err, out)

@@ -1,13 +1,22 @@
 // Package server is Loom's HTTP server: every registered agent served
 // over a LangGraph-compatible REST API (assistants, threads, runs,
 // streaming, interrupts) and an OpenAI-compatible chat completions API,
-// with threads, runs and checkpoints in one SQLite file.
+// with threads, runs and checkpoints in one database (see store): a
+// SQLite file for a single server, or PostgreSQL shared by replicas.
 //
-// Runs execute in goroutines owned by the server, one at a time per
-// thread; their events go to a per-run broadcaster that keeps the last
-// events, so a client may join a run that is already going, and a client
-// that disconnects neither stops nor corrupts the run. Streams are SSE or
-// NDJSON, with a heartbeat on idle streams.
+// On SQLite, runs execute in goroutines owned by the server, one at a
+// time per thread; their events go to a per-run broadcaster that keeps
+// the last events, so a client may join a run that is already going, and
+// a client that disconnects neither stops nor corrupts the run.
+//
+// On PostgreSQL, runs are jobs in River, a job queue in the same
+// database: any replica executes any run, one at a time per thread across
+// all replicas, and when a replica dies mid-run another takes its job up
+// and goes on from the last checkpoint. A run's events go to a table and
+// a LISTEN/NOTIFY channel, so a client streaming from any replica gets
+// them, and one that reconnects with Last-Event-ID resumes where it was.
+//
+// Streams are SSE or NDJSON, with a heartbeat on idle streams.
 //
 // With API keys, a thread belongs to the key that made it and is not
 // found for any other key; without keys the server serves loopback only.
@@ -21,7 +30,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"mime"
@@ -31,18 +39,21 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
 )
 
 // Options configure a Server. Only Agents is required.
 type Options struct {
 	// Agents are the agents served.
 	Agents *Registry
-	// Database names the SQLite file that holds threads, runs and
-	// checkpoints (see SQLitePath); "" means ./loom.db.
+	// Database is the URL of the database that holds threads, runs and
+	// checkpoints (see store.Resolve): a SQLite file ("" means ./loom.db)
+	// or a postgres:// URL, which replicas share.
 	Database string
 	// Keys are the API keys clients present, as "Authorization: Bearer KEY"
 	// or "x-api-key: KEY". Without keys the server listens on loopback
@@ -68,6 +79,24 @@ type Options struct {
 	// UI, when set, serves the web page at "/" and every path no API route
 	// takes. Until then those paths answer 404 in JSON.
 	UI http.Handler
+
+	// The options below apply on Postgres, where runs are River jobs.
+
+	// Workers bounds the runs this replica executes at once (default 50).
+	Workers int
+	// Lease is how long a replica works a thread's runs before it hands
+	// the thread back to the queue at the next step boundary, for any
+	// replica to go on with (default 30s). Short leases spread long runs
+	// over replicas and keep the queue's view of them fresh.
+	Lease time.Duration
+	// RescueAfter is how long a run's job may go without a new lease
+	// before the queue takes its replica for dead and gives the job to
+	// another, which goes on from the last checkpoint (default 3m); the
+	// queue looks for such jobs every 30 s. A lease's last step must end
+	// before RescueAfter less a tenth (at most 10 s), when its context is
+	// cancelled and the step runs again later: node steps should take well
+	// under RescueAfter - Lease.
+	RescueAfter time.Duration
 }
 
 // builtAgent is an agent with its compiled graph.
@@ -82,8 +111,10 @@ type builtAgent struct {
 type Server struct {
 	opts    Options
 	log     *slog.Logger
-	saver   *sqlite.Saver
-	store   *store
+	db      *store.DB
+	saver   checkpoint.Saver
+	records *records
+	jobs    *jobs // runs as River jobs, on Postgres; nil on SQLite
 	agents  map[string]*builtAgent
 	order   []string          // agent names, sorted
 	keys    map[string]string // sha256(key) → owner id
@@ -93,6 +124,7 @@ type Server struct {
 	baseCtx context.Context
 	stopAll context.CancelFunc
 
+	// SQLite mode: the runs this process executes.
 	mu      sync.Mutex
 	lanes   map[string]*lane // busy threads
 	runs    map[string]*run  // running and queued runs
@@ -100,7 +132,8 @@ type Server struct {
 	wg      sync.WaitGroup // executing runs
 }
 
-// New opens the database and builds every agent on it.
+// New opens the database, applies the migrations it lacks, and builds
+// every agent on it. On Postgres it also starts working the run queue.
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Agents == nil || len(opts.Agents.All()) == 0 {
 		return nil, errors.New("server: no agents to serve")
@@ -117,9 +150,17 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	path, err := SQLitePath(opts.Database)
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	if opts.Workers <= 0 {
+		opts.Workers = 50
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	if opts.RescueAfter <= 0 {
+		opts.RescueAfter = 3 * time.Minute
+	}
+	if opts.RescueAfter <= opts.Lease {
+		return nil, fmt.Errorf("server: RescueAfter %v must be longer than Lease %v", opts.RescueAfter, opts.Lease)
 	}
 	s := &Server{opts: opts, log: opts.Logger, agents: map[string]*builtAgent{}, keys: map[string]string{},
 		lanes: map[string]*lane{}, runs: map[string]*run{}, metrics: newMetrics()}
@@ -130,16 +171,27 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.keys[hex.EncodeToString(sum[:])] = "key:" + hex.EncodeToString(sum[:8])
 		}
 	}
-	if s.saver, err = sqlite.Open(ctx, path); err != nil {
+	var err error
+	if s.db, err = store.Open(ctx, opts.Database); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.store, err = openStore(ctx, s.saver); err != nil {
-		s.saver.Close()
+	s.saver = s.db.Saver()
+	if s.records, err = openRecords(ctx, s.db); err != nil {
+		s.db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	for _, a := range opts.Agents.All() {
 		ba := &builtAgent{Agent: a}
-		if ba.runner, err = a.Build(s.saver); err != nil {
+		if err := s.db.Migrate(ctx, a.Name, a.Migrations); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: agent %s: %w", a.Name, err)
+		}
+		if a.BuildOn != nil {
+			ba.runner, err = a.BuildOn(ctx, s.db)
+		} else {
+			ba.runner, err = a.Build(s.saver)
+		}
+		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("server: build agent %s: %w", a.Name, err)
 		}
@@ -152,8 +204,39 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.agents[a.Name] = ba
 		s.order = append(s.order, a.Name)
 	}
+	if s.db.Dialect() == store.Postgres {
+		if s.jobs, err = startJobs(ctx, s); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	s.routes()
 	return s, nil
+}
+
+// Migrate applies the migrations that the database lacks: the checkpoint
+// saver's (store.Open applies those), the server's, the agents' own (see
+// Agent.Migrations), and on Postgres the job queue's (River). Servers do
+// so when they start; Migrate is for running them ahead of time, as a
+// deploy step (loom migrate). It returns the version of each component's
+// tables now.
+func Migrate(ctx context.Context, db *store.DB, agents *Registry) (map[string]int, error) {
+	if _, err := openRecords(ctx, db); err != nil {
+		return nil, err
+	}
+	for _, a := range agents.All() {
+		if err := db.Migrate(ctx, a.Name, a.Migrations); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
+		}
+	}
+	v, err := db.Versions(ctx)
+	if err != nil || db.Dialect() != store.Postgres {
+		return v, err
+	}
+	if v["river"], err = migrateQueue(ctx, db); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // Saver returns the checkpoint saver the server's agents run on.
@@ -226,7 +309,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		shut <- hs.Shutdown(sctx) // closes the listener at once, then waits for requests
 	}()
-	s.drain(s.opts.Grace)
+	if s.jobs != nil {
+		s.jobs.drain(s.opts.Grace)
+	} else {
+		s.drain(s.opts.Grace)
+	}
 	s.stopAll() // ends streams and waits whose run is over
 	err := <-shut
 	if err != nil {
@@ -236,12 +323,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close closes the database. Call it after Serve returned.
+// Close stops working the run queue and closes the database. Call it
+// after Serve returned.
 func (s *Server) Close() error {
 	s.stopAll()
 	var errs []error
-	if s.saver != nil {
-		errs = append(errs, s.saver.Close())
+	if s.jobs != nil {
+		errs = append(errs, s.jobs.close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -274,7 +365,10 @@ func (s *Server) api(h handler) http.Handler {
 			if !sw.wrote {
 				writeError(sw, err)
 			}
-			if ae := toAPI(err); ae.status >= 500 {
+			switch ae := toAPI(err); {
+			case ae.status == http.StatusServiceUnavailable:
+				s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			case ae.status >= 500:
 				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			}
 		}
@@ -402,14 +496,14 @@ func (s *Server) agent(name string) (*builtAgent, error) {
 
 // thread returns thread id if owner may see it, else a 404.
 func (s *Server) thread(ctx context.Context, id, owner string) (*Thread, error) {
-	t, err := s.store.thread(ctx, id)
+	t, err := s.records.thread(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && t.Owner != owner) {
 		return nil, errorf(http.StatusNotFound, "not_found", "thread %s not found", id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if s.busy(id) {
+	if s.jobs == nil && s.busy(id) {
 		t.Status = StatusBusy
 	}
 	return t, nil

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	"github.com/loomkit/loom/store"
 )
 
 // Thread is a thread's record in the server's store: who owns it and how
@@ -53,9 +52,14 @@ type RunRecord struct {
 	Updated  time.Time
 }
 
-// storeSchema is the server's own tables, beside the saver's in the same
-// SQLite file.
-const storeSchema = `
+// migrations are the server's tables, beside the checkpoints. On SQLite
+// they are the tables of earlier builds (hence IF NOT EXISTS); on
+// Postgres runs also carry what a replica needs to execute them (job:
+// input and options as JSON; cancel: why the run was asked to stop), and
+// loom_run_events holds each run's events for clients on any replica.
+var migrations = []store.Migration{{
+	Version: 1, Name: "threads and runs",
+	SQLite: `
 CREATE TABLE IF NOT EXISTS loom_threads (
 	id       TEXT    NOT NULL PRIMARY KEY,
 	owner    TEXT    NOT NULL,
@@ -79,51 +83,83 @@ CREATE TABLE IF NOT EXISTS loom_runs (
 	updated  INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS loom_runs_thread ON loom_runs (thread, created);
-`
+`,
+	Postgres: `
+CREATE TABLE loom_threads (
+	id       text   NOT NULL PRIMARY KEY,
+	owner    text   NOT NULL,
+	agent    text   NOT NULL,
+	status   text   NOT NULL,
+	metadata text   NOT NULL,
+	error    text   NOT NULL,
+	created  bigint NOT NULL,
+	updated  bigint NOT NULL
+);
+CREATE INDEX loom_threads_owner ON loom_threads (owner, created);
+CREATE TABLE loom_runs (
+	id       text   NOT NULL PRIMARY KEY,
+	thread   text   NOT NULL,
+	agent    text   NOT NULL,
+	status   text   NOT NULL,
+	strategy text   NOT NULL,
+	metadata text   NOT NULL,
+	error    text   NOT NULL,
+	created  bigint NOT NULL,
+	updated  bigint NOT NULL,
+	job      bytea  NOT NULL DEFAULT '',
+	cancel   text   NOT NULL DEFAULT ''
+);
+CREATE INDEX loom_runs_thread ON loom_runs (thread, created);
+CREATE INDEX loom_runs_unfinished ON loom_runs (thread, created, id) WHERE status IN ('pending', 'running');
+CREATE TABLE loom_run_events (
+	run_id   text        NOT NULL,
+	seq      integer     NOT NULL,
+	terminal boolean     NOT NULL,
+	body     bytea       NOT NULL,
+	at       timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (run_id, seq)
+);
+CREATE INDEX loom_run_events_at ON loom_run_events (at);
+`,
+}}
 
 const threadCols = `id, owner, agent, status, metadata, error, created, updated`
 const runCols = `id, thread, agent, status, strategy, metadata, error, created, updated`
 
-// store keeps thread and run records in the SQLite file of the
-// checkpoints. It reads through the saver's database and writes through
-// the saver's group commit, so its writes and the checkpoints' never wait
-// for each other in SQLite's busy handler.
-type store struct {
-	db    *sql.DB
-	write func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
+// records keeps thread and run records in the database of the
+// checkpoints (see store.DB): on SQLite its writes go through the saver's
+// group commit, so they and the checkpoints' never wait for each other.
+type records struct {
+	db *store.DB
+	d  store.Dialect
 }
 
-// sqlWriter is what the store needs of the SQLite saver.
-type sqlWriter interface {
-	DB() *sql.DB
-	Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
-}
-
-func openStore(ctx context.Context, w sqlWriter) (*store, error) {
-	s := &store{db: w.DB(), write: w.Write}
-	if _, err := s.exec(ctx, storeSchema); err != nil {
-		return nil, fmt.Errorf("create thread store tables: %w", err)
+func openRecords(ctx context.Context, db *store.DB) (*records, error) {
+	if err := db.Migrate(ctx, "server", migrations); err != nil {
+		return nil, fmt.Errorf("thread store tables: %w", err)
 	}
-	return s, nil
+	return &records{db: db, d: db.Dialect()}, nil
 }
+
+// q rewrites a query's ? placeholders for the dialect.
+func (s *records) q(query string) string { return s.d.Rebind(query) }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
-func (s *store) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err = tx.ExecContext(ctx, q, args...)
+func (s *records) exec(ctx context.Context, q string, args ...any) (res sql.Result, err error) {
+	err = s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err = tx.ExecContext(ctx, s.q(q), args...)
 		return err
 	})
 	return res, err
 }
 
-func (s *store) createThread(ctx context.Context, t *Thread) error {
+func (s *records) createThread(ctx context.Context, t *Thread) error {
 	_, err := s.exec(ctx, `INSERT INTO loom_threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Owner, t.Agent, t.Status, string(orEmptyObject(t.Metadata)), t.Error, ms(t.Created), ms(t.Updated))
-	var se *msqlite.Error
-	if errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+	if store.IsUnique(err) {
 		return fmt.Errorf("create thread %s: %w", t.ID, ErrExists)
 	}
 	if err != nil {
@@ -146,8 +182,8 @@ func scanThread(r scanner) (*Thread, error) {
 }
 
 // thread returns the thread id; ErrNotFound when it does not exist.
-func (s *store) thread(ctx context.Context, id string) (*Thread, error) {
-	t, err := scanThread(s.db.QueryRowContext(ctx, `SELECT `+threadCols+` FROM loom_threads WHERE id = ?`, id))
+func (s *records) thread(ctx context.Context, id string) (*Thread, error) {
+	t, err := scanThread(s.db.SQL().QueryRowContext(ctx, s.q(`SELECT `+threadCols+` FROM loom_threads WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("thread %s: %w", id, ErrNotFound)
 	}
@@ -168,7 +204,7 @@ type threadQuery struct {
 	Desc     bool
 }
 
-func (q *threadQuery) where(owner string) (string, []any) {
+func (q *threadQuery) where(d store.Dialect, owner string) (string, []any) {
 	var b strings.Builder
 	args := []any{owner}
 	b.WriteString(` WHERE owner = ?`)
@@ -183,14 +219,19 @@ func (q *threadQuery) where(owner string) (string, []any) {
 		}
 	}
 	for _, k := range sortedKeys(q.Metadata) {
+		if d == store.Postgres {
+			b.WriteString(` AND (metadata::jsonb -> ?::text) IS NOT DISTINCT FROM ?::jsonb`)
+			args = append(args, k, string(q.Metadata[k]))
+			continue
+		}
 		b.WriteString(` AND json_extract(metadata, ?) IS json_extract(?, '$')`)
 		args = append(args, `$."`+strings.ReplaceAll(k, `"`, `""`)+`"`, string(q.Metadata[k]))
 	}
 	return b.String(), args
 }
 
-func (s *store) searchThreads(ctx context.Context, owner string, q threadQuery) ([]*Thread, error) {
-	where, args := q.where(owner)
+func (s *records) searchThreads(ctx context.Context, owner string, q threadQuery) ([]*Thread, error) {
+	where, args := q.where(s.d, owner)
 	col := map[string]string{"thread_id": "id", "status": "status", "updated_at": "updated", "state_updated_at": "updated"}[q.SortBy]
 	if col == "" {
 		col = "created"
@@ -203,7 +244,7 @@ func (s *store) searchThreads(ctx context.Context, owner string, q threadQuery) 
 		q.Limit = 10
 	}
 	args = append(args, q.Limit, q.Offset)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+threadCols+` FROM loom_threads`+where+` ORDER BY `+col+dir+`, id`+dir+` LIMIT ? OFFSET ?`, args...)
+	rows, err := s.db.SQL().QueryContext(ctx, s.q(`SELECT `+threadCols+` FROM loom_threads`+where+` ORDER BY `+col+dir+`, id`+dir+` LIMIT ? OFFSET ?`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("search threads: %w", err)
 	}
@@ -222,26 +263,26 @@ func (s *store) searchThreads(ctx context.Context, owner string, q threadQuery) 
 	return out, nil
 }
 
-func (s *store) countThreads(ctx context.Context, owner string, q threadQuery) (int, error) {
-	where, args := q.where(owner)
+func (s *records) countThreads(ctx context.Context, owner string, q threadQuery) (int, error) {
+	where, args := q.where(s.d, owner)
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM loom_threads`+where, args...).Scan(&n); err != nil {
+	if err := s.db.SQL().QueryRowContext(ctx, s.q(`SELECT count(*) FROM loom_threads`+where), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count threads: %w", err)
 	}
 	return n, nil
 }
 
-func (s *store) setThreadMetadata(ctx context.Context, id string, meta json.RawMessage) error {
+func (s *records) setThreadMetadata(ctx context.Context, id string, meta json.RawMessage) error {
 	if _, err := s.exec(ctx, `UPDATE loom_threads SET metadata = ?, updated = ? WHERE id = ?`, string(meta), ms(time.Now()), id); err != nil {
 		return fmt.Errorf("update thread %s: %w", id, err)
 	}
 	return nil
 }
 
-func (s *store) deleteThread(ctx context.Context, id string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+func (s *records) deleteThread(ctx context.Context, id string) error {
+	return s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {
-			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(q), id); err != nil {
 				return fmt.Errorf("delete thread %s: %w", id, err)
 			}
 		}
@@ -249,22 +290,25 @@ func (s *store) deleteThread(ctx context.Context, id string) error {
 	})
 }
 
-// finishRun records a finished run and its thread's new status in one
+// finishRun records a run that ended in this process (SQLite mode) and
+// its thread's new status ("" leaves the status as it is) in one
 // transaction.
-func (s *store) finishRun(ctx context.Context, r *RunRecord, threadStatus string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+func (s *records) finishRun(ctx context.Context, r *RunRecord, threadStatus string) error {
+	return s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return recordRun(ctx, tx, r, threadStatus)
 	})
 }
 
 func recordRun(ctx context.Context, tx *sql.Tx, r *RunRecord, threadStatus string) error {
-	threadErr := ""
-	if threadStatus == StatusError {
-		threadErr = r.Error
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE loom_threads SET status = ?, agent = ?, error = ?, updated = ? WHERE id = ?`,
-		threadStatus, r.Agent, threadErr, ms(r.Updated), r.Thread); err != nil {
-		return fmt.Errorf("record run %s: update thread: %w", r.ID, err)
+	if threadStatus != "" {
+		threadErr := ""
+		if threadStatus == StatusError {
+			threadErr = r.Error
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE loom_threads SET status = ?, agent = ?, error = ?, updated = ? WHERE id = ?`,
+			threadStatus, r.Agent, threadErr, ms(r.Updated), r.Thread); err != nil {
+			return fmt.Errorf("record run %s: update thread: %w", r.ID, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO loom_runs (`+runCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Thread, r.Agent, r.Status, r.Strategy, string(orEmptyObject(r.Metadata)), r.Error, ms(r.Created), ms(r.Updated)); err != nil {
@@ -284,8 +328,8 @@ func scanRun(r scanner) (*RunRecord, error) {
 	return &rr, nil
 }
 
-func (s *store) run(ctx context.Context, thread, id string) (*RunRecord, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM loom_runs WHERE id = ? AND thread = ?`, id, thread))
+func (s *records) run(ctx context.Context, thread, id string) (*RunRecord, error) {
+	r, err := scanRun(s.db.SQL().QueryRowContext(ctx, s.q(`SELECT `+runCols+` FROM loom_runs WHERE id = ? AND thread = ?`), id, thread))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %s: %w", id, ErrNotFound)
 	}
@@ -295,11 +339,11 @@ func (s *store) run(ctx context.Context, thread, id string) (*RunRecord, error) 
 	return r, nil
 }
 
-func (s *store) listRuns(ctx context.Context, thread string, limit, offset int) ([]*RunRecord, error) {
+func (s *records) listRuns(ctx context.Context, thread string, limit, offset int) ([]*RunRecord, error) {
 	if limit <= 0 {
 		limit = 10
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runCols+` FROM loom_runs WHERE thread = ? ORDER BY created DESC, id DESC LIMIT ? OFFSET ?`, thread, limit, offset)
+	rows, err := s.db.SQL().QueryContext(ctx, s.q(`SELECT `+runCols+` FROM loom_runs WHERE thread = ? ORDER BY created DESC, id DESC LIMIT ? OFFSET ?`), thread, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("list runs of %s: %w", thread, err)
 	}
@@ -315,7 +359,7 @@ func (s *store) listRuns(ctx context.Context, thread string, limit, offset int) 
 	return out, rows.Err()
 }
 
-func (s *store) deleteRun(ctx context.Context, thread, id string) error {
+func (s *records) deleteRun(ctx context.Context, thread, id string) error {
 	res, err := s.exec(ctx, `DELETE FROM loom_runs WHERE id = ? AND thread = ?`, id, thread)
 	if err != nil {
 		return fmt.Errorf("delete run %s: %w", id, err)

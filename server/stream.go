@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loomkit/loom/store"
 )
 
 // streamWriter writes a stream of events as SSE or as NDJSON.
@@ -113,12 +115,12 @@ func (sw *streamWriter) heartbeat() error {
 
 func (sw *streamWriter) flush() { sw.rc.Flush() }
 
-// pump writes b's events after seq after to sw through render, with a
+// pump writes f's events after seq after to sw through render, with a
 // heartbeat on idle stretches, until the run ends, ctx ends (the client
 // went away, or the server stops) or a write fails. The run is not
 // affected either way.
-func (s *Server) pump(ctx context.Context, sw *streamWriter, b *broadcast, after int, render func(e *event) error) error {
-	return s.follow(ctx, b, after, render, sw.flush, func() error {
+func (s *Server) pump(ctx context.Context, sw *streamWriter, f feed, after int, render func(e *event) error) error {
+	return s.follow(ctx, f, after, render, sw.flush, func() error {
 		if err := sw.heartbeat(); err != nil {
 			return err
 		}
@@ -127,14 +129,37 @@ func (s *Server) pump(ctx context.Context, sw *streamWriter, b *broadcast, after
 	})
 }
 
-// follow calls each for b's events after seq after, and flushed after each
+// outage bounds how long follow waits out a database that cannot be
+// reached before it gives up with the error.
+const outage = 30 * time.Second
+
+// follow calls each for f's events after seq after, and flushed after each
 // batch, until the run ends or ctx ends; idle, when not nil, is called
-// when no event came for a heartbeat interval.
-func (s *Server) follow(ctx context.Context, b *broadcast, after int, each func(e *event) error, flushed func(), idle func() error) error {
+// when no event came for a heartbeat interval. Reads that fail because
+// the database is unavailable are tried again, for up to a while.
+func (s *Server) follow(ctx context.Context, f feed, after int, each func(e *event) error, flushed func(), idle func() error) error {
 	t := time.NewTicker(s.opts.Heartbeat)
 	defer t.Stop()
+	var down time.Time // when reads began to fail
 	for {
-		evs, wake, closed := b.since(after)
+		evs, wake, closed, err := f.since(ctx, after)
+		var retry <-chan time.Time
+		switch {
+		case err == nil:
+			down = time.Time{}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case !store.IsUnavailable(err):
+			return err
+		case down.IsZero():
+			down = time.Now()
+			fallthrough
+		default:
+			if time.Since(down) > outage {
+				return err
+			}
+			retry = time.After(250 * time.Millisecond)
+		}
 		for i := range evs {
 			if err := each(&evs[i]); err != nil {
 				return err
@@ -152,6 +177,7 @@ func (s *Server) follow(ctx context.Context, b *broadcast, after int, each func(
 		}
 		select {
 		case <-wake:
+		case <-retry:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:

@@ -110,6 +110,7 @@ const (
 // once per connection.
 type Saver struct {
 	pool  *pgxpool.Pool
+	own   bool // Close closes pool
 	cache checkpoint.DeltaCache
 }
 
@@ -128,19 +129,33 @@ func Open(ctx context.Context, url string) (*Saver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint postgres open %s: %w", where, err)
 	}
-	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return migrate(ctx, c.Conn()) })
+	s, err := New(ctx, pool)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("checkpoint postgres open %s: %w", where, err)
+	}
+	s.own = true
+	return s, nil
+}
+
+// New returns a Saver on pool, a pool the caller shares with other users
+// of the database (an app's tables, a job queue) and closes itself, after
+// applying any migrations the database lacks.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
+	err := pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return migrate(ctx, c.Conn()) })
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint postgres: %w", err)
 	}
 	return &Saver{pool: pool}, nil
 }
 
 // Close closes the pool's connections, waiting for those in use to be
-// returned. The Saver must not be used afterwards; Close may be called
-// again and always returns nil.
+// returned; a Saver made by New leaves its pool open. The Saver must not
+// be used afterwards; Close may be called again and always returns nil.
 func (s *Saver) Close() error {
-	s.pool.Close()
+	if s.own {
+		s.pool.Close()
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/checkpoint/savertest"
@@ -546,5 +547,30 @@ func BenchmarkGetHead(b *testing.B) {
 		if _, err := s.Get(ctx, "bench", ""); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// New works on a pool its caller shares and keeps open: closing the
+// saver leaves the pool to its owner.
+func TestNewSharesPool(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, newSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := postgres.New(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := checkpoint.Next("t", nil, checkpoint.SourceInput)
+	cp.State = []byte(`{"a":1}`)
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var n int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM loom_checkpoints").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the pool after the saver closed: %d rows, %v", n, err)
 	}
 }

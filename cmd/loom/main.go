@@ -1,14 +1,17 @@
 // Command loom runs Loom's agents: as a server, and on the command line.
 //
 //	loom serve [--addr HOST:PORT] [--keys FILE]
+//	loom migrate [--db URL]
 //	loom version
 //	loom agents
 //	loom graph mermaid|scenarios AGENT
 //	loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
 //	loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]
 //
-// serve keeps threads, runs and checkpoints in ./loom.db, or in the SQLite
-// file LOOM_DATABASE_URL names (sqlite:///path or a plain path). API keys
+// serve keeps threads, runs and checkpoints in ./loom.db, or in the
+// database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
+// plain path) or PostgreSQL (postgres://…), which replicas of serve share;
+// migrate applies that database's migrations ahead of time. API keys
 // come from --keys FILE or LOOM_API_KEYS_FILE (one a line) or LOOM_API_KEYS
 // (comma separated); without keys it serves loopback only.
 package main
@@ -42,6 +45,7 @@ func main() {
 
 const usage = `usage:
   loom serve [--addr HOST:PORT] [--keys FILE]
+  loom migrate [--db URL]
   loom version
   loom agents
   loom graph mermaid|scenarios AGENT
@@ -63,6 +67,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "serve":
 		return serve(ctx, args[1:], out)
+	case "migrate":
+		return migrate(ctx, args[1:], out)
 	case "graph":
 		if len(args) != 3 || (args[1] != "mermaid" && args[1] != "scenarios") {
 			return errors.New(usage)

@@ -55,7 +55,7 @@ func TestServeErrors(t *testing.T) {
 		args              []string
 		want              string
 	}{
-		{"postgres", "postgres://loom@localhost/loom", "", []string{"serve"}, "Postgres is not supported by this build yet"},
+		{"unsupported database", "mysql://loom@localhost/loom", "", []string{"serve"}, `database URL scheme "mysql": unsupported database URL`},
 		{"open address without keys", "", "", []string{"serve", "--addr", "0.0.0.0:0"}, "without API keys"},
 		{"empty keys file", "", "", []string{"serve", "--keys", keys}, "has no keys"},
 		{"bad argument", "", "", []string{"serve", "extra"}, `unexpected argument "extra"`},
@@ -81,5 +81,37 @@ func TestAPIKeys(t *testing.T) {
 	got, err := apiKeys(f, "gamma, ,delta")
 	if err != nil || strings.Join(got, ",") != "alpha,beta,gamma,delta" {
 		t.Fatalf("apiKeys = %v, %v", got, err)
+	}
+}
+
+// TestServeMountsCabin checks that loom serve serves the cabin agent's own
+// endpoints next to Loom's API.
+func TestServeMountsCabin(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("LOOM_DATABASE_URL", "")
+	t.Setenv("LOOM_API_KEYS", "")
+	t.Setenv("LOOM_API_KEYS_FILE", "")
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, pw); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	url := strings.Fields(line)[3]
+	resp, err := http.Post(url+"api/v1/agent/chat", "application/json", strings.NewReader(`{"session_id":"s1","text":"打开车窗"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "routing") {
+		t.Errorf("cabin chat: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
 	}
 }

@@ -1,0 +1,567 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
+)
+
+// This file runs runs on Postgres, as jobs in River, a job queue that
+// lives in the same database:
+//
+//   - A run request writes the run's record (with its input) and inserts
+//     its thread's job in one transaction. A thread has at most one job
+//     that is not finished (a River unique job, by thread), which works
+//     the thread's runs oldest first on whichever replica fetched it, so
+//     a thread's runs never run at once, on any replica, and keep their
+//     order. A request for a thread whose job exists only adds the run.
+//   - A replica works a thread for a lease, then hands the job back to
+//     the queue at the next step boundary (a snooze), so no attempt of a
+//     job runs long. When a replica dies, its jobs' leases run out and
+//     River's rescuer gives them to other replicas, which go on from the
+//     last checkpoint: the runtime's re-run contract (a step that was
+//     running runs again; graph.StepKey makes its effects idempotent).
+//     A run whose thread's head already carries its run id started
+//     before, so it continues rather than applying its input twice.
+//   - A run's events go to loom_run_events, numbered per run, and then a
+//     NOTIFY names the run; a client on any replica reads the table after
+//     its last event id and waits for the next notification. The table
+//     gives replay after a reconnect with no gap and no repeat; NOTIFY
+//     only says "look again", so its 8000-byte limit never matters, and
+//     as it is sent after the rows committed it never comes before them.
+//     Cancelling a run is a flag on its record and a notification too.
+//
+// Redis pub/sub could carry the events as well, but it forgets what it
+// sent, so the events would need a table anyway for replay, and a second
+// service to run and watch; LISTEN/NOTIFY is transactional with that
+// table and needs nothing beyond the database the replicas share.
+
+const (
+	queueName      = "loom"
+	eventRetention = time.Hour // events of ended runs are kept this long for late readers
+	eventBatch     = 512       // events read at once
+)
+
+// threadJob is the River job that works a thread's runs.
+type threadJob struct {
+	Thread string `json:"thread"`
+}
+
+// Kind implements river.JobArgs.
+func (threadJob) Kind() string { return "loom_thread" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: one unfinished job
+// per thread, and practically unlimited attempts (an attempt fails only
+// when the database or the replica does; a run's own failure ends the
+// run, not the job).
+func (threadJob) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queueName, MaxAttempts: 10_000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled,
+	}}}
+}
+
+// pruneJob deletes the events of runs that ended over eventRetention ago.
+type pruneJob struct{}
+
+// Kind implements river.JobArgs.
+func (pruneJob) Kind() string { return "loom_prune_events" }
+
+// jobSpec is what a replica needs to execute a run, kept with its record.
+type jobSpec struct {
+	Input    graph.JSONInput `json:"input"`
+	Owner    string          `json:"owner,omitempty"`
+	From     string          `json:"from,omitempty"`
+	Rollback string          `json:"rollback,omitempty"`
+	Temp     bool            `json:"temp,omitempty"`
+	Modes    []string        `json:"modes,omitempty"`
+}
+
+// jobs executes runs as River jobs.
+type jobs struct {
+	s       *Server
+	pool    *pgxpool.Pool
+	client  *river.Client[pgx.Tx]
+	channel string // the LISTEN/NOTIFY channel of this schema
+	hub     *hub
+	timeout time.Duration // a job attempt's bound
+
+	stopHub  context.CancelFunc
+	hubDone  chan struct{}
+	stopOnce sync.Once
+	draining atomic.Bool
+
+	mu      sync.Mutex
+	running map[string]*run // runs this replica executes now
+}
+
+// currentSchema returns the schema the pool's connections create tables
+// in (the first of search_path), for River and the notification channel.
+func currentSchema(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var schema *string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return "", fmt.Errorf("read current schema: %w", err)
+	}
+	if schema == nil {
+		return "", errors.New("read current schema: no schema of search_path exists")
+	}
+	return *schema, nil
+}
+
+// migrateQueue applies River's migrations that the database lacks, and
+// returns the version of River's tables. Replicas starting at once apply
+// each migration once.
+func migrateQueue(ctx context.Context, db *store.DB) (int, error) {
+	pool := db.Pool()
+	schema, err := currentSchema(ctx, pool)
+	if err != nil {
+		return 0, fmt.Errorf("migrate job queue: %w", err)
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, fmt.Errorf("migrate job queue: %w", err)
+	}
+	// River's migrations each take a transaction of their own (one adds an
+	// enum value that a later statement uses), so the lock that keeps
+	// replicas from migrating at once is a session lock on a connection
+	// held meanwhile.
+	h := fnv.New64a()
+	h.Write([]byte("loom migrate river"))
+	version := 0
+	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(h.Sum64())); err != nil {
+			return err
+		}
+		defer c.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(h.Sum64()))
+		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return err
+		}
+		vs, err := m.ExistingVersions(ctx)
+		if len(vs) > 0 {
+			version = vs[len(vs)-1].Version
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("migrate job queue on %s: %w", db, err)
+	}
+	return version, nil
+}
+
+// startJobs migrates the job queue, listens for notifications and starts
+// working jobs.
+func startJobs(ctx context.Context, s *Server) (*jobs, error) {
+	if _, err := migrateQueue(ctx, s.db); err != nil {
+		return nil, err
+	}
+	pool := s.db.Pool()
+	schema, err := currentSchema(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{},
+		timeout: s.opts.RescueAfter - min(s.opts.RescueAfter/10, 10*time.Second)}
+	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	j.stopHub, j.hubDone = stopHub, make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(j.hubDone)
+		j.hub.listen(hubCtx, pool.Config().ConnConfig, j.channel, s.log, ready)
+	}()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		stopHub()
+		return nil, fmt.Errorf("listen on %s: %w", j.channel, ctx.Err())
+	}
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &threadWorker{j: j})
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[pruneJob]) error { return j.prune(ctx) }))
+	poll := min(time.Second, max(s.opts.Lease/4, 20*time.Millisecond))
+	j.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: s.opts.Workers}},
+		Workers:              workers,
+		JobTimeout:           j.timeout,
+		RescueStuckJobsAfter: s.opts.RescueAfter,
+		RetryPolicy:          retrySoon{},
+		FetchCooldown:        min(poll, river.FetchCooldownDefault),
+		FetchPollInterval:    poll,
+		Schema:               schema,
+		Logger:               slog.New(quiet{s.log.Handler()}),
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(10*time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return pruneJob{}, nil }, nil)},
+	})
+	if err == nil {
+		err = j.client.Start(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		stopHub()
+		<-j.hubDone
+		return nil, fmt.Errorf("start job queue: %w", err)
+	}
+	return j, nil
+}
+
+// drain stops fetching jobs; runs going on hand their threads back to the
+// queue at their next step boundary, for other replicas to go on with.
+// After grace it cancels what is still going.
+func (j *jobs) drain(grace time.Duration) {
+	j.stopOnce.Do(func() {
+		j.s.mu.Lock()
+		j.s.closing = true
+		j.s.mu.Unlock()
+		j.draining.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := j.client.Stop(ctx); err != nil {
+			j.s.log.Warn("runs still going after the shutdown grace period; cancelling them", "grace", grace, "err", err)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := j.client.StopAndCancel(ctx); err != nil {
+				j.s.log.Error("job queue did not stop", "err", err)
+			}
+		}
+	})
+}
+
+// close drains (at once, when Serve did not) and stops listening.
+func (j *jobs) close() error {
+	j.drain(j.s.opts.Grace)
+	j.stopHub()
+	<-j.hubDone
+	return nil
+}
+
+// feed returns where run id's events are read.
+func (j *jobs) feed(id string) feed { return &pgFeed{j: j, run: id} }
+
+// ---- submitting and cancelling ----
+
+// lockThread locks the thread's row to the end of tx: submitting,
+// finishing and cancelling runs of one thread go one at a time.
+func lockThread(ctx context.Context, tx pgx.Tx, thread string) error {
+	var one int
+	err := tx.QueryRow(ctx, "SELECT 1 FROM loom_threads WHERE id = $1 FOR UPDATE", thread).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("thread %s: %w", thread, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("lock thread %s: %w", thread, err)
+	}
+	return nil
+}
+
+// unfinishedSQL selects a thread's pending and running runs, oldest first.
+const unfinishedSQL = `SELECT ` + runCols + ` FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id`
+
+// querier is a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// unfinished returns a thread's pending and running runs, oldest first.
+func unfinished(ctx context.Context, q querier, thread string) ([]*RunRecord, error) {
+	rows, err := q.Query(ctx, unfinishedSQL, thread)
+	if err != nil {
+		return nil, fmt.Errorf("runs of thread %s: %w", thread, err)
+	}
+	defer rows.Close()
+	var out []*RunRecord
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("runs of thread %s: %w", thread, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// submit records r and inserts its thread's job, in one transaction; on
+// a busy thread it first does what r's strategy says.
+func (j *jobs) submit(ctx context.Context, r *run) error {
+	if j.draining.Load() {
+		return ErrClosing
+	}
+	spec := jobSpec{Input: r.input, Owner: r.owner, From: r.from, Temp: r.temp, Modes: r.modes}
+	var notes []string
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		notes = nil
+		if err := lockThread(ctx, tx, r.thread); err != nil {
+			return err
+		}
+		busy, err := unfinished(ctx, tx, r.thread)
+		if err != nil {
+			return err
+		}
+		if len(busy) > 0 {
+			switch r.strategy {
+			case strategyReject:
+				return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
+			case strategyInterrupt, strategyRollback:
+				for _, b := range busy {
+					if b.Status == runRunning && r.strategy == strategyRollback {
+						spec.Rollback = b.ID
+					}
+					note, err := j.cancelIn(ctx, tx, b.ID, "cancelled by a newer run on the thread (multitask_strategy "+r.strategy+")")
+					if err != nil {
+						return err
+					}
+					notes = append(notes, note)
+				}
+			}
+		}
+		job, err := json.Marshal(spec)
+		if err != nil {
+			return fmt.Errorf("encode run %s: %w", r.id, err)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO loom_runs (`+runCols+`, job) VALUES ($1, $2, $3, $4, $5, $6, '', $7, $7, $8)`,
+			r.id, r.thread, r.agent, runPending, r.strategy, string(orEmptyObject(r.metadata)), ms(r.created), job)
+		if err != nil {
+			return fmt.Errorf("record run %s: %w", r.id, err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE loom_threads SET status = $2, agent = $3, updated = $4 WHERE id = $1`, r.thread, StatusBusy, r.agent, ms(r.created))
+		if err != nil {
+			return fmt.Errorf("record run %s: %w", r.id, err)
+		}
+		if _, err := j.client.InsertTx(ctx, tx, threadJob{Thread: r.thread}, nil); err != nil {
+			return fmt.Errorf("queue run %s: %w", r.id, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	j.notify(ctx, notes...)
+	return nil
+}
+
+// cancel cancels run id of thread.
+func (j *jobs) cancel(ctx context.Context, thread, id string) error {
+	// The thread's status when nothing else runs on it: a question may
+	// still wait for an answer.
+	st := StatusIdle
+	if cp, err := j.s.saver.Get(ctx, thread, ""); err == nil && cp.Interrupt != nil {
+		st = StatusInterrupted
+	}
+	var note string
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		if err := lockThread(ctx, tx, thread); err != nil {
+			return err
+		}
+		var err error
+		if note, err = j.cancelIn(ctx, tx, id, "cancelled before it started"); err != nil {
+			return err
+		}
+		return settleThread(ctx, tx, thread, st, "", time.Now())
+	})
+	if err != nil {
+		return err
+	}
+	j.notify(ctx, note)
+	return nil
+}
+
+// notify sends notifications on the server's channel. It is called after
+// the transaction that wrote what they announce has committed, never in
+// it: Postgres serialises the commits of notifying transactions on one
+// lock, WAL flush included, which would make every event write wait for
+// every other. A notification that is lost (the database went away) is
+// made up for by readers reading again when the listener reconnects, and
+// at every heartbeat.
+func (j *jobs) notify(ctx context.Context, payloads ...string) {
+	if len(payloads) == 0 {
+		return
+	}
+	_, err := j.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, j.channel, payloads)
+	if err != nil {
+		j.s.log.Warn("notify", "channel", j.channel, "err", err)
+	}
+}
+
+// cancelIn, in a transaction that holds the thread's lock, ends run id
+// when it has not started, or asks the replica that executes it to stop
+// (a flag on the run, which a replica taking the run up later sees too).
+// It returns the notification to send once the transaction committed.
+func (j *jobs) cancelIn(ctx context.Context, tx pgx.Tx, id, why string) (string, error) {
+	now := time.Now()
+	tag, err := tx.Exec(ctx, `UPDATE loom_runs SET status = $2, error = $3, updated = $4 WHERE id = $1 AND status = $5`,
+		id, runInterrupted, why, ms(now), runPending)
+	if err != nil {
+		return "", fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return "E " + id, j.insertEnd(ctx, tx, id, event{Kind: graph.KindError, ErrCode: "cancelled", Err: why, Time: now})
+	}
+	if _, err = tx.Exec(ctx, `UPDATE loom_runs SET cancel = $2 WHERE id = $1 AND status = $3`, id, why, runRunning); err != nil {
+		return "", fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	return "c " + id, nil
+}
+
+// cancelLocal stops run id if this replica executes it.
+func (j *jobs) cancelLocal(id string) {
+	j.mu.Lock()
+	r := j.running[id]
+	j.mu.Unlock()
+	if r != nil {
+		r.cancel(errCancelled)
+	}
+}
+
+// settleThread sets a thread's status after one of its runs ended: busy
+// while others are pending or running, else st.
+func settleThread(ctx context.Context, tx pgx.Tx, thread, st, errText string, at time.Time) error {
+	_, err := tx.Exec(ctx, `
+UPDATE loom_threads SET
+	status = CASE WHEN EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')) THEN 'busy' ELSE $2 END,
+	error = $3, updated = $4
+WHERE id = $1`, thread, st, errText, ms(at))
+	if err != nil {
+		return fmt.Errorf("update thread %s: %w", thread, err)
+	}
+	return nil
+}
+
+// insertEnd writes a run's terminal event after its others.
+func (j *jobs) insertEnd(ctx context.Context, tx pgx.Tx, id string, end event) error {
+	body, err := json.Marshal(end)
+	if err != nil {
+		return fmt.Errorf("encode end of run %s: %w", id, err)
+	}
+	_, err = tx.Exec(ctx, `
+INSERT INTO loom_run_events (run_id, seq, terminal, body)
+SELECT $1, coalesce(max(seq), 0) + 1, true, $2 FROM loom_run_events WHERE run_id = $1`, id, body)
+	if err != nil {
+		return fmt.Errorf("record end of run %s: %w", id, err)
+	}
+	return nil
+}
+
+// ---- reading ----
+
+// view is a run of the database as the API handlers see it, reading its
+// events from the table.
+func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
+	var raw []byte
+	if err := j.pool.QueryRow(ctx, `SELECT job FROM loom_runs WHERE id = $1`, rec.ID).Scan(&raw); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read run %s: %w", rec.ID, err)
+	}
+	var spec jobSpec
+	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
+	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes,
+		status: rec.Status, feed: j.feed(rec.ID)}, nil
+}
+
+// current returns the thread's oldest unfinished run, or nil.
+func (j *jobs) current(ctx context.Context, thread string) (*run, error) {
+	recs, err := unfinished(ctx, j.pool, thread)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	return j.view(ctx, recs[0])
+}
+
+// pgFeed reads a run's events from loom_run_events.
+type pgFeed struct {
+	j   *jobs
+	run string
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// since implements feed.
+func (f *pgFeed) since(ctx context.Context, after int) ([]event, <-chan struct{}, bool, error) {
+	wake := f.j.hub.wait(f.run) // before reading: a notification after the read wakes us
+	rows, err := f.j.pool.Query(ctx, `SELECT seq, terminal, body FROM loom_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		f.run, after, eventBatch)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read events of run %s: %w", f.run, err)
+	}
+	defer rows.Close()
+	var out []event
+	closed := false
+	for rows.Next() {
+		var seq int
+		var body []byte
+		if err := rows.Scan(&seq, &closed, &body); err != nil {
+			return nil, nil, false, fmt.Errorf("read events of run %s: %w", f.run, err)
+		}
+		var e event
+		if err := json.Unmarshal(body, &e); err != nil {
+			return nil, nil, false, fmt.Errorf("read event %d of run %s: %w", seq, f.run, err)
+		}
+		e.Seq = seq
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, false, fmt.Errorf("read events of run %s: %w", f.run, err)
+	}
+	switch {
+	case closed:
+		f.j.hub.forget(f.run)
+	case len(out) == eventBatch:
+		wake = closedChan // more are there already
+	}
+	return out, wake, closed, nil
+}
+
+// end waits for the run's terminal event and returns it; a wait reads
+// the table once per NOTIFY of an end, not once per batch of events.
+func (f *pgFeed) end(ctx context.Context) (event, error) {
+	var down time.Time
+	for {
+		wake := f.j.hub.waitEnd(f.run)
+		var seq int
+		var body []byte
+		err := f.j.pool.QueryRow(ctx, `SELECT seq, body FROM loom_run_events WHERE run_id = $1 AND terminal`, f.run).Scan(&seq, &body)
+		var retry <-chan time.Time
+		switch {
+		case err == nil:
+			f.j.hub.forget(f.run)
+			var e event
+			if err := json.Unmarshal(body, &e); err != nil {
+				return event{}, fmt.Errorf("read end of run %s: %w", f.run, err)
+			}
+			e.Seq = seq
+			return e, nil
+		case errors.Is(err, pgx.ErrNoRows):
+			down = time.Time{}
+			retry = time.After(outage / 2) // in case a notification was lost
+		case ctx.Err() != nil:
+			return event{}, ctx.Err()
+		case !store.IsUnavailable(err) || (!down.IsZero() && time.Since(down) > outage):
+			return event{}, fmt.Errorf("read end of run %s: %w", f.run, err)
+		default:
+			if down.IsZero() {
+				down = time.Now()
+			}
+			retry = time.After(250 * time.Millisecond)
+		}
+		select {
+		case <-wake:
+		case <-retry:
+		case <-ctx.Done():
+			return event{}, ctx.Err()
+		}
+	}
+}

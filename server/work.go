@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
+)
+
+// This file is the worker side of runs on Postgres (see jobs.go): a
+// replica working a thread's job.
+
+// threadWorker works a thread's runs, oldest first.
+type threadWorker struct {
+	river.WorkerDefaults[threadJob]
+	j *jobs
+}
+
+// Timeout implements river.Worker: an attempt ends within its lease plus
+// a step; past this the job's context is cancelled.
+func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return w.j.timeout }
+
+// nextSQL selects a thread's oldest unfinished run, with its job spec.
+const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
+
+// Work implements river.Worker.
+func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) error {
+	j := w.j
+	lease := time.Now().Add(j.s.opts.Lease)
+	for {
+		var rec RunRecord
+		var raw []byte
+		var meta string
+		var created, updated int64
+		err := j.pool.QueryRow(ctx, nextSQL, job.Args.Thread).Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			done, err := j.complete(ctx, job)
+			if err != nil || done {
+				return err
+			}
+			continue // a run came in meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("next run of thread %s: %w", job.Args.Thread, err)
+		}
+		rec.Metadata, rec.Created, rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
+		var spec jobSpec
+		_ = json.Unmarshal(raw, &spec)
+		handBack, done, err := j.execute(ctx, job, &rec, &spec, lease)
+		switch {
+		case err != nil:
+			return err
+		case handBack:
+			return river.JobSnooze(0)
+		case done:
+			return nil
+		case time.Now().After(lease):
+			return river.JobSnooze(0) // more runs wait: another lease
+		}
+	}
+}
+
+// complete marks the job completed when its thread has no run left, in
+// the transaction that checks, under the thread's lock: a run submitted
+// after it gets a new job.
+func (j *jobs) complete(ctx context.Context, job *river.Job[threadJob]) (bool, error) {
+	done := false
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		if err := lockThread(ctx, tx, job.Args.Thread); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		var err error
+		done, err = completeIfIdle(ctx, tx, job)
+		return err
+	})
+	return done, err
+}
+
+// completeIfIdle, in a transaction that holds the thread's lock, marks
+// the job completed when the thread has no unfinished run.
+func completeIfIdle(ctx context.Context, tx pgx.Tx, job *river.Job[threadJob]) (bool, error) {
+	var more bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`, job.Args.Thread).Scan(&more)
+	if err != nil || more {
+		return false, err
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return false, fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
+	}
+	return true, nil
+}
+
+// execute runs rec until it ends, or until the lease is over: it then
+// returns handBack, to hand the thread back to the queue. done says the
+// run ended and the thread has no other, its job marked completed. An
+// error means the attempt failed for a reason outside the run (the
+// database, a timeout, a shutdown): the job is tried again later, and the
+// run goes on from its last checkpoint.
+func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunRecord, spec *jobSpec, lease time.Time) (handBack, done bool, err error) {
+	s := j.s
+	if _, ok := s.agents[rec.Agent]; !ok {
+		return false, false, fmt.Errorf("run %s: agent %s is not served by this replica", rec.ID, rec.Agent)
+	}
+	r := &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, status: runRunning}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	defer r.cancel(nil)
+	j.mu.Lock()
+	j.running[r.id] = r
+	j.mu.Unlock()
+	defer func() {
+		j.mu.Lock()
+		delete(j.running, r.id)
+		j.mu.Unlock()
+	}()
+
+	// Registered first, then marked: a cancel either sees it running and
+	// notifies us, or we see its flag here.
+	var was, cancelled string
+	err = j.pool.QueryRow(ctx, `
+UPDATE loom_runs r SET status = $2, updated = $3
+FROM (SELECT id, status FROM loom_runs WHERE id = $1 FOR UPDATE) old
+WHERE r.id = old.id AND old.status IN ('pending', 'running')
+RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &cancelled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil // it ended meanwhile: cancelled before it started
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("start run %s: %w", r.id, err)
+	}
+	if cancelled != "" {
+		r.cancel(errCancelled)
+	}
+	// A run that was running already may have started on a replica that
+	// stopped: it goes on from its checkpoints and its events.
+	var head *checkpoint.Checkpoint
+	seq := 0
+	if was == runRunning {
+		if head, err = s.saver.Get(ctx, r.thread, ""); errors.Is(err, checkpoint.ErrNotFound) {
+			head, err = nil, nil
+		}
+		if err == nil {
+			err = j.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM loom_run_events WHERE run_id = $1`, r.id).Scan(&seq)
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("resume run %s: %w", r.id, err)
+		}
+	}
+	pub := j.publisher(r.id, seq)
+	if head != nil && head.Meta.Run == r.id && head.Meta.Source == checkpoint.SourceStep {
+		if err := j.restoreStepEnd(ctx, pub, head); err != nil {
+			pub.close()
+			return false, false, err
+		}
+	}
+
+	began := time.Now()
+	s.metrics.runStarted(r.agent)
+	tr := s.startTrace(r)
+	continuing := head != nil && head.Meta.Run == r.id // its input is in the checkpoints already
+	var end event
+	var stopped bool
+	var runErr error
+	var steps int
+	switch {
+	case r.ctx.Err() != nil:
+		end, runErr = event{Kind: graph.KindError, Err: "the run was cancelled", Time: time.Now()}, context.Cause(r.ctx)
+	case continuing && head.Interrupt != nil:
+		// It had asked its question when its replica stopped.
+		end = event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}
+	default:
+		in := r.input
+		if continuing {
+			in = graph.JSONInput{Run: r.id}
+		} else if runErr = s.prepare(r); runErr != nil {
+			end = failed(runErr)
+			break
+		}
+		end, stopped, runErr, steps = s.drive(r, in, continuing, tr, pub.publish, func(e *event) bool {
+			return e.Kind == graph.KindNodeStart && (j.draining.Load() || time.Now().After(lease))
+		})
+	}
+	perr := pub.close()
+	again := stopped || perr != nil ||
+		(end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(runErr, store.ErrUnavailable)))
+	if again {
+		s.metrics.attemptEnded(r.agent)
+		tr.finish("handed back", "", steps)
+		switch {
+		case stopped && perr == nil:
+			return true, false, nil
+		case perr != nil:
+			runErr = perr
+		case r.ctx.Err() != nil:
+			runErr = context.Cause(r.ctx)
+		}
+		return false, false, fmt.Errorf("run %s on thread %s: %w", r.id, r.thread, runErr)
+	}
+	end, runStatus, threadStatus := s.settle(r, end, false)
+	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
+	tr.finish(runStatus, end.Err, steps)
+	if done, err = j.finish(context.WithoutCancel(ctx), job, r, end, runStatus, threadStatus); err != nil {
+		return false, false, err
+	}
+	if r.temp {
+		if err := s.removeThread(context.WithoutCancel(ctx), r.thread); err != nil {
+			s.log.Error("delete temporary thread", "thread", r.thread, "err", err)
+		}
+	}
+	s.log.Debug("run ended", "run", r.id, "thread", r.thread, "agent", r.agent, "status", runStatus, "err", end.Err)
+	return false, done, nil
+}
+
+// restoreStepEnd publishes the end of the step that wrote head, when the
+// replica that ran it died after the checkpoint but before the step's
+// events were written: every checkpointed step of a run has its state
+// event once, so a client following the run misses no step.
+func (j *jobs) restoreStepEnd(ctx context.Context, pub *publisher, head *checkpoint.Checkpoint) error {
+	var have bool
+	err := j.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_run_events WHERE run_id = $1
+		AND convert_from(body, 'UTF8')::jsonb @> jsonb_build_object('kind', 'state', 'checkpoint', $2::text))`, pub.run, head.ID).Scan(&have)
+	if err != nil || have {
+		return err
+	}
+	at := time.Now()
+	pub.publish(event{Kind: graph.KindNodeEnd, Node: head.Meta.Node, Step: head.Step, Checkpoint: head.ID, Time: at, Duration: head.Meta.Duration})
+	pub.publish(event{Kind: graph.KindState, Node: head.Meta.Node, Step: head.Step, Checkpoint: head.ID, Time: at, Data: head.State})
+	return nil
+}
+
+// finish records how r ended, its terminal event and its thread's
+// status, in one transaction, which also completes the thread's job when
+// no run of it is left (done).
+func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, end event, runStatus, threadStatus string) (bool, error) {
+	threadErr := ""
+	if threadStatus == StatusError {
+		threadErr = end.Err
+	}
+	done := false
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		if err := lockThread(ctx, tx, r.thread); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE loom_runs SET status = $2, error = $3, updated = $4, cancel = '' WHERE id = $1`,
+			r.id, runStatus, end.Err, ms(end.Time))
+		if err != nil {
+			return fmt.Errorf("record run %s: %w", r.id, err)
+		}
+		if err := j.insertEnd(ctx, tx, r.id, end); err != nil {
+			return err
+		}
+		if err := settleThread(ctx, tx, r.thread, threadStatus, threadErr, end.Time); err != nil {
+			return err
+		}
+		done, err = completeIfIdle(ctx, tx, job)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish run %s: %w", r.id, err)
+	}
+	j.notify(ctx, "E "+r.id)
+	return done, nil
+}
+
+// prune deletes the events of runs that ended over eventRetention ago.
+func (j *jobs) prune(ctx context.Context) error {
+	_, err := j.pool.Exec(ctx, `
+DELETE FROM loom_run_events e
+WHERE e.at < now() - $1::interval
+  AND NOT EXISTS (SELECT 1 FROM loom_runs r WHERE r.id = e.run_id AND r.status IN ('pending', 'running'))`,
+		eventRetention.String())
+	if err != nil {
+		return fmt.Errorf("prune run events: %w", err)
+	}
+	return nil
+}
+
+// retrySoon is River's retry policy for the server's jobs: an attempt
+// fails when the database or a replica does, so the next soon after.
+type retrySoon struct{}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (retrySoon) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(time.Duration(min(job.Attempt, 20)) * 250 * time.Millisecond)
+}
+
+// quiet passes on only warnings and errors: River logs its routine work
+// at info level.
+type quiet struct{ slog.Handler }
+
+func (q quiet) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && q.Handler.Enabled(ctx, l)
+}
+
+func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(as)} }
+
+func (q quiet) WithGroup(name string) slog.Handler { return quiet{q.Handler.WithGroup(name)} }
