@@ -14,6 +14,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
 )
 
 // ServerOptions configure the agent as Loom's server and command line
@@ -55,6 +56,23 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			}
 			return a.Graph().Compile(graph.WithSaver(saver))
 		},
+		// On the server's database (SQLite or Postgres), the schedules live
+		// beside the checkpoints, shared by every replica.
+		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+			var so []StoreOption
+			if db.Dialect() == store.Postgres {
+				so = append(so, DollarPlaceholders())
+			}
+			st, err := NewStore(ctx, db.SQL(), so...)
+			if err != nil {
+				return nil, fmt.Errorf("schedule agent: %w", err)
+			}
+			a, err := agentOn(ctx, st, db.String(), opts)
+			if err != nil {
+				return nil, err
+			}
+			return a.Graph().Compile(graph.WithSaver(db.Saver()))
+		},
 		FromChat: FromChat,
 		Reply:    Reply,
 		Answer:   ChatAnswer,
@@ -77,6 +95,12 @@ func openAgent(ctx context.Context, opts ServerOptions) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schedule agent: %w", err)
 	}
+	return agentOn(ctx, st, path, opts)
+}
+
+// agentOn creates the sample schedule in st when the owner has none, and
+// returns the agent on st.
+func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (*Agent, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -85,7 +109,7 @@ func openAgent(ctx context.Context, opts ServerOptions) (*Agent, error) {
 		st.Close()
 		return nil, fmt.Errorf("schedule agent: %w", err)
 	} else if made {
-		log.Info("schedule: created the sample schedule", "owner", DefaultOwner, "database", path)
+		log.Info("schedule: created the sample schedule", "owner", DefaultOwner, "database", where)
 	}
 	delay := opts.StreamDelay
 	switch {
