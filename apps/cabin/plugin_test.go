@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/store/storetest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -130,7 +132,7 @@ func TestVehiclePlugins(t *testing.T) {
 // The order service's cancel rules, on each store.
 func TestOrderPlugins(t *testing.T) {
 	ctx := context.Background()
-	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": newApp(t, Options{}).store} {
+	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": newApp(t, Options{}).store, "postgres": postgresStore(t)} {
 		plugins := OrderPlugins(store)
 		for _, c := range []struct {
 			plugin, order string
@@ -173,4 +175,27 @@ func TestOrderPlugins(t *testing.T) {
 			t.Errorf("%s hand-offs %+v, %v", name, hs, err)
 		}
 	}
+}
+
+// postgresStore is the SQL store on a fresh PostgreSQL schema, as the
+// agent keeps it when loom serve runs on Postgres.
+func postgresStore(t *testing.T) Store {
+	t.Helper()
+	db, err := store.Open(context.Background(), storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st, err := OpenStoreOn(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Vehicles too: an update is read back.
+	if _, err := st.UpdateVehicle(context.Background(), "car-9", func(v *Vehicle) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Vehicle(context.Background(), "car-9"); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

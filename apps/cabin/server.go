@@ -14,6 +14,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
 )
 
 // ServerOptions configure the agent as Loom's server and command line
@@ -51,25 +52,41 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
 		InputSchema: json.RawMessage(inputSchema),
 		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			a, err := New(context.Background(), Options{
-				Saver:     saver, // nil (drawing the graph): in memory
-				Locale:    cmp.Or(opts.Locale, os.Getenv("LOOM_CABIN_LOCALE")),
-				ConfigDir: cmp.Or(opts.ConfigDir, os.Getenv("LOOM_CABIN_CONFIG")),
-				Model:     opts.Model,
-				Logger:    opts.Logger,
-			})
+			return build(context.Background(), opts, saver, nil) // nil saver (drawing the graph): in memory
+		},
+		// On the server's database (SQLite or Postgres) the vehicles and
+		// orders live beside the checkpoints, shared by every replica.
+		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+			st, err := OpenStoreOn(ctx, db)
 			if err != nil {
 				return nil, err
 			}
-			if saver != nil {
-				built.Store(saver, a)
-			}
-			return a.Runner(), nil
+			return build(ctx, opts, db.Saver(), st)
 		},
 		FromChat: FromChat,
 		Reply:    ChatReply,
 		Answer:   ChatAnswer,
 	}
+}
+
+// build makes the App on saver and st (nil: chosen by New) and records it
+// for Built.
+func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
+	a, err := New(ctx, Options{
+		Saver:     saver,
+		Store:     st,
+		Locale:    cmp.Or(opts.Locale, os.Getenv("LOOM_CABIN_LOCALE")),
+		ConfigDir: cmp.Or(opts.ConfigDir, os.Getenv("LOOM_CABIN_CONFIG")),
+		Model:     opts.Model,
+		Logger:    opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if saver != nil {
+		built.Store(saver, a)
+	}
+	return a.Runner(), nil
 }
 
 // Built returns the App that ServerAgent's Build made on saver (the
