@@ -18,9 +18,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/loomkit/loom/checkpoint"
 	msqlite "modernc.org/sqlite"
@@ -125,6 +127,60 @@ type Saver struct {
 	head, byID, listAll, listLast *sql.Stmt
 
 	cache checkpoint.DeltaCache
+
+	commits atomic.Int64  // commits since the last WAL checkpoint
+	kick    chan struct{} // wakes the checkpointer
+	done    chan struct{} // closed when the checkpointer has stopped
+}
+
+// checkpointEvery is how many commits go between WAL checkpoints (about
+// what SQLite's default of 1,000 WAL pages amounts to for small puts).
+const checkpointEvery = 500
+
+// walCap is the WAL size, in pages, past which the checkpointer makes
+// writers wait for one checkpoint that lets the WAL start over: under
+// unbroken write load a background checkpoint never catches up with the
+// end of the WAL, and SQLite only reuses the file from its start once
+// every page is back in the database.
+const walCap = 4000
+
+// checkpointer copies the WAL into the database file in the background
+// whenever enough commits have gathered, until the saver closes. The copy
+// is PASSIVE: it blocks neither readers nor the writer, so no commit waits
+// for its fsync. Only when the WAL has grown past walCap does it hold the
+// writes back for one complete checkpoint.
+func (s *Saver) checkpointer() {
+	defer close(s.done)
+	ctx := context.Background()
+	for range s.kick {
+		s.commits.Store(0)
+		var busy, log, done int
+		err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
+		if err != nil {
+			slog.Debug("checkpoint sqlite: WAL checkpoint", "err", err)
+			continue
+		}
+		if log < walCap {
+			continue
+		}
+		s.wmu.Lock()
+		if !s.closed {
+			if _, err := s.wconn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+				slog.Debug("checkpoint sqlite: WAL restart", "err", err)
+			}
+		}
+		s.wmu.Unlock()
+	}
+}
+
+// committed counts a commit and wakes the checkpointer when due.
+func (s *Saver) committed() {
+	if s.commits.Add(1) == checkpointEvery {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -135,7 +191,10 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 	if path == "" || strings.ContainsAny(path, "?") {
 		return nil, fmt.Errorf("checkpoint sqlite open %q: path must be a file name without '?'", path)
 	}
-	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	// Commits never checkpoint the WAL themselves (wal_autocheckpoint 0):
+	// the checkpointer goroutine does, off the commit path, so no write
+	// waits for the checkpoint's fsync.
+	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
@@ -146,7 +205,8 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 
-	s := &Saver{db: db}
+	s := &Saver{db: db, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go s.checkpointer()
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
@@ -219,6 +279,8 @@ func (s *Saver) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.kick)
+	<-s.done
 	var errs []error
 	for _, st := range []*sql.Stmt{s.insert, s.del, s.head, s.byID, s.listAll, s.listLast} {
 		if st != nil {
@@ -332,6 +394,7 @@ func (s *Saver) commit() {
 	ctx := context.Background()
 	if len(batch) == 1 && batch[0].fn == nil {
 		res, err := s.insert.ExecContext(ctx, batch[0].args...)
+		s.committed()
 		batch[0].done <- putResult(batch[0].cp, res, err)
 		return
 	}
@@ -354,6 +417,7 @@ func (s *Saver) commit() {
 		failAll("commit", err)
 		return
 	}
+	s.committed()
 	for i, op := range batch {
 		op.done <- results[i]
 	}

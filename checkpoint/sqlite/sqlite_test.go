@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -484,5 +485,39 @@ func TestWrite(t *testing.T) {
 		if _, err := s.Get(ctx, fmt.Sprint("w", i), ""); err != nil {
 			t.Errorf("checkpoint of w%d: %v", i, err)
 		}
+	}
+}
+
+// TestWALIsCheckpointed: commits do not checkpoint the WAL themselves; the
+// saver's background checkpointer does, so the WAL stops growing.
+func TestWALIsCheckpointed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s := open(t, path)
+	ctx := context.Background()
+	var head *checkpoint.Checkpoint
+	for i := range 4000 {
+		cp := checkpoint.Next("t", head, checkpoint.SourceStep)
+		cp.State = []byte(fmt.Sprintf(`{"n":%d}`, i))
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		head = cp
+	}
+	// Without checkpoints these 4,000 back-to-back commits leave a WAL of
+	// about 50 MB; the checkpointer keeps it near its cap of 4,000 pages
+	// (16 MB), truncating it when it gets there.
+	var size int64
+	for range 100 { // the last checkpoint may still be running
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size = fi.Size(); size < 24<<20 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if size >= 24<<20 {
+		t.Errorf("WAL is %d bytes after 4,000 puts; the checkpointer is not keeping up", size)
 	}
 }
