@@ -109,7 +109,7 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 		st.Close()
 		return nil, fmt.Errorf("schedule agent: %w", err)
 	} else if made {
-		log.Info("schedule: created the sample schedule", "owner", DefaultOwner, "database", where)
+		log.Debug("schedule: created the sample schedule", "owner", DefaultOwner, "database", where)
 	}
 	delay := opts.StreamDelay
 	switch {
