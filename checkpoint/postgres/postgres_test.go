@@ -2,16 +2,13 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/loomkit/loom/store/storetest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,47 +16,6 @@ import (
 	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/checkpoint/savertest"
 )
-
-// envURL names the variable with the database the tests use; each test
-// works in a schema of its own, dropped when it ends.
-const envURL = "LOOM_TEST_POSTGRES_URL"
-
-const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
-var reach struct {
-	once sync.Once
-	url  string
-	err  error
-}
-
-// serverURL returns the test database's URL. When the database cannot be
-// reached it skips the test, or fails it under CI=true, where the database
-// is part of the test setup.
-func serverURL(t testing.TB) string {
-	t.Helper()
-	reach.once.Do(func() {
-		reach.url = os.Getenv(envURL)
-		if reach.url == "" {
-			reach.url = defaultURL
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, reach.url)
-		if err != nil {
-			reach.err = err
-			return
-		}
-		reach.err = conn.Ping(ctx)
-		conn.Close(ctx)
-	})
-	if reach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("postgres unreachable under CI=true (set %s, default %s): %v", envURL, defaultURL, reach.err)
-		}
-		t.Skipf("postgres unreachable; set %s to a reachable database (default %s): %v", envURL, defaultURL, reach.err)
-	}
-	return reach.url
-}
 
 // rawConn is a plain connection to the test database, closed when t ends.
 func rawConn(t testing.TB, url string) *pgx.Conn {
@@ -70,48 +26,6 @@ func rawConn(t testing.TB, url string) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
-}
-
-// newSchema creates an empty schema, dropped when t ends, and returns the
-// test database's URL with that schema as its search_path.
-func newSchema(t testing.TB) string {
-	t.Helper()
-	u, _ := newSchemaNamed(t)
-	return u
-}
-
-// newSchemaNamed is newSchema, also returning the schema's name.
-func newSchemaNamed(t testing.TB) (url, schema string) {
-	t.Helper()
-	base := serverURL(t)
-	var b [8]byte
-	rand.Read(b[:])
-	name := "loomtest_" + hex.EncodeToString(b[:])
-	conn := rawConn(t, base)
-	if _, err := conn.Exec(context.Background(), "CREATE SCHEMA "+name); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return withSearchPath(t, base, name), name
-}
-
-func withSearchPath(t testing.TB, base, schema string) string {
-	t.Helper()
-	if !strings.Contains(base, "://") { // key=value form
-		return base + " search_path=" + schema
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", envURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func open(t testing.TB, url string) *postgres.Saver {
@@ -126,7 +40,7 @@ func open(t testing.TB, url string) *postgres.Saver {
 
 func TestSaver(t *testing.T) {
 	savertest.Run(t, func(t *testing.T) checkpoint.Saver {
-		return open(t, newSchema(t))
+		return open(t, storetest.PostgresURL(t))
 	})
 }
 
@@ -137,7 +51,7 @@ func TestReopen(t *testing.T) {
 		mu.Lock()
 		u, ok := schemas[path]
 		if !ok {
-			u = newSchema(t)
+			u = storetest.PostgresURL(t)
 			schemas[path] = u
 		}
 		mu.Unlock()
@@ -148,7 +62,7 @@ func TestReopen(t *testing.T) {
 // TestMigrate checks that migrations are recorded, run once, and that a
 // database from a newer build is refused.
 func TestMigrate(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	ctx := t.Context()
 	for range 2 {
 		if err := postgres.Migrate(ctx, u); err != nil {
@@ -187,7 +101,7 @@ func TestMigrate(t *testing.T) {
 // TestConcurrentOpen opens savers on an empty schema at once: the
 // migration runs once and every open succeeds.
 func TestConcurrentOpen(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -239,7 +153,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
-	s, err := postgres.Open(t.Context(), newSchema(t))
+	s, err := postgres.Open(t.Context(), storetest.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +219,7 @@ func rows(t *testing.T, conn *pgx.Conn, thread string) []storedRow {
 // state followed by deltas the size of the appends, and that a long chain
 // of small deltas is cut by a full state now and then.
 func TestStoresDeltas(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	s := open(t, u)
 	conn := rawConn(t, u)
 	cps := chainOf(t, s, "d", 10)
@@ -344,7 +258,7 @@ func TestStoresDeltas(t *testing.T) {
 // fail with ErrCorrupt naming the thread and the broken checkpoint, while
 // reads that do not need the row still work.
 func TestCorruptRows(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	s := open(t, u)
 	conn := rawConn(t, u)
 	for _, tc := range []struct {
@@ -411,7 +325,7 @@ func TestCorruptRows(t *testing.T) {
 // deleted, many times: whichever wins, the thread is left empty or a
 // history that reads from seq 0, never rows without their parents.
 func TestPutRacesDelete(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	a, b := open(t, u), open(t, u)
 	ctx := t.Context()
 	for i := range 30 {
@@ -444,7 +358,7 @@ func TestPutRacesDelete(t *testing.T) {
 // what each has cached, including a parent the other wrote and a stale
 // parent, and checks every state reads back exactly from a third saver.
 func TestTwoSaversDeltas(t *testing.T) {
-	u := newSchema(t)
+	u := storetest.PostgresURL(t)
 	a, b := open(t, u), open(t, u)
 	ctx := t.Context()
 	cps := chainOf(t, a, "t", 3) // a caches cps[2]
@@ -493,10 +407,11 @@ func TestTwoSaversDeltas(t *testing.T) {
 
 // TestSearchPath checks that the tables go to the schema the URL names.
 func TestSearchPath(t *testing.T) {
-	u, schema := newSchemaNamed(t)
+	u := storetest.PostgresURL(t)
+	schema := searchPath(t, u)
 	open(t, u)
 	var n int
-	err := rawConn(t, serverURL(t)).QueryRow(t.Context(), `SELECT count(*) FROM information_schema.tables
+	err := rawConn(t, storetest.ServerURL(t)).QueryRow(t.Context(), `SELECT count(*) FROM information_schema.tables
 		WHERE table_name IN ('loom_checkpoints', 'loom_schema_migrations') AND table_schema = $1`, schema).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
@@ -509,52 +424,20 @@ func TestSearchPath(t *testing.T) {
 // BenchmarkPut puts checkpoints in sequence on one thread, each with a
 // small state that changes a little, as a graph step does.
 func BenchmarkPut(b *testing.B) {
-	s := open(b, newSchema(b))
-	ctx := context.Background()
-	var head *checkpoint.Checkpoint
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.Step = i
-		cp.State = fmt.Appendf(nil, `{"messages":[{"role":"user","content":"What is the weather in Paris?"},{"role":"assistant","content":"Let me check."}],"step":%d,"done":false}`, i)
-		cp.Next = []string{"agent"}
-		cp.Meta.Node = "agent"
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-		i++
-	}
+	savertest.BenchPut(b, open(b, storetest.PostgresURL(b)))
 }
 
 // BenchmarkGetHead reads the head of a thread whose head is a few deltas
 // past a full state.
 func BenchmarkGetHead(b *testing.B) {
-	s := open(b, newSchema(b))
-	ctx := context.Background()
-	var head *checkpoint.Checkpoint
-	for i := range 10 {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat("x", 2000), i)
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.Get(ctx, "bench", ""); err != nil {
-			b.Fatal(err)
-		}
-	}
+	savertest.BenchGetHead(b, open(b, storetest.PostgresURL(b)))
 }
 
 // New works on a pool its caller shares and keeps open: closing the
 // saver leaves the pool to its owner.
 func TestNewSharesPool(t *testing.T) {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, newSchema(t))
+	pool, err := pgxpool.New(ctx, storetest.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,4 +456,14 @@ func TestNewSharesPool(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM loom_checkpoints").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the pool after the saver closed: %d rows, %v", n, err)
 	}
+}
+
+// searchPath returns the schema a test URL from storetest names.
+func searchPath(t testing.TB, u string) string {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Query().Get("search_path")
 }

@@ -569,43 +569,11 @@ func TestPutRacesDelete(t *testing.T) {
 // BenchmarkPut puts checkpoints in sequence on one thread, each with a
 // small state that changes a little, as a graph step does.
 func BenchmarkPut(b *testing.B) {
-	s := open(b, newPrefix(b))
-	ctx := context.Background()
-	var head *checkpoint.Checkpoint
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.Step = i
-		cp.State = fmt.Appendf(nil, `{"messages":[{"role":"user","content":"What is the weather in Paris?"},{"role":"assistant","content":"Let me check."}],"step":%d,"done":false}`, i)
-		cp.Next = []string{"agent"}
-		cp.Meta.Node = "agent"
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-		i++
-	}
+	savertest.BenchPut(b, open(b, newPrefix(b)))
 }
 
 // BenchmarkGetHead reads the head of a thread whose head is a few deltas
 // past a full state.
 func BenchmarkGetHead(b *testing.B) {
-	s := open(b, newPrefix(b))
-	ctx := context.Background()
-	var head *checkpoint.Checkpoint
-	for i := range 10 {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat("x", 2000), i)
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.Get(ctx, "bench", ""); err != nil {
-			b.Fatal(err)
-		}
-	}
+	savertest.BenchGetHead(b, open(b, newPrefix(b)))
 }

@@ -328,24 +328,8 @@ func reportCPU(b *testing.B, start time.Duration) {
 // small state that changes a little, as a graph step does.
 func BenchmarkPut(b *testing.B) {
 	s := open(b, filepath.Join(b.TempDir(), "cp.db"))
-	ctx, cancel := context.WithCancel(context.Background()) // as a caller's context is
-	defer cancel()
-	var head *checkpoint.Checkpoint
-	b.ReportAllocs()
 	defer reportCPU(b, cpuTime())
-	i := 0
-	for b.Loop() {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.Step = i
-		cp.State = fmt.Appendf(nil, `{"messages":[{"role":"user","content":"What is the weather in Paris?"},{"role":"assistant","content":"Let me check."}],"step":%d,"done":false}`, i)
-		cp.Next = []string{"agent"}
-		cp.Meta.Node = "agent"
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-		i++
-	}
+	savertest.BenchPut(b, s)
 }
 
 // BenchmarkPutGrowing puts checkpoints whose state is a conversation that
@@ -380,23 +364,8 @@ func BenchmarkPutGrowing(b *testing.B) {
 // past a full state.
 func BenchmarkGetHead(b *testing.B) {
 	s := open(b, filepath.Join(b.TempDir(), "cp.db"))
-	ctx := context.Background()
-	var head *checkpoint.Checkpoint
-	for i := range 10 {
-		cp := checkpoint.Next("bench", head, checkpoint.SourceStep)
-		cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat("x", 2000), i)
-		if err := s.Put(ctx, cp); err != nil {
-			b.Fatal(err)
-		}
-		head = cp
-	}
-	b.ReportAllocs()
 	defer reportCPU(b, cpuTime())
-	for b.Loop() {
-		if _, err := s.Get(ctx, "bench", ""); err != nil {
-			b.Fatal(err)
-		}
-	}
+	savertest.BenchGetHead(b, s)
 }
 
 // TestGroupCommit races many puts at once, so they share transactions: on
