@@ -12,7 +12,6 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
-	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 )
@@ -24,7 +23,7 @@ type ServerOptions struct {
 	// means $LOOM_CABIN_LOCALE and $LOOM_CABIN_CONFIG.
 	Locale    string
 	ConfigDir string
-	// Model is the optional model (see EnvModel); nil runs local only.
+	// Model is the optional model (see openai.NewFromEnv); nil runs local only.
 	Model llm.Model
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -101,22 +100,6 @@ func Built(saver checkpoint.Saver) (*App, bool) {
 		return nil, false
 	}
 	return a.(*App), true
-}
-
-// EnvModel returns the model the environment configures (OPENAI_API_KEY
-// or OPENAI_BASE_URL, with LOOM_MODEL; see openai.FromEnv), or nil, so the
-// agent runs local only.
-func EnvModel() llm.Model {
-	cfg := openai.FromEnv()
-	if cfg.Model == "" || (cfg.APIKey == "" && cfg.BaseURL == "") {
-		return nil
-	}
-	m, err := openai.New(cfg)
-	if err != nil {
-		slog.Warn("cabin: no model; running local only", "err", err)
-		return nil
-	}
-	return m
 }
 
 // FromChat turns a chat message into a run's input.

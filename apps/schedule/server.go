@@ -12,7 +12,6 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
-	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 )
@@ -124,22 +123,6 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 		return nil, err
 	}
 	return a, nil
-}
-
-// EnvModel returns the model the environment configures (OPENAI_API_KEY or
-// OPENAI_BASE_URL, with LOOM_MODEL; see openai.FromEnv), or nil when it
-// configures none, so the agent runs on heuristics.
-func EnvModel() llm.Model {
-	cfg := openai.FromEnv()
-	if cfg.Model == "" || (cfg.APIKey == "" && cfg.BaseURL == "") {
-		return nil
-	}
-	m, err := openai.New(cfg)
-	if err != nil {
-		slog.Warn("schedule: no model; running on heuristics", "err", err)
-		return nil
-	}
-	return m
 }
 
 // FromChat turns a chat message into a run's input.

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/loomkit/loom/llm/openai"
+	"log/slog"
 	"strings"
 
 	"github.com/loomkit/loom/apps/cabin"
@@ -16,18 +18,22 @@ import (
 // agents returns every agent the command knows: what `loom agents` lists,
 // `loom run` and `loom graph` use, and `loom serve` serves.
 func agents() *server.Registry {
+	// A model if OPENAI_* and LOOM_MODEL configure one; the agents work
+	// without.
+	model, err := openai.NewFromEnv()
+	if err != nil {
+		slog.Warn("no model: the agents run without one", "err", err)
+	}
 	var r server.Registry
 	for _, a := range []server.Agent{
 		demoAgent(),
-		// The schedule agent keeps its tables in the server's SQLite file
-		// (LOOM_DATABASE_URL, default ./loom.db); a model if OPENAI_* and
-		// LOOM_MODEL are set, heuristics otherwise.
-		schedule.ServerAgent(schedule.ServerOptions{Model: schedule.EnvModel()}),
-		// The cabin agent keeps its simulated vehicle and order tables in
-		// the server's SQLite file; LOOM_CABIN_LOCALE (zh-CN, en) and
-		// LOOM_CABIN_CONFIG (a directory of YAML overrides) configure it; a
-		// model if OPENAI_* and LOOM_MODEL are set, local only otherwise.
-		cabin.ServerAgent(cabin.ServerOptions{Model: cabin.EnvModel()}),
+		// The schedule agent keeps its tables beside the checkpoints
+		// (LOOM_DATABASE_URL, default ./loom.db).
+		schedule.ServerAgent(schedule.ServerOptions{Model: model}),
+		// The cabin agent keeps its simulated vehicles and orders beside
+		// the checkpoints; LOOM_CABIN_LOCALE (zh-CN, en) and
+		// LOOM_CABIN_CONFIG (a directory of YAML overrides) configure it.
+		cabin.ServerAgent(cabin.ServerOptions{Model: model}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above

@@ -119,6 +119,21 @@ func FromEnv() Config {
 	}
 }
 
+// NewFromEnv returns the model the environment configures (see FromEnv),
+// or nil and no error when it configures none — no LOOM_MODEL, or neither
+// a key nor a base URL — so that an agent can run without a model.
+func NewFromEnv() (llm.Model, error) {
+	cfg := FromEnv()
+	if cfg.Model == "" || (cfg.APIKey == "" && cfg.BaseURL == "") {
+		return nil, nil
+	}
+	m, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // Model is an llm.Model over an OpenAI-compatible endpoint. It is safe for
 // concurrent use.
 type Model struct {
