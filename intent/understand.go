@@ -40,8 +40,19 @@ type Understanding struct {
 	Route *Result `json:"route,omitempty"`
 	// Multi is set when the text holds two or more routable clauses.
 	Multi *MultiIntent `json:"multi,omitempty"`
-	// Elapsed is the time the whole turn took.
+	// Times are what each rule took (seed 003 §8.3); Elapsed is the
+	// whole turn, routing included.
+	Times   RuleTimes     `json:"rule_times"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// RuleTimes are the times of the rules run before routing; a rule that did
+// not run (the turn stopped or was social before it) took 0.
+type RuleTimes struct {
+	DialogAct   time.Duration `json:"dialog_act_ns"`
+	StopCheck   time.Duration `json:"stop_check_ns"`
+	SocialRoute time.Duration `json:"social_route_ns"`
+	Rewrite     time.Duration `json:"rewrite_ns"`
 }
 
 // Understand runs the rules and the router over a turn.
@@ -49,19 +60,33 @@ func (e *Engine) Understand(ctx context.Context, t Turn) (u Understanding, err e
 	start := time.Now()
 	defer func() { u.Elapsed = time.Since(start) }()
 	text := Normalize(t.Text)
+	// lap returns the time since the last lap.
+	last := start
+	lap := func() time.Duration {
+		now := time.Now()
+		d := now.Sub(last)
+		last = now
+		return d
+	}
 	u.Act = e.rules.act(text)
-	if _, _, ok := e.rules.stop.match(text); ok && t.ActiveTask {
+	u.Times.DialogAct = lap()
+	_, _, stop := e.rules.stop.match(text)
+	u.Times.StopCheck = lap()
+	if stop && t.ActiveTask {
 		u.Stop = true
 		return u, nil
 	}
 	looksLikeTask := len(e.keywords.ac.find(text)) > 0
-	if u.Social, u.SocialReason = e.rules.social(text, looksLikeTask, t.LastSocial); u.Social {
+	u.Social, u.SocialReason = e.rules.social(text, looksLikeTask, t.LastSocial)
+	u.Times.SocialRoute = lap()
+	if u.Social {
 		return u, nil
 	}
 	if out, rule, slots, ok := e.rules.rewriteTurn(text, t.Intent, t.Slots); ok {
 		u.Rewritten, u.RewriteRule, u.Slots = out, rule, slots
 		text = Normalize(out)
 	}
+	u.Times.Rewrite = lap()
 	r, err := e.Route(ctx, text)
 	if err != nil {
 		return u, fmt.Errorf("understand: %w", err)

@@ -3,6 +3,7 @@ package intent_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/intent"
 )
@@ -53,8 +54,17 @@ func TestUnderstand(t *testing.T) {
 			if (c.stop || c.social) != (u.Route == nil) {
 				t.Errorf("route %v for stop %v social %v", u.Route, c.stop, c.social)
 			}
-			if u.Elapsed <= 0 {
-				t.Errorf("elapsed %v", u.Elapsed)
+			// Each rule that ran was timed; those after a stop or a social
+			// turn did not run. The parts add up to no more than the whole.
+			tm := u.Times
+			ran := []bool{true, true, !c.stop, !c.stop && !c.social}
+			for i, d := range []time.Duration{tm.DialogAct, tm.StopCheck, tm.SocialRoute, tm.Rewrite} {
+				if (d > 0) != ran[i] {
+					t.Errorf("rule %d took %v, ran %v", i, d, ran[i])
+				}
+			}
+			if sum := tm.DialogAct + tm.StopCheck + tm.SocialRoute + tm.Rewrite; u.Elapsed <= 0 || sum > u.Elapsed {
+				t.Errorf("elapsed %v, rules %v", u.Elapsed, sum)
 			}
 		})
 	}

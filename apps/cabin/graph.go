@@ -105,10 +105,9 @@ func (a *App) understandText(ctx context.Context, s *State, text string, active 
 	if u.Social {
 		d.Social = u.SocialReason
 	}
-	rest := u.Elapsed
+	lat.DialogAct, lat.StopCheck, lat.SocialRoute, lat.Rewrite = ms(u.Times.DialogAct), ms(u.Times.StopCheck), ms(u.Times.SocialRoute), ms(u.Times.Rewrite)
 	if r := u.Route; r != nil {
 		d.Route = compact(r)
-		rest -= r.Elapsed
 		lat.Route = ms(r.Elapsed)
 		lat.Stages = map[string]float64{}
 		var pipeline time.Duration
@@ -125,10 +124,8 @@ func (a *App) understandText(ctx context.Context, s *State, text string, active 
 			d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: c.Result.Intent, Decision: c.Result.Decision, Score: c.Result.Score})
 			took += c.Result.Elapsed
 		}
-		rest -= took
 		lat.Clauses = ms(took)
 	}
-	lat.Rules = ms(max(rest, 0))
 	return u, nil
 }
 

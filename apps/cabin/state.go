@@ -255,11 +255,13 @@ type PlannerDebug struct {
 }
 
 // Latency is the time each stage of a turn took, in milliseconds (seed
-// §8.3). Rules is the dialog act, stop check, social route and rewrite,
-// which intent.Engine.Understand times together.
+// §8.3).
 type Latency struct {
 	SessionGetOrCreate float64            `json:"session_get_or_create_ms"`
-	Rules              float64            `json:"rules_ms"`
+	DialogAct          float64            `json:"dialog_act_ms"`
+	StopCheck          float64            `json:"stop_check_ms"`
+	SocialRoute        float64            `json:"social_route_ms"`
+	Rewrite            float64            `json:"rewrite_ms"`
 	Route              float64            `json:"route_ms"`
 	MatchPipeline      float64            `json:"match_pipeline_ms"`
 	Stages             map[string]float64 `json:"stages_ms,omitempty"`
