@@ -41,6 +41,13 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
+// HTTPStatus is the status the API answers the error with, for handlers
+// mounted beside the API that write their own errors.
+func (e *apiError) HTTPStatus() int { return e.status }
+
+// ErrorCode is the machine-readable code the API answers the error with.
+func (e *apiError) ErrorCode() string { return e.code }
+
 func errorf(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
 }

@@ -249,6 +249,62 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // web page and anything else a binary adds. Call it before Serve.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// HandleAPI serves pattern with h behind the API's keys, body limit and
+// metrics, like the server's own routes: for endpoints a binary adds
+// beside the API, such as an agent's own. h learns who called with
+// Caller; an error it writes is its own.
+func (s *Server) HandleAPI(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, s.api(func(w http.ResponseWriter, r *http.Request, owner string) error {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, owner)))
+		return nil
+	}))
+}
+
+type callerKey struct{}
+
+// Caller is the owner id of the API key behind a request served through
+// HandleAPI: "" without keys.
+func Caller(ctx context.Context) string {
+	owner, _ := ctx.Value(callerKey{}).(string)
+	return owner
+}
+
+// TrackThread records a turn that code outside the server's runs took on
+// thread id for agent (an agent's own endpoints, mounted with HandleAPI):
+// on first use it creates the thread for Caller(ctx), so the thread is in
+// the API's lists and on the page; a thread another key owns is an error
+// wrapping ErrNotFound, as in the API. A status other than "" (idle,
+// interrupted, error) becomes the thread's when it differs.
+func (s *Server) TrackThread(ctx context.Context, id, agent, status string) error {
+	owner := Caller(ctx)
+	t, err := s.records.thread(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		now := time.Now().UTC()
+		t = &Thread{ID: id, Owner: owner, Agent: agent, Status: status, Metadata: orEmptyObject(nil), Created: now, Updated: now}
+		if status == "" {
+			t.Status = StatusIdle
+		}
+		if err = checkThreadID(id); err == nil {
+			err = s.records.createThread(ctx, t)
+		}
+		if !errors.Is(err, ErrExists) {
+			return err
+		}
+		t, err = s.records.thread(ctx, id) // created meanwhile by another turn
+	}
+	switch {
+	case err != nil:
+		return err
+	case t.Owner != owner:
+		return fmt.Errorf("thread %s: %w", id, ErrNotFound)
+	case t.Agent != "" && t.Agent != agent:
+		return errorf(http.StatusConflict, "thread_agent", "thread %s belongs to agent %s, not %s", id, t.Agent, agent)
+	case status == "" || status == t.Status:
+		return nil
+	}
+	return s.records.setThreadStatus(ctx, id, agent, status)
+}
+
 // CheckAddr reports whether a server may listen on addr (host:port): a
 // server without keys listens on loopback only, because every thread is
 // everyone's.

@@ -279,6 +279,14 @@ func (s *records) setThreadMetadata(ctx context.Context, id string, meta json.Ra
 	return nil
 }
 
+func (s *records) setThreadStatus(ctx context.Context, id, agent, status string) error {
+	_, err := s.exec(ctx, `UPDATE loom_threads SET status = ?, agent = ?, updated = ? WHERE id = ?`, status, agent, ms(time.Now()), id)
+	if err != nil {
+		return fmt.Errorf("set thread %s status: %w", id, err)
+	}
+	return nil
+}
+
 func (s *records) deleteThread(ctx context.Context, id string) error {
 	return s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {

@@ -73,7 +73,19 @@ type App struct {
 	vehicle      string
 	ackAfter     time.Duration
 	log          *slog.Logger
-	locks        sessionLocks
+	locks        *sessionLocks
+	threads      Threads // nil: sessions are not recorded as server threads
+}
+
+// AgentName is the name the assistant has in Loom's server.
+const AgentName = "cabin"
+
+// withThreads is a with the sessions recorded in threads; the two share
+// everything else.
+func (a *App) withThreads(threads Threads) *App {
+	b := *a
+	b.threads = threads
+	return &b
 }
 
 // New builds the app: it loads and checks the configuration, trains the
@@ -92,7 +104,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		cfg: cfg, model: opts.Model, store: opts.Store, saver: opts.Saver,
 		vehicle:  cmp.Or(opts.Vehicle, defaultVehicle),
 		ackAfter: cmp.Or(opts.AckAfter, time.Second), modelTimeout: cmp.Or(opts.ModelTimeout, 8*time.Second),
-		log: opts.Logger,
+		log: opts.Logger, locks: &sessionLocks{},
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -256,6 +268,11 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 			return a.noSession(id, start), nil
 		}
 	}
+	if a.threads != nil {
+		if err := a.threads.TrackThread(ctx, id, AgentName, ""); err != nil {
+			return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+		}
+	}
 	var res *graph.Result[State]
 	if head != nil && head.Interrupt != nil {
 		res, err = a.graph.Resume(ctx, id, ans)
@@ -264,6 +281,15 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+	}
+	if a.threads != nil {
+		status := "idle"
+		if res.Interrupt != nil {
+			status = "interrupted"
+		}
+		if err := a.threads.TrackThread(ctx, id, AgentName, status); err != nil {
+			return nil, fmt.Errorf("cabin: session %s: record the turn: %w", id, err)
+		}
 	}
 	r := response(id, res.State)
 	r.Latency.SessionGetOrCreate = ms(time.Duration(c.get.Load()))

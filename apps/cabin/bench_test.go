@@ -85,28 +85,36 @@ func BenchmarkTurnSQLite(b *testing.B) {
 }
 
 // BenchmarkChatHTTP is POST /api/v1/agent/chat over loopback HTTP, with
-// the sessions in memory and in a SQLite file.
+// the sessions in memory, in a SQLite file, and as `loom serve` runs it:
+// mounted in Loom's server on its SQLite file, each session a thread of
+// the server's.
 func BenchmarkChatHTTP(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		app  func() *App
+		name  string
+		serve func(b *testing.B) string // the base URL
 	}{
-		{"memory", func() *App {
+		{"memory", func(b *testing.B) string {
 			app, err := New(context.Background(), Options{Logger: quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return app
+			srv := httptest.NewServer(Routes(app, nil))
+			b.Cleanup(srv.Close)
+			return srv.URL
 		}},
-		{"sqlite", func() *App { return newApp(b, Options{}) }},
+		{"sqlite", func(b *testing.B) string {
+			srv := httptest.NewServer(Routes(newApp(b, Options{}), nil))
+			b.Cleanup(srv.Close)
+			return srv.URL
+		}},
+		{"loom-serve", func(b *testing.B) string { return serveLoom(b).url }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			srv := httptest.NewServer(Routes(bc.app()))
-			defer srv.Close()
-			client := srv.Client()
+			url := bc.serve(b)
+			client := &http.Client{}
 			benchTurns(b, func(i int) error {
 				body, _ := json.Marshal(benchRequest(i))
-				resp, err := client.Post(srv.URL+"/api/v1/agent/chat", "application/json", bytes.NewReader(body))
+				resp, err := client.Post(url+"/api/v1/agent/chat", "application/json", bytes.NewReader(body))
 				if err != nil {
 					return err
 				}

@@ -42,12 +42,13 @@ type api struct {
 	t   testing.TB
 	app *App
 	url string
+	key string // sent as a bearer token when set
 }
 
 func newAPI(t testing.TB, opts Options) *api {
 	t.Helper()
 	app := newApp(t, opts)
-	srv := httptest.NewServer(Routes(app))
+	srv := httptest.NewServer(Routes(app, nil))
 	t.Cleanup(srv.Close)
 	return &api{t: t, app: app, url: srv.URL}
 }
@@ -69,6 +70,9 @@ func (a *api) do(method, path string, body, out any) int {
 		a.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if a.key != "" {
+		req.Header.Set("Authorization", "Bearer "+a.key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)

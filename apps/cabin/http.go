@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
 )
 
 // maxBody bounds a request body.
@@ -29,7 +31,14 @@ const maxBody = 64 << 10
 //	GET  /api/v1/cabin/handoffs       the hand-offs to a person
 //
 // Errors are JSON: {"error": {"code": "...", "message": "..."}}.
-func Routes(app *App) http.Handler {
+//
+// With threads (Loom's server, mounting Routes with HandleAPI), each
+// session is a thread of the caller's: listed by the server's API and
+// page, and not found for another API key. nil threads keep no record.
+func Routes(app *App, threads Threads) http.Handler {
+	if threads != nil {
+		app = app.withThreads(threads)
+	}
 	m := http.NewServeMux()
 	m.HandleFunc("POST /api/v1/agent/chat", func(w http.ResponseWriter, r *http.Request) {
 		var req ChatRequest
@@ -54,6 +63,9 @@ func Routes(app *App) http.Handler {
 	m.HandleFunc("POST /api/v1/agent/chat-stream", app.chatStream)
 	m.HandleFunc("GET /api/v1/agent/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		info, err := app.Session(r.Context(), r.PathValue("id"))
+		if err == nil && app.threads != nil {
+			err = app.threads.TrackThread(r.Context(), r.PathValue("id"), AgentName, "")
+		}
 		writeResult(w, info, err)
 	})
 	m.HandleFunc("GET /api/v1/cabin/vehicles/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -73,6 +85,15 @@ func Routes(app *App) http.Handler {
 		writeResult(w, map[string]any{"handoffs": hs}, err)
 	})
 	return m
+}
+
+// Threads is where sessions are recorded as threads of Loom's server;
+// *server.Server is one.
+type Threads interface {
+	// TrackThread checks that the caller may use thread id (status "")
+	// or records a turn on it, with the thread's status after the turn
+	// (see server.Server.TrackThread).
+	TrackThread(ctx context.Context, id, agent, status string) error
 }
 
 // turnTimeout bounds a turn that runs on after its client went away.
@@ -172,13 +193,21 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // classify maps an error to an HTTP status and body.
 func classify(err error) (int, httpError) {
+	var api interface {
+		HTTPStatus() int
+		ErrorCode() string
+	}
 	switch {
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest, httpError{"bad_request", err.Error()}
-	case errors.Is(err, ErrNotFound), errors.Is(err, checkpoint.ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
 		return http.StatusNotFound, httpError{"not_found", err.Error()}
 	case errors.Is(err, checkpoint.ErrConflict):
 		return http.StatusConflict, httpError{"conflict", err.Error()}
+	case store.IsUnavailable(err):
+		return http.StatusServiceUnavailable, httpError{"database_unavailable", err.Error()}
+	case errors.As(err, &api): // Loom's server's, from Threads
+		return api.HTTPStatus(), httpError{api.ErrorCode(), err.Error()}
 	}
 	return http.StatusInternalServerError, httpError{"internal", err.Error()}
 }

@@ -47,7 +47,7 @@ var built sync.Map // checkpoint.Saver → *App
 // returns that App, whose Routes the server mounts beside its own API.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
-		Name:        "cabin",
+		Name:        AgentName,
 		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
 		InputSchema: json.RawMessage(inputSchema),
 		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
@@ -92,7 +92,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 // server's, server.Server.Saver()), to mount its Routes:
 //
 //	if app, ok := cabin.Built(srv.Saver()); ok {
-//		srv.Handle("/api/v1/", cabin.Routes(app))
+//		srv.HandleAPI("/api/v1/", cabin.Routes(app, srv))
 //	}
 func Built(saver checkpoint.Saver) (*App, bool) {
 	a, ok := built.Load(saver)

@@ -16,13 +16,13 @@ import (
 
 // serveLoom runs Loom's server with the cabin agent, and the cabin's
 // routes mounted beside Loom's API the way `loom serve` mounts them.
-func serveLoom(t *testing.T) *api {
+func serveLoom(t testing.TB, keys ...string) *api {
 	t.Helper()
 	var reg server.Registry
 	if err := reg.Register(ServerAgent(ServerOptions{Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet})
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func serveLoom(t *testing.T) *api {
 	if !ok {
 		t.Fatal("Built: no app for the server's saver")
 	}
-	srv.Handle("/api/v1/", Routes(app))
+	srv.HandleAPI("/api/v1/", Routes(app, srv))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +95,71 @@ func TestServerAgent(t *testing.T) {
 	}
 	// The seed's endpoints work beside Loom's.
 	want(t, a.chat("s1", "关闭车窗"), TypeWorkflowResult, StatusCompleted, "已关闭车窗")
+}
+
+// TestSessionsAreThreads checks that a session of the seed's endpoints is
+// a thread of the caller's in Loom's API: listed with its status, its
+// state readable, and not found for another API key.
+func TestSessionsAreThreads(t *testing.T) {
+	a := serveLoom(t, "key-a", "key-b")
+	type thread struct {
+		ThreadID string `json:"thread_id"`
+		Status   string `json:"status"`
+	}
+	search := func() map[string]string {
+		var ts []thread
+		if code := a.do("POST", "/threads/search", map[string]any{}, &ts); code != http.StatusOK {
+			t.Fatalf("search threads: HTTP %d", code)
+		}
+		out := map[string]string{}
+		for _, th := range ts {
+			out[th.ThreadID] = th.Status
+		}
+		return out
+	}
+	a.key = "key-a"
+	want(t, a.chat("car-a", "导航"), TypeAskSlot, StatusWaitingSlot, "去哪里")
+	if got := search(); got["car-a"] != "interrupted" {
+		t.Errorf("key-a's threads after a question: %v", got)
+	}
+	var st struct {
+		Values State `json:"values"`
+	}
+	if code := a.do("GET", "/threads/car-a/state", nil, &st); code != http.StatusOK || st.Values.Session.Intent != "cabin_nav_to" {
+		t.Errorf("thread state: HTTP %d, intent %q", code, st.Values.Session.Intent)
+	}
+
+	a.key = "key-b"
+	if got := search(); len(got) != 0 {
+		t.Errorf("key-b sees threads %v", got)
+	}
+	var e struct {
+		Error httpError `json:"error"`
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/api/v1/agent/chat"},
+		{"POST", "/api/v1/agent/fill-slots"},
+		{"GET", "/api/v1/agent/sessions/car-a"},
+	} {
+		body := map[string]any{"session_id": "car-a", "text": "去公司"}
+		if c.method == "GET" {
+			body = nil
+		}
+		if code := a.do(c.method, c.path, body, &e); code != http.StatusNotFound || e.Error.Code != "not_found" {
+			t.Errorf("key-b %s %s: HTTP %d %+v", c.method, c.path, code, e)
+		}
+	}
+	a.key = ""
+	if code := a.do("POST", "/api/v1/agent/chat", map[string]any{"session_id": "car-c", "text": "打开车窗"}, &e); code != http.StatusUnauthorized {
+		t.Errorf("without a key: HTTP %d %+v", code, e)
+	}
+
+	// key-a's session was not touched by key-b: the answer completes it.
+	a.key = "key-a"
+	want(t, a.chat("car-a", "去公司"), TypeWorkflowResult, StatusCompleted, "开始导航去公司")
+	if got := search(); got["car-a"] != "idle" || len(got) != 1 {
+		t.Errorf("key-a's threads after the answer: %v", got)
+	}
 }
 
 func TestChatHooks(t *testing.T) {

@@ -55,7 +55,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	defer srv.Close()
 	// The cabin agent's own endpoints (seed 003): /api/v1/agent/chat, …
 	if app, ok := cabin.Built(srv.Saver()); ok {
-		srv.Handle("/api/v1/", cabin.Routes(app))
+		srv.HandleAPI("/api/v1/", cabin.Routes(app, srv))
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
