@@ -474,7 +474,7 @@ func TestWALIsCheckpointed(t *testing.T) {
 	}
 	// Without checkpoints these 4,000 back-to-back commits leave a WAL of
 	// about 50 MB; the checkpointer keeps it near its cap of 4,000 pages
-	// (16 MB), truncating it when it gets there.
+	// (16 MB) by making it start over from its beginning.
 	var size int64
 	for range 100 { // the last checkpoint may still be running
 		fi, err := os.Stat(path + "-wal")
@@ -488,5 +488,8 @@ func TestWALIsCheckpointed(t *testing.T) {
 	}
 	if size >= 24<<20 {
 		t.Errorf("WAL is %d bytes after 4,000 puts; the checkpointer is not keeping up", size)
+	}
+	if seq := sqlite.WALSequence(s); seq == 0 {
+		t.Errorf("the WAL never started over (sequence %d)", seq)
 	}
 }
