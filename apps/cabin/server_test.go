@@ -12,17 +12,25 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // serveLoom runs Loom's server with the cabin agent, and the cabin's
 // routes mounted beside Loom's API the way `loom serve` mounts them.
 func serveLoom(t testing.TB, keys ...string) *api {
 	t.Helper()
+	return serveLoomOn(t, filepath.Join(t.TempDir(), "loom.db"), keys...)
+}
+
+// serveLoomOn is serveLoom on the database at url (a SQLite file or a
+// postgres:// URL).
+func serveLoomOn(t testing.TB, url string, keys ...string) *api {
+	t.Helper()
 	var reg server.Registry
 	if err := reg.Register(ServerAgent(ServerOptions{Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet, Keys: keys})
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: url, Logger: quiet, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +109,15 @@ func TestServerAgent(t *testing.T) {
 // a thread of the caller's in Loom's API: listed with its status, its
 // state readable, and not found for another API key.
 func TestSessionsAreThreads(t *testing.T) {
-	a := serveLoom(t, "key-a", "key-b")
+	t.Run("sqlite", func(t *testing.T) {
+		sessionsAreThreads(t, serveLoom(t, "key-a", "key-b"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		sessionsAreThreads(t, serveLoomOn(t, storetest.PostgresURL(t), "key-a", "key-b"))
+	})
+}
+
+func sessionsAreThreads(t *testing.T, a *api) {
 	type thread struct {
 		ThreadID string `json:"thread_id"`
 		Status   string `json:"status"`
