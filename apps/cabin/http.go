@@ -142,11 +142,8 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
-	flush := func() {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
+	rc := http.NewResponseController(w) // reaches Flush through wrappers such as Loom's server's
+	flush := func() { _ = rc.Flush() }
 	timer := time.NewTimer(a.ackAfter)
 	defer timer.Stop()
 	var first time.Duration

@@ -7,18 +7,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/server"
 )
 
-// stream posts to chat-stream and returns its lines.
-func (a *api) stream(session, text string) []StreamLine {
+// stream posts to chat-stream and returns its lines and when each arrived.
+func (a *api) stream(session, text string) ([]StreamLine, []time.Duration) {
 	a.t.Helper()
 	b, _ := json.Marshal(ChatRequest{SessionID: session, Text: text})
+	start := time.Now()
 	resp, err := http.Post(a.url+"/api/v1/agent/chat-stream", "application/json", bytes.NewReader(b))
 	if err != nil {
 		a.t.Fatal(err)
@@ -28,6 +31,7 @@ func (a *api) stream(session, text string) []StreamLine {
 		a.t.Errorf("content type %q", ct)
 	}
 	var lines []StreamLine
+	var at []time.Duration // when each line arrived
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		var l StreamLine
@@ -35,8 +39,9 @@ func (a *api) stream(session, text string) []StreamLine {
 			a.t.Fatalf("line %q: %v", sc.Text(), err)
 		}
 		lines = append(lines, l)
+		at = append(at, time.Since(start))
 	}
-	return lines
+	return lines, at
 }
 
 // slowPlugin takes d and then succeeds.
@@ -51,9 +56,37 @@ func slowPlugin(d time.Duration) Plugin {
 	})
 }
 
+// TestChatStream checks that a slow turn's ack reaches the client before
+// the answer, served alone and mounted in Loom's server.
 func TestChatStream(t *testing.T) {
-	a := newAPI(t, Options{AckAfter: 30 * time.Millisecond, Plugins: map[string]Plugin{"plugin.cabin.sunroof.open": slowPlugin(150 * time.Millisecond)}})
-	for _, c := range []struct {
+	opts := Options{AckAfter: 30 * time.Millisecond, Plugins: map[string]Plugin{"plugin.cabin.sunroof.open": slowPlugin(300 * time.Millisecond)}}
+	t.Run("routes", func(t *testing.T) { chatStream(t, newAPI(t, opts)) })
+	t.Run("loom", func(t *testing.T) { chatStream(t, mountInLoom(t, newApp(t, opts))) })
+}
+
+// mountInLoom serves app's Routes through Loom's server, as loom serve
+// mounts them.
+func mountInLoom(t *testing.T, app *App) *api {
+	t.Helper()
+	var reg server.Registry
+	if err := reg.Register(ServerAgent(ServerOptions{Logger: quiet})); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.HandleAPI("/api/v1/", Routes(app, srv))
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+	})
+	return &api{t: t, app: app, url: ts.URL}
+}
+
+func chatStream(t *testing.T, a *api) {
+	for i, c := range []struct {
 		text   string
 		events []string
 		says   string
@@ -61,11 +94,12 @@ func TestChatStream(t *testing.T) {
 		{"打开车窗", []string{"final"}, "已打开车窗"},
 		{"打开天窗", []string{"ack", "final"}, "天窗已打开"},
 	} {
-		lines := a.stream("s-"+c.text, c.text)
+		session := fmt.Sprint("s-", i) // a thread id in Loom's server
+		lines, at := a.stream(session, c.text)
 		var events []string
 		for _, l := range lines {
 			events = append(events, l.Event)
-			if l.SessionID != "s-"+c.text {
+			if l.SessionID != session {
 				t.Errorf("%s: line for session %q", c.text, l.SessionID)
 			}
 		}
@@ -79,6 +113,10 @@ func TestChatStream(t *testing.T) {
 		if len(lines) == 2 {
 			if lines[0].Message == "" || final.Latency.FirstResponse >= final.Latency.Total {
 				t.Errorf("ack %q; first response %.1fms, total %.1fms", lines[0].Message, final.Latency.FirstResponse, final.Latency.Total)
+			}
+			// The ack is flushed at once, not held back with the answer.
+			if at[1]-at[0] < 150*time.Millisecond {
+				t.Errorf("ack arrived at %v, the answer at %v: the ack was not sent ahead", at[0], at[1])
 			}
 		}
 	}

@@ -169,6 +169,14 @@ func sessionsAreThreads(t *testing.T, a *api) {
 	if code := a.do("POST", "/api/v1/agent/chat", map[string]any{"session_id": "car-c", "text": "打开车窗"}, &e); code != http.StatusUnauthorized {
 		t.Errorf("without a key: HTTP %d %+v", code, e)
 	}
+	// A session id must be a thread id; nothing is run for one that is not.
+	a.key = "key-b"
+	if code := a.do("POST", "/api/v1/agent/chat", map[string]any{"session_id": "会话 1", "text": "打开车窗"}, &e); code != http.StatusUnprocessableEntity || e.Error.Code != "invalid_thread_id" {
+		t.Errorf("session id that is not a thread id: HTTP %d %+v", code, e)
+	}
+	if got := search(); len(got) != 0 {
+		t.Errorf("key-b's threads after a refused session id: %v", got)
+	}
 
 	// key-a's session was not touched by key-b: the answer completes it.
 	a.key = "key-a"
