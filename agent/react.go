@@ -368,7 +368,7 @@ func (r *react) call(ctx context.Context, c llm.ToolCall) (result string, asked 
 	}
 	args := json.RawMessage(c.Arguments)
 	if r.Policy.NeedsConfirm(t) {
-		req, err := t.ConfirmRequest(args)
+		req, err := t.ConfirmRequest(ctx, args)
 		if err != nil {
 			return "error: " + err.Error(), false, nil
 		}

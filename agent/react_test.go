@@ -50,7 +50,7 @@ func newFixture(t *testing.T, native bool, budget int, replies ...llmtest.Reply)
 		tool.New("book", "Book a room for a day", tool.Write, func(_ context.Context, a bookArgs) (string, error) {
 			f.booked.Add(1)
 			return fmt.Sprintf("booked %s on day %d", a.Room, a.Day), nil
-		}, tool.WithSummary(func(a bookArgs) string { return fmt.Sprintf("book %s on day %d", a.Room, a.Day) })),
+		}, tool.WithSummary(func(_ context.Context, a bookArgs) string { return fmt.Sprintf("book %s on day %d", a.Room, a.Day) })),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -277,7 +277,8 @@ func failed(err error) event {
 // and how many steps it took.
 func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, runErr error, steps int) {
 	a := s.agents[r.agent]
-	for e, err := range a.runner.StreamJSON(r.ctx, r.thread, in) {
+	ctx := context.WithValue(r.ctx, callerKey{}, r.owner) // the graph's nodes see who runs it
+	for e, err := range a.runner.StreamJSON(ctx, r.thread, in) {
 		tr.observe(e)
 		if e.Kind == graph.KindNodeEnd {
 			steps++

@@ -263,7 +263,8 @@ func (s *Server) HandleAPI(pattern string, h http.Handler) {
 type callerKey struct{}
 
 // Caller is the owner id of the API key behind a request served through
-// HandleAPI: "" without keys.
+// HandleAPI, or behind the run a graph node runs in: "" without keys. An
+// agent that keeps data per user keys it by Caller.
 func Caller(ctx context.Context) string {
 	owner, _ := ctx.Value(callerKey{}).(string)
 	return owner

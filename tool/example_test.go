@@ -35,7 +35,7 @@ func ExampleNew() {
 
 	var policy tool.Policy
 	if policy.NeedsConfirm(t) {
-		req, _ := t.ConfirmRequest(json.RawMessage(`{"task_id": 4, "day": 2}`))
+		req, _ := t.ConfirmRequest(context.Background(), json.RawMessage(`{"task_id": 4, "day": 2}`))
 		fmt.Println(req.Summary)
 	}
 	out, _ := t.Call(context.Background(), json.RawMessage(`{"task_id": 4, "day": 2}`))

@@ -409,12 +409,12 @@ type ConfirmAnswer struct {
 // ConfirmRequest checks the arguments and builds the request to confirm a
 // call of t. The error is an *ArgsError: bad calls are sent back to the
 // model, never shown to the person.
-func (t Tool) ConfirmRequest(args json.RawMessage) (ConfirmRequest, error) {
+func (t Tool) ConfirmRequest(ctx context.Context, args json.RawMessage) (ConfirmRequest, error) {
 	clean, err := t.CheckArgs(args)
 	if err != nil {
 		return ConfirmRequest{}, err
 	}
-	return ConfirmRequest{Tool: t.name, Args: clean, Summary: t.Summary(clean)}, nil
+	return ConfirmRequest{Tool: t.name, Args: clean, Summary: t.Summary(ctx, clean)}, nil
 }
 
 // Rejected returns the tool message content that tells the model the

@@ -88,23 +88,24 @@ type Tool struct {
 	kind        Kind
 	schema      *contract.Schema
 	call        func(ctx context.Context, args json.RawMessage) (any, error)
-	summary     func(args json.RawMessage) string
+	summary     func(ctx context.Context, args json.RawMessage) string
 }
 
 // Option configures a tool.
 type Option func(*Tool)
 
 // WithSummary sets how a call is described to the person asked to confirm
-// it, from the decoded arguments. Without it the summary lists the
-// arguments (see Tool.Summary).
-func WithSummary[Args any](f func(Args) string) Option {
+// it, from the decoded arguments; ctx is the run's, so a summary may read
+// what the call would change. Without it the summary lists the arguments
+// (see Tool.Summary).
+func WithSummary[Args any](f func(ctx context.Context, args Args) string) Option {
 	return func(t *Tool) {
-		t.summary = func(raw json.RawMessage) string {
+		t.summary = func(ctx context.Context, raw json.RawMessage) string {
 			var a Args
 			if err := json.Unmarshal(raw, &a); err != nil {
 				return defaultSummary(t.name, raw)
 			}
-			return f(a)
+			return f(ctx, a)
 		}
 	}
 }
@@ -246,9 +247,9 @@ func render(v any) (string, error) {
 // Summary describes a call for the person asked to confirm it: the tool's
 // summariser (WithSummary) if it has one, else the tool's name and
 // arguments, such as `place(task_id: 12, day: 3)`.
-func (t Tool) Summary(args json.RawMessage) string {
+func (t Tool) Summary(ctx context.Context, args json.RawMessage) string {
 	if t.summary != nil {
-		return t.summary(args)
+		return t.summary(ctx, args)
 	}
 	return defaultSummary(t.name, args)
 }

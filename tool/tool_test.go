@@ -148,7 +148,7 @@ func TestNewRaw(t *testing.T) {
 
 func TestConfirm(t *testing.T) {
 	place := placeTool()
-	req, err := place.ConfirmRequest(json.RawMessage(`{"task_id":12,"day":3,"slot":"evening",}`))
+	req, err := place.ConfirmRequest(context.Background(), json.RawMessage(`{"task_id":12,"day":3,"slot":"evening",}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,12 +156,12 @@ func TestConfirm(t *testing.T) {
 		req.Summary != `place(task_id: 12, day: 3, slot: "evening")` {
 		t.Fatalf("request = %+v", req)
 	}
-	if _, err := place.ConfirmRequest(json.RawMessage(`{"day":3}`)); !errors.Is(err, ErrInvalidArgs) {
+	if _, err := place.ConfirmRequest(context.Background(), json.RawMessage(`{"day":3}`)); !errors.Is(err, ErrInvalidArgs) {
 		t.Fatalf("bad args: %v", err)
 	}
 	custom := New("place", "", Write, func(context.Context, placeArgs) (string, error) { return "", nil },
-		WithSummary(func(a placeArgs) string { return fmt.Sprintf("Put task %d on day %d (%s)", a.TaskID, a.Day, a.Slot) }))
-	req, _ = custom.ConfirmRequest(json.RawMessage(`{"task_id":12,"day":3,"slot":"evening"}`))
+		WithSummary(func(_ context.Context, a placeArgs) string { return fmt.Sprintf("Put task %d on day %d (%s)", a.TaskID, a.Day, a.Slot) }))
+	req, _ = custom.ConfirmRequest(context.Background(), json.RawMessage(`{"task_id":12,"day":3,"slot":"evening"}`))
 	if req.Summary != "Put task 12 on day 3 (evening)" {
 		t.Fatalf("custom summary = %q", req.Summary)
 	}

@@ -468,7 +468,7 @@ func (a *Agent) answerCall(ctx context.Context, c llm.ToolCall, ans Answer) (str
 	if err != nil {
 		return "error: " + err.Error(), nil
 	}
-	req, err := t.ConfirmRequest([]byte(c.Arguments))
+	req, err := t.ConfirmRequest(ctx, []byte(c.Arguments))
 	if err != nil {
 		return "error: " + err.Error(), nil
 	}

@@ -16,13 +16,13 @@ import (
 )
 
 // serve runs Loom's server with the schedule agent on a loopback port.
-func serve(t *testing.T, db string) string {
+func serve(t *testing.T, db string, keys ...string) string {
 	t.Helper()
 	var reg server.Registry
 	if err := reg.Register(ServerAgent(ServerOptions{Database: db, StreamDelay: -1, Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: db, Logger: quiet})
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: db, Logger: quiet, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +160,72 @@ func TestHTTPChat(t *testing.T) {
 	s, err := st.Load(context.Background(), DefaultOwner)
 	if err != nil || len(s.Pending()) != 0 {
 		t.Errorf("stored schedule after the chat: %v, %d pending", err, len(s.Pending()))
+	}
+}
+
+// TestOwnSchedules: with API keys each key plans on a schedule of its own,
+// started from the sample; one key's commits leave the others' alone.
+func TestOwnSchedules(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "loom.db")
+	url := serve(t, db, "key-a", "key-b")
+	say := func(key, text string) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"model": "schedule", "thread_id": "s-" + key,
+			"messages": []map[string]string{{"role": "user", "content": text}}})
+		req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r completion
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || len(r.Choices) != 1 {
+			t.Fatalf("%s %q: HTTP %d %v %+v", key, text, resp.StatusCode, err, r)
+		}
+		return r.Choices[0].Message.Content
+	}
+	for _, text := range []string{"帮我安排下周的复习", "确认", "确认"} {
+		say("key-a", text)
+	}
+	if got := say("key-b", "帮我安排下周的复习"); !strings.Contains(got, "回复「确认」开始执行") {
+		t.Fatalf("key-b's plan card: %q", got)
+	}
+
+	st, err := OpenStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.db.QueryContext(context.Background(), `SELECT owner, revision FROM schedule_windows ORDER BY owner`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	revisions := map[string]int64{}
+	for rows.Next() {
+		var owner string
+		var rev int64
+		if err := rows.Scan(&owner, &rev); err != nil {
+			t.Fatal(err)
+		}
+		revisions[owner] = rev
+	}
+	// The sample owner, key-a (placed its 10 items) and key-b (only read).
+	var changed, untouched int
+	for owner, rev := range revisions {
+		switch {
+		case owner == DefaultOwner && rev != 0:
+			t.Errorf("the default owner's schedule changed (revision %d)", rev)
+		case owner == DefaultOwner:
+		case rev > 0:
+			changed++
+		default:
+			untouched++
+		}
+	}
+	if len(revisions) != 3 || changed != 1 || untouched != 1 {
+		t.Errorf("schedules by owner and revision: %v; want the default one, key-a's changed, key-b's untouched", revisions)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -142,7 +142,7 @@ func (a *Agent) newTools() (*tool.Registry, error) {
 	}
 	classes := []tool.Tool{
 		tool.New(ToolUpsertClass, "Create or change a task class (profile, excluded days, strategy) and optionally add pending items to it.", tool.Write, a.upsertClass,
-			tool.WithSummary(func(c classArgs) string { return describeClass(c) })),
+			tool.WithSummary(func(_ context.Context, c classArgs) string { return describeClass(c) })),
 	}
 	core := []tool.Tool{
 		tool.New(ToolAskUser, "Ask the person a question and wait for the answer.", tool.Read, a.askUser),
@@ -164,12 +164,30 @@ func (a *Agent) newTools() (*tool.Registry, error) {
 	return reg, nil
 }
 
-// load reads the agent's schedule.
+// owner is whose schedule a run works on: the API key behind the run in
+// Loom's server when it has keys (server.Caller), else Config.Owner.
+func (a *Agent) owner(ctx context.Context) string {
+	if o := server.Caller(ctx); o != "" {
+		return o
+	}
+	return a.cfg.Owner
+}
+
+// load reads the schedule of the run's owner; an API key's first run
+// starts it with the sample schedule, as DefaultOwner starts.
 func (a *Agent) load(ctx context.Context) (*Schedule, error) {
 	if a.cfg.Store == nil {
 		return nil, errors.New("schedule: the agent has no store")
 	}
-	return a.cfg.Store.Load(ctx, a.cfg.Owner)
+	owner := a.owner(ctx)
+	s, err := a.cfg.Store.Load(ctx, owner)
+	if errors.Is(err, ErrNoSchedule) && owner != a.cfg.Owner {
+		if _, err := a.cfg.Store.EnsureSample(ctx, owner); err != nil {
+			return nil, err
+		}
+		return a.cfg.Store.Load(ctx, owner)
+	}
+	return s, err
 }
 
 // write loads the schedule, lets change edit a copy and commits the
@@ -183,7 +201,7 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 	}
 	key := graph.StepKey(ctx)
 	if key != "" {
-		if res, ok, err := a.cfg.Store.Committed(ctx, a.cfg.Owner, key); err != nil || ok {
+		if res, ok, err := a.cfg.Store.Committed(ctx, a.owner(ctx), key); err != nil || ok {
 			return res, err
 		}
 	}
@@ -210,11 +228,9 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 	}
 }
 
-// describe loads the schedule to describe a call for a confirm card; the
-// summary functions of tools get no context.
-func (a *Agent) describe(f func(s *Schedule) string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+// describe loads the run owner's schedule to describe a call for a
+// confirm card.
+func (a *Agent) describe(ctx context.Context, f func(s *Schedule) string) string {
 	s, err := a.load(ctx)
 	if err != nil {
 		return "(无法读取日程:" + err.Error() + ")"
@@ -434,8 +450,8 @@ func (a *Agent) applyCandidate(ctx context.Context, args applyArgs) (string, err
 	})
 }
 
-func (a *Agent) describeCandidate(args applyArgs) string {
-	return a.describe(func(s *Schedule) string {
+func (a *Agent) describeCandidate(ctx context.Context, args applyArgs) string {
+	return a.describe(ctx, func(s *Schedule) string {
 		c, err := candidate(s, args)
 		if err != nil {
 			return fmt.Sprintf("应用候选 #%d(%v)", args.Index, err)
@@ -471,8 +487,8 @@ func placementsText(s *Schedule, ps []Placement) string {
 	return strings.Join(parts, ";")
 }
 
-func (a *Agent) describePlace(args placeArgs) string {
-	return a.describe(func(s *Schedule) string {
+func (a *Agent) describePlace(ctx context.Context, args placeArgs) string {
+	return a.describe(ctx, func(s *Schedule) string {
 		ps := make([]Placement, len(args.Items))
 		for i, p := range args.Items {
 			ps[i] = p.placement()
@@ -490,8 +506,8 @@ func (a *Agent) move(ctx context.Context, args posArgs) (string, error) {
 	})
 }
 
-func (a *Agent) describeMove(args posArgs) string {
-	return a.describe(func(s *Schedule) string { return "移动 " + placementsText(s, []Placement{args.placement()}) })
+func (a *Agent) describeMove(ctx context.Context, args posArgs) string {
+	return a.describe(ctx, func(s *Schedule) string { return "移动 " + placementsText(s, []Placement{args.placement()}) })
 }
 
 func (a *Agent) swap(ctx context.Context, args swapArgs) (string, error) {
@@ -503,8 +519,8 @@ func (a *Agent) swap(ctx context.Context, args swapArgs) (string, error) {
 	})
 }
 
-func (a *Agent) describeSwap(args swapArgs) string {
-	return a.describe(func(s *Schedule) string {
+func (a *Agent) describeSwap(ctx context.Context, args swapArgs) string {
+	return a.describe(ctx, func(s *Schedule) string {
 		return fmt.Sprintf("交换 %s 与 %s 的时段", s.Label(args.A), s.Label(args.B))
 	})
 }
@@ -522,8 +538,8 @@ func (a *Agent) batchMove(ctx context.Context, args batchArgs) (string, error) {
 	})
 }
 
-func (a *Agent) describeBatch(args batchArgs) string {
-	return a.describe(func(s *Schedule) string {
+func (a *Agent) describeBatch(ctx context.Context, args batchArgs) string {
+	return a.describe(ctx, func(s *Schedule) string {
 		ps := make([]Placement, len(args.Moves))
 		for i, p := range args.Moves {
 			ps[i] = p.placement()
@@ -541,8 +557,8 @@ func (a *Agent) unplace(ctx context.Context, args taskArgs) (string, error) {
 	})
 }
 
-func (a *Agent) describeUnplace(args taskArgs) string {
-	return a.describe(func(s *Schedule) string { return "取消放置 " + s.Label(args.TaskID) })
+func (a *Agent) describeUnplace(ctx context.Context, args taskArgs) string {
+	return a.describe(ctx, func(s *Schedule) string { return "取消放置 " + s.Label(args.TaskID) })
 }
 
 func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error) {

@@ -89,7 +89,7 @@ func TestTools(t *testing.T) {
 			t.Fatalf("no tool %s", tc.tool)
 		}
 		if tc.summary != "" {
-			req, err := tl.ConfirmRequest(json.RawMessage(tc.args))
+			req, err := tl.ConfirmRequest(context.Background(), json.RawMessage(tc.args))
 			if err != nil || !strings.Contains(req.Summary, tc.summary) {
 				t.Errorf("%s %s: card %q (%v), want %q", tc.tool, tc.args, req.Summary, err, tc.summary)
 			}
