@@ -160,7 +160,9 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("bad args: %v", err)
 	}
 	custom := New("place", "", Write, func(context.Context, placeArgs) (string, error) { return "", nil },
-		WithSummary(func(_ context.Context, a placeArgs) string { return fmt.Sprintf("Put task %d on day %d (%s)", a.TaskID, a.Day, a.Slot) }))
+		WithSummary(func(_ context.Context, a placeArgs) string {
+			return fmt.Sprintf("Put task %d on day %d (%s)", a.TaskID, a.Day, a.Slot)
+		}))
 	req, _ = custom.ConfirmRequest(context.Background(), json.RawMessage(`{"task_id":12,"day":3,"slot":"evening"}`))
 	if req.Summary != "Put task 12 on day 3 (evening)" {
 		t.Fatalf("custom summary = %q", req.Summary)

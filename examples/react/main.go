@@ -77,7 +77,9 @@ func run(ctx context.Context, w io.Writer, question string) error {
 			func(_ context.Context, a bookArgs) (string, error) {
 				return fmt.Sprintf("room %s booked for day %d", a.Room, a.Day), nil
 			},
-			tool.WithSummary(func(_ context.Context, a bookArgs) string { return fmt.Sprintf("book room %s for day %d", a.Room, a.Day) })),
+			tool.WithSummary(func(_ context.Context, a bookArgs) string {
+				return fmt.Sprintf("book room %s for day %d", a.Room, a.Day)
+			})),
 	)
 	if err != nil {
 		return err
