@@ -280,6 +280,9 @@ type lgState struct {
 	CreatedAt        *time.Time      `json:"created_at"`
 	ParentCheckpoint *lgCheckpoint   `json:"parent_checkpoint"`
 	Tasks            []lgTask        `json:"tasks"`
+	// Reply is what the agent says at this state (Agent.Reply), for the
+	// page: a Loom extension, left out for agents without a Reply.
+	Reply string `json:"loom_reply,omitempty"`
 }
 
 func cpRef(thread, id string) *lgCheckpoint {
@@ -653,7 +656,11 @@ func (s *Server) writeState(w http.ResponseWriter, r *http.Request, owner, id st
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, stateJSON(t.ID, cp))
+	st := stateJSON(t.ID, cp)
+	if a := s.agents[t.Agent]; a != nil && a.Reply != nil {
+		st.Reply = a.Reply(cp.State, cp.Interrupt)
+	}
+	writeJSON(w, http.StatusOK, st)
 	return nil
 }
 

@@ -374,8 +374,13 @@ class Run {
       this.setBadge('interrupted', 'waiting for you');
     } else if (!st.next?.length) {
       const title = this.kind === 'run' ? 'Finished' : 'State';
+      const view = isObject(st.values) ? fieldsView(st.values) : valueView(st.values);
+      // An agent that says what it did (loom_reply) says it in a bubble,
+      // unless it streamed its text already; its state folds away.
+      if (st.loom_reply && !this.texts.size) this.add(el('div', { class: 'bubble assistant reply', text: st.loom_reply }));
       this.add(el('div', { class: 'card result', dataset: { status: 'done' } },
-        el('div', { class: 'card-title', text: title }), isObject(st.values) ? fieldsView(st.values) : valueView(st.values)));
+        el('div', { class: 'card-title', text: title }),
+        st.loom_reply ? el('details', { class: 'state' }, el('summary', { text: 'State' }), view) : view));
       this.setBadge('done', this.kind === 'run' ? 'finished' : 'restored');
     } else {
       this.add(el('div', { class: 'card next' },
