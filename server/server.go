@@ -299,7 +299,7 @@ func (s *Server) TrackThread(ctx context.Context, id, agent, status string) erro
 	case t.Owner != owner:
 		return fmt.Errorf("thread %s: %w", id, ErrNotFound)
 	case t.Agent != "" && t.Agent != agent:
-		return errorf(http.StatusConflict, "thread_agent", "thread %s belongs to agent %s, not %s", id, t.Agent, agent)
+		return errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", id, t.Agent, agent)
 	case status == "" || status == t.Status:
 		return nil
 	}

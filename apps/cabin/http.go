@@ -90,9 +90,10 @@ func Routes(app *App, threads Threads) http.Handler {
 // Threads is where sessions are recorded as threads of Loom's server;
 // *server.Server is one.
 type Threads interface {
-	// TrackThread checks that the caller may use thread id (status "")
-	// or records a turn on it, with the thread's status after the turn
-	// (see server.Server.TrackThread).
+	// TrackThread records that the caller uses thread id: it creates the
+	// thread on first use, fails for another caller's thread, and sets the
+	// thread's status after a turn when status is not "" (see
+	// server.Server.TrackThread).
 	TrackThread(ctx context.Context, id, agent, status string) error
 }
 
