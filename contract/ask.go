@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // Asker asks the model once and returns its answer. feedback is empty on the
@@ -12,6 +14,24 @@ import (
 // answer, which the Asker adds to the conversation (after the previous
 // answer, as seeds 001 and 004 do) before asking again.
 type Asker func(ctx context.Context, feedback string) (string, error)
+
+// Chat is the Asker of a conversation with model: it sends *msgs, and adds
+// the feedback before and the answer after each question to *msgs, so that
+// whoever checks the decoded value further can add a message of its own
+// and ask again in the same conversation.
+func Chat(model llm.Model, msgs *[]llm.Message, opts ...llm.Option) Asker {
+	return func(ctx context.Context, feedback string) (string, error) {
+		if feedback != "" {
+			*msgs = append(*msgs, llm.User(feedback))
+		}
+		resp, err := model.Generate(ctx, *msgs, opts...)
+		if err != nil {
+			return "", err
+		}
+		*msgs = append(*msgs, llm.Assistant(resp.Message.Content))
+		return resp.Message.Content, nil
+	}
+}
 
 // Attempt is one rejected answer.
 type Attempt struct {

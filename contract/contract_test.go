@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/llm"
 )
 
 type toolCall struct {
@@ -397,5 +401,45 @@ func TestNumbers(t *testing.T) {
 	var ve *ValidationError
 	if !errors.As(err, &ve) || ve.Problems[0].Field != "f" {
 		t.Fatalf("Decode(1e400) error = %v, want a problem on field f", err)
+	}
+}
+
+// scripted is an llm.Model that answers from a list and records what it
+// was sent.
+type scripted struct {
+	answers []string
+	sent    [][]llm.Message
+}
+
+func (s *scripted) Generate(_ context.Context, msgs []llm.Message, _ ...llm.Option) (*llm.Response, error) {
+	s.sent = append(s.sent, slices.Clone(msgs))
+	a := s.answers[0]
+	s.answers = s.answers[1:]
+	return &llm.Response{Message: llm.Assistant(a)}, nil
+}
+
+func (s *scripted) Stream(context.Context, []llm.Message, ...llm.Option) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) { yield(llm.Chunk{}, errors.New("not streamed")) }
+}
+
+// TestChat: the conversation keeps the rejected answer and the feedback,
+// and goes on after Ask for a check of the caller's own.
+func TestChat(t *testing.T) {
+	m := &scripted{answers: []string{"sure!", `{"action":"done","speak":"ok"}`, `{"action":"continue","speak":"again"}`}}
+	msgs := []llm.Message{llm.System("answer in JSON"), llm.User("go")}
+	ask := Chat(m, &msgs)
+	d, err := Ask[decision](context.Background(), ask)
+	if err != nil || d.Action != "done" {
+		t.Fatalf("Ask = %+v, %v", d, err)
+	}
+	if len(m.sent) != 2 || len(m.sent[1]) != 4 || m.sent[1][2].Content != "sure!" || m.sent[1][3].Role != llm.RoleUser {
+		t.Fatalf("second request %+v", m.sent[len(m.sent)-1])
+	}
+	if _, err := ask(context.Background(), "not done yet"); err != nil {
+		t.Fatal(err)
+	}
+	last := m.sent[2]
+	if len(msgs) != 7 || len(last) != 6 || last[5].Content != "not done yet" || msgs[6].Content != `{"action":"continue","speak":"again"}` {
+		t.Errorf("conversation %d messages, last request %d", len(msgs), len(last))
 	}
 }

@@ -100,11 +100,16 @@ type FusionConfig struct {
 	// ClarifyMargin: a top-two margin below it, with the score between the
 	// two thresholds above, asks the user to choose. 0.12.
 	ClarifyMargin float64 `yaml:"clarify_margin_threshold" json:"clarify_margin_threshold"`
-	// ClassifierExecuteScore and ClassifierExecuteMargin: the classifier
-	// alone executes when its top score and margin reach these. 0.55, 0.18.
+	// ClassifierExecuteScore and ClassifierExecuteMargin: a classifier, the
+	// local one or the remote one, alone executes when its top score and
+	// margin reach these. 0.55, 0.18.
 	ClassifierExecuteScore float64 `yaml:"classifier_execute_score_threshold" json:"classifier_execute_score_threshold"`
 	// ClassifierExecuteMargin: see ClassifierExecuteScore.
 	ClassifierExecuteMargin float64 `yaml:"classifier_execute_margin_threshold" json:"classifier_execute_margin_threshold"`
+	// ModelExecuteScore: the model stage, asked because the local stages
+	// were unsure, executes the top intent alone when it selected it with
+	// at least this confidence. Default 0.8.
+	ModelExecuteScore float64 `yaml:"model_execute_score_threshold" json:"model_execute_score_threshold"`
 	// MinSupport is how many accepted stages selecting the top intent
 	// execute it whatever its score. Default 2.
 	MinSupport int `yaml:"min_support" json:"min_support"`
@@ -167,6 +172,7 @@ func DefaultConfig() Config {
 			ClarifyMargin:           0.12,
 			ClassifierExecuteScore:  0.55,
 			ClassifierExecuteMargin: 0.18,
+			ModelExecuteScore:       0.8,
 			MinSupport:              2,
 		},
 		Split: SplitConfig{
@@ -222,6 +228,7 @@ func (c Config) withDefaults() Config {
 		{&f.ClarifyMargin, &d.Fusion.ClarifyMargin},
 		{&f.ClassifierExecuteScore, &d.Fusion.ClassifierExecuteScore},
 		{&f.ClassifierExecuteMargin, &d.Fusion.ClassifierExecuteMargin},
+		{&f.ModelExecuteScore, &d.Fusion.ModelExecuteScore},
 	} {
 		if *p.v == 0 {
 			*p.v = *p.d

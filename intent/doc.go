@@ -15,17 +15,18 @@
 //   - retrieval: BM25 over the examples and keywords with words and
 //     character 2–3-grams as terms, so Chinese needs no segmenter; an
 //     intent scores its best example, relative to the query's own score;
-//   - optionally a remote classifier (WithRemote) on every request, and a
-//     model stage (WithModel) consulted only when the local stages do not
-//     execute. Both are a Matcher.
+//   - optionally a remote classifier (WithRemote, RemoteClassifier: a
+//     service over HTTP) on every request, and a model stage (WithModel,
+//     NewModelMatcher: an LLM through package llm) consulted only when the
+//     local stages do not execute. Both are a Matcher.
 //
 // Fusion weighs each stage's scores (keyword 1.15, classifier 1.0,
 // retrieval 0.75, model 1.1), adds a bonus to the intent an accepted stage
 // selects, and decides (FusionConfig): execute on a high score, on two
-// agreeing accepted stages or on a sure classifier; reject when the
-// out-of-scope class (Config.OutOfScope, trained from its examples like
-// any intent) ranks first or the score is low; clarify when the top two
-// are close; route_to_cloud otherwise. Every Result carries the debug
+// agreeing accepted stages, on a sure classifier or a sure model; reject
+// when the out-of-scope class (Config.OutOfScope, trained from its examples
+// like any intent) ranks first or the score is low; clarify when the top
+// two are close; route_to_cloud otherwise. Every Result carries the debug
 // record of each stage: candidates, scores, acceptance, errors and time.
 // Calibrate tunes the thresholds on examples held out from the training
 // data.

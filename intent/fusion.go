@@ -13,9 +13,14 @@ type signals struct {
 	runnerUp      bool // a second candidate exists
 	outOfScope    bool // the out-of-scope class ranked first
 	support       int  // accepted stages selecting the top intent
-	// classifier agrees with the top intent, with this score and margin
+	// a classifier (local or remote, the surer) agrees with the top
+	// intent, with this score and margin
 	classifierTop             bool
+	classifier                string // its stage
 	classifierScore, clMargin float64
+	// the model stage selected the top intent with this confidence
+	modelSelects bool
+	modelScore   float64
 }
 
 // rule is the branch of the decision that fired, in the order tried.
@@ -27,6 +32,7 @@ const (
 	ruleScore
 	ruleSupport
 	ruleClassifier
+	ruleModel
 	ruleLow
 	ruleClarify
 	ruleCloud
@@ -63,8 +69,12 @@ func (f FusionConfig) fuse(res *Result, outOfScope string, topK int) signals {
 	sig := signals{found: true, score: res.Score, margin: res.Margin, runnerUp: len(res.Candidates) > 1, outOfScope: res.Intent == outOfScope}
 	heaviest := -1.0
 	for _, s := range res.Stages {
-		if s.Stage == StageClassifier && len(s.Candidates) > 0 && s.Candidates[0].Intent == res.Intent {
-			sig.classifierTop, sig.classifierScore, sig.clMargin = true, s.Score, s.Margin
+		if (s.Stage == StageClassifier || s.Stage == StageRemote) && len(s.Candidates) > 0 && s.Candidates[0].Intent == res.Intent &&
+			(!sig.classifierTop || s.Score > sig.classifierScore) {
+			sig.classifierTop, sig.classifier, sig.classifierScore, sig.clMargin = true, s.Stage, s.Score, s.Margin
+		}
+		if s.Stage == StageModel && s.Accepted && s.Selected == res.Intent {
+			sig.modelSelects, sig.modelScore = true, s.Score
 		}
 		if s.Accepted && s.Selected == res.Intent {
 			sig.support++
@@ -81,7 +91,9 @@ func (f FusionConfig) fuse(res *Result, outOfScope string, topK int) signals {
 //   - nothing proposed, or the out-of-scope class on top: reject;
 //   - top score ≥ ExecuteThreshold: execute;
 //   - MinSupport accepted stages select the top intent: execute;
-//   - the classifier agrees and is sure enough (score and margin): execute;
+//   - the classifier, local or remote, agrees and is sure enough (score
+//     and margin): execute;
+//   - the model stage selected it and is sure enough: execute;
 //   - top score < RouteToCloudThreshold: reject;
 //   - margin < ClarifyMargin with a runner-up: clarify;
 //   - otherwise: route_to_cloud.
@@ -97,6 +109,8 @@ func (f FusionConfig) rule(s signals) rule {
 		return ruleSupport
 	case s.classifierTop && s.classifierScore >= f.ClassifierExecuteScore && s.clMargin >= f.ClassifierExecuteMargin:
 		return ruleClassifier
+	case s.modelSelects && s.modelScore >= f.ModelExecuteScore:
+		return ruleModel
 	case s.score < f.RouteToCloudThreshold:
 		return ruleLow
 	case s.runnerUp && s.margin < f.ClarifyMargin:
@@ -107,7 +121,7 @@ func (f FusionConfig) rule(s signals) rule {
 
 func (r rule) decision() Decision {
 	switch r {
-	case ruleScore, ruleSupport, ruleClassifier:
+	case ruleScore, ruleSupport, ruleClassifier, ruleModel:
 		return Execute
 	case ruleClarify:
 		return Clarify
@@ -128,7 +142,13 @@ func (f FusionConfig) reason(r rule, s signals) string {
 	case ruleSupport:
 		return fmt.Sprintf("%d accepted stages select it", s.support)
 	case ruleClassifier:
-		return fmt.Sprintf("classifier score %.2f ≥ %.2f, margin %.2f ≥ %.2f", s.classifierScore, f.ClassifierExecuteScore, s.clMargin, f.ClassifierExecuteMargin)
+		name := "classifier"
+		if s.classifier == StageRemote {
+			name = "remote classifier"
+		}
+		return fmt.Sprintf("%s score %.2f ≥ %.2f, margin %.2f ≥ %.2f", name, s.classifierScore, f.ClassifierExecuteScore, s.clMargin, f.ClassifierExecuteMargin)
+	case ruleModel:
+		return fmt.Sprintf("the model selects it with confidence %.2f ≥ %.2f", s.modelScore, f.ModelExecuteScore)
 	case ruleLow:
 		return fmt.Sprintf("score %.2f < route-to-cloud threshold %.2f", s.score, f.RouteToCloudThreshold)
 	case ruleClarify:

@@ -145,7 +145,17 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.cat = newCatalog(cfg)
 	a.slots = newSlotReader(cfg.Forms)
 	a.replies = newReplies(cfg, a.cat)
-	eng, err := intent.New(ctx, cfg.engineConfig(), intent.WithLogger(a.log))
+	ecfg := cfg.engineConfig()
+	engOpts := []intent.Option{intent.WithLogger(a.log)}
+	if rc := cfg.Rules.RemoteClassifier; rc != nil {
+		remote := *rc
+		remote.Client = opts.HTTPClient
+		for _, in := range ecfg.Intents {
+			remote.Labels = append(remote.Labels, in.ID)
+		}
+		engOpts = append(engOpts, intent.WithRemote(&remote))
+	}
+	eng, err := intent.New(ctx, ecfg, engOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("cabin: build intent engine: %w", err)
 	}

@@ -216,6 +216,10 @@ type Rules struct {
 	// Routing holds fusion weights and thresholds (seed §12.4–12.5);
 	// zero fields take intent's defaults.
 	Routing intent.FusionConfig `yaml:"routing"`
+	// RemoteClassifier, when given, is a classification service asked on
+	// every turn beside the local stages (seed §13.1's remote backend):
+	// url, top_k, timeout.
+	RemoteClassifier *intent.RemoteClassifier `yaml:"remote_classifier"`
 }
 
 // Confirmation rules (seed §21.2).

@@ -226,17 +226,7 @@ func (a *App) modelPlan(ctx context.Context, in planInput) (plan, error) {
 		llm.System(plannerPrompt + "\n\nIntent catalogue:\n" + a.catalogue() + "\nAnswer with one JSON object in <DECISION></DECISION>, in this format:\n" + schema.Format()),
 		llm.User(in.text),
 	}
-	ask := func(ctx context.Context, feedback string) (string, error) {
-		if feedback != "" {
-			msgs = append(msgs, llm.User(feedback))
-		}
-		resp, err := a.model.Generate(ctx, msgs, llm.WithTemperature(0), llm.WithMaxTokens(800))
-		if err != nil {
-			return "", err
-		}
-		msgs = append(msgs, llm.Assistant(resp.Message.Content))
-		return resp.Message.Content, nil
-	}
+	ask := contract.Chat(a.model, &msgs, llm.WithTemperature(0), llm.WithMaxTokens(800))
 	for attempt := 1; ; attempt++ {
 		mp, err := contract.Ask[modelPlanJSON](ctx, ask, contract.WithRetries(1), contract.WithLogger(a.log))
 		if err != nil {

@@ -4,16 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/loomkit/loom/store"
-	"github.com/loomkit/loom/store/storetest"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // An action with a webhook in actions.yml calls a real backend over HTTP.
@@ -198,4 +201,51 @@ func postgresStore(t *testing.T) Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// A remote classifier in rules.yml is asked on every turn, with the
+// intents as its labels, and its answer joins the routing (seed §13.1).
+func TestRemoteClassifier(t *testing.T) {
+	var mu sync.Mutex
+	var asked []struct {
+		Text   string   `json:"text"`
+		Labels []string `json:"labels"`
+	}
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		var req struct {
+			Text   string   `json:"text"`
+			Labels []string `json:"labels"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		asked = append(asked, req)
+		w.Write([]byte(`{"candidates":[{"intent":"cabin_seat_heat_on","score":0.93}]}`))
+	}))
+	defer svc.Close()
+	dir := t.TempDir()
+	b, _ := defaults.ReadFile("config/zh-CN/" + FileRules)
+	edited := strings.Replace(string(b), "routing:\n", "remote_classifier: {url: \""+svc.URL+"\", top_k: 3, timeout: 500ms}\nrouting:\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, FileRules), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := newAPI(t, Options{ConfigDir: dir})
+	r := a.chat("s1", "屁股底下好凉")
+	if r.Debug.Route == nil {
+		t.Fatalf("no route in the reply: %+v", r.Debug)
+	}
+	var remote *intent.StageResult
+	for i, st := range r.Debug.Route.Stages {
+		if st.Stage == intent.StageRemote {
+			remote = &r.Debug.Route.Stages[i]
+		}
+	}
+	if remote == nil || remote.Error != "" || len(remote.Candidates) != 1 || remote.Candidates[0].Intent != "cabin_seat_heat_on" {
+		t.Fatalf("remote stage %+v", remote)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0].Text != "屁股底下好凉" || !slices.Contains(asked[0].Labels, "cabin_seat_heat_on") {
+		t.Errorf("the service was asked %+v", asked)
+	}
 }

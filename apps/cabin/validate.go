@@ -320,6 +320,7 @@ func (c *Config) validateRouting(p *problems) {
 		{"clarify_margin_threshold", f.ClarifyMargin, 1},
 		{"classifier_execute_score_threshold", f.ClassifierExecuteScore, 1},
 		{"classifier_execute_margin_threshold", f.ClassifierExecuteMargin, 1},
+		{"model_execute_score_threshold", f.ModelExecuteScore, 1},
 	} {
 		if t.v < 0 || (t.max > 0 && t.v > t.max) {
 			p.add(FileRules, at("routing", t.key), "routing: %s %v out of range", t.key, t.v)
@@ -328,6 +329,11 @@ func (c *Config) validateRouting(p *problems) {
 	exec, cloud := cmp.Or(f.ExecuteThreshold, d.ExecuteThreshold), cmp.Or(f.RouteToCloudThreshold, d.RouteToCloudThreshold)
 	if cloud >= exec {
 		p.add(FileRules, at("routing", "route_to_cloud_threshold"), "routing: route_to_cloud_threshold %v must be below execute_threshold %v", cloud, exec)
+	}
+	if rc := c.Rules.RemoteClassifier; rc != nil {
+		if err := rc.Check(); err != nil {
+			p.add(FileRules, at("remote_classifier"), "%v", err)
+		}
 	}
 	if f.MinSupport < 0 {
 		p.add(FileRules, at("routing", "min_support"), "routing: negative min_support")

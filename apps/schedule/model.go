@@ -45,17 +45,7 @@ func askJSON[T any](ctx context.Context, m llm.Model, system, user string, opts 
 		llm.System(system + "\n\n只输出一个 JSON 对象,放在 <DECISION></DECISION> 里,格式:\n" + schema.Format()),
 		llm.User(user),
 	}
-	return contract.Ask[T](ctx, func(ctx context.Context, feedback string) (string, error) {
-		if feedback != "" {
-			msgs = append(msgs, llm.User(feedback))
-		}
-		resp, err := m.Generate(ctx, msgs, opts...)
-		if err != nil {
-			return "", err
-		}
-		msgs = append(msgs, llm.Assistant(resp.Message.Content))
-		return resp.Message.Content, nil
-	}, contract.WithRetries(2))
+	return contract.Ask[T](ctx, contract.Chat(m, &msgs, opts...), contract.WithRetries(2))
 }
 
 // briefing describes the schedule for the model's chat and plan calls.

@@ -12,15 +12,22 @@ import (
 
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/intent/dataset"
+	"github.com/loomkit/loom/llm/openai"
 )
 
 const evalUsage = `usage:
   loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json] [--calibrate=false]
+                   [--model] [--remote URL]
 
 Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
 out-of-scope recall and routing time on the test examples: the test file's
 test split (else its val split, else all of it); with --train alone, the
-train file's val split, or a fixed seeded 80/20 split of it.`
+train file's val split, or a fixed seeded 80/20 split of it.
+
+--model adds the model stage, asked when the local stages do not execute:
+the model of OPENAI_BASE_URL, OPENAI_API_KEY and LOOM_MODEL. --remote adds
+a remote classifier: a service at URL that answers POST {"text","top_k",
+"labels"} with {"candidates":[{"intent","score"}]}.`
 
 // runEval is `loom eval`: for now only `loom eval intent`.
 func runEval(ctx context.Context, args []string, out io.Writer) error {
@@ -34,6 +41,8 @@ func runEval(ctx context.Context, args []string, out io.Writer) error {
 	format := fs.String("format", "", "clinc150, smp2019, banking77 or csv; detected when omitted")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	calibrate := fs.Bool("calibrate", true, "tune the decision thresholds on 20% of the training data first")
+	withModel := fs.Bool("model", false, "ask the model of OPENAI_BASE_URL, OPENAI_API_KEY and LOOM_MODEL when the local stages do not execute")
+	remoteURL := fs.String("remote", "", "a remote classifier's URL")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w\n%s", err, evalUsage)
 	}
@@ -45,10 +54,14 @@ func runEval(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg := intent.Config{Intents: intent.IntentsFrom(train)}
+	stages, err := evalStages(cfg, *withModel, *remoteURL)
+	if err != nil {
+		return err
+	}
 	var cal *intent.Calibration
 	start := time.Now()
 	if *calibrate {
-		c, got, err := intent.Calibrate(ctx, cfg, intent.CalibrateOptions{})
+		c, got, err := intent.Calibrate(ctx, cfg, intent.CalibrateOptions{}, stages...)
 		if err != nil {
 			return err
 		}
@@ -56,7 +69,7 @@ func runEval(ctx context.Context, args []string, out io.Writer) error {
 	}
 	calibrated := time.Since(start)
 	start = time.Now()
-	e, err := intent.New(ctx, cfg)
+	e, err := intent.New(ctx, cfg, stages...)
 	if err != nil {
 		return err
 	}
@@ -113,6 +126,36 @@ type evalJSON struct {
 	CalibrateSeconds float64                 `json:"calibrate_seconds"`
 	Decisions        map[intent.Decision]int `json:"decisions"`
 	Calibration      *intent.Calibration     `json:"calibration,omitempty"`
+}
+
+// evalStages are the optional stages the flags ask for, over cfg's intents.
+func evalStages(cfg intent.Config, withModel bool, remoteURL string) ([]intent.Option, error) {
+	var opts []intent.Option
+	if remoteURL != "" {
+		rc := &intent.RemoteClassifier{URL: remoteURL}
+		if err := rc.Check(); err != nil {
+			return nil, err
+		}
+		for _, in := range cfg.Intents {
+			rc.Labels = append(rc.Labels, in.ID)
+		}
+		opts = append(opts, intent.WithRemote(rc))
+	}
+	if withModel {
+		m, err := openai.NewFromEnv()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, errors.New("--model: no model configured; set LOOM_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a local endpoint)")
+		}
+		mm, err := intent.NewModelMatcher(m, cfg, intent.ModelOptions{})
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, intent.WithModel(mm))
+	}
+	return opts, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/llm/llmtest"
 )
 
 // writeEvalData writes a small CLINC150-style file and the same examples
@@ -117,4 +121,91 @@ func TestEvalRejectsBadArguments(t *testing.T) {
 			t.Errorf("%q: no error", args)
 		}
 	}
+}
+
+// TestEvalIntentStages runs the evaluation with the model stage on a
+// scripted OpenAI-compatible endpoint and with a remote classifier, both
+// answering the truth, on paraphrases the local stages have not seen: the
+// model is asked for the examples the local stages do not execute, and
+// being right it lifts the accuracy.
+func TestEvalIntentStages(t *testing.T) {
+	train, _ := writeEvalData(t) // with out-of-scope examples
+	truth := map[string]string{ // two the local stages execute, four they do not
+		"brolly needed":     "weather",
+		"buzz me in 8":      "timer",
+		"egg boiling alarm": "timer",
+		"chrono":            "timer",
+		"drizzle":           "weather",
+		"jukebox":           "play_song",
+	}
+	var rows strings.Builder
+	rows.WriteString("text,category\n")
+	for text, id := range truth {
+		fmt.Fprintf(&rows, "%s,%s\n", text, id)
+	}
+	test := filepath.Join(t.TempDir(), "test.csv")
+	if err := os.WriteFile(test, []byte(rows.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	accuracy := func(t *testing.T, extra ...string) float64 {
+		t.Helper()
+		var out bytes.Buffer
+		args := append([]string{"eval", "intent", "--json", "--calibrate=false", "--train", train, "--test", test}, extra...)
+		if err := run(context.Background(), args, &out); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Accuracy float64 `json:"in_scope_accuracy"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		return got.Accuracy
+	}
+	local := accuracy(t)
+	if local == 1 {
+		t.Fatal("the local stages get every paraphrase right; the test needs harder ones")
+	}
+
+	t.Run("model", func(t *testing.T) {
+		srv := llmtest.New(t)
+		srv.Handle(func(r llmtest.Request) llmtest.Reply {
+			msgs := r.Messages()
+			return llmtest.Text(fmt.Sprintf(`{"intent":%q,"confidence":0.9}`, truth[msgs[len(msgs)-1].Content]))
+		})
+		t.Setenv("OPENAI_BASE_URL", srv.BaseURL())
+		t.Setenv("OPENAI_API_KEY", "test")
+		t.Setenv("LOOM_MODEL", "test")
+		if got := accuracy(t, "--model"); got != 1 || len(srv.Requests()) == 0 {
+			t.Errorf("accuracy %.2f with the model (%.2f without), %d model requests", got, local, len(srv.Requests()))
+		}
+	})
+
+	t.Run("remote", func(t *testing.T) {
+		svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				Text string `json:"text"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			fmt.Fprintf(w, `{"candidates":[{"intent":%q,"score":0.99}]}`, truth[req.Text])
+		}))
+		defer svc.Close()
+		if got := accuracy(t, "--remote", svc.URL); got <= local {
+			t.Errorf("accuracy %.2f with the remote classifier, %.2f without", got, local)
+		}
+	})
+
+	t.Run("no model configured", func(t *testing.T) {
+		t.Setenv("OPENAI_BASE_URL", "")
+		t.Setenv("OPENAI_API_KEY", "")
+		t.Setenv("LOOM_MODEL", "")
+		err := run(context.Background(), []string{"eval", "intent", "--train", train, "--model"}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "no model configured") {
+			t.Errorf("err %v", err)
+		}
+		err = run(context.Background(), []string{"eval", "intent", "--train", train, "--remote", "localhost:1"}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
+			t.Errorf("err %v", err)
+		}
+	})
 }
