@@ -130,7 +130,7 @@ func TestEvalRejectsBadArguments(t *testing.T) {
 // being right it lifts the accuracy.
 func TestEvalIntentStages(t *testing.T) {
 	train, _ := writeEvalData(t) // with out-of-scope examples
-	truth := map[string]string{ // two the local stages execute, four they do not
+	truth := map[string]string{  // two the local stages execute, four they do not
 		"brolly needed":     "weather",
 		"buzz me in 8":      "timer",
 		"egg boiling alarm": "timer",
