@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"github.com/loomkit/loom/store/storetest"
 	"net/url"
 	"strings"
@@ -44,20 +42,14 @@ func TestSaver(t *testing.T) {
 	})
 }
 
-func TestReopen(t *testing.T) {
-	var mu sync.Mutex
-	schemas := map[string]string{} // savertest path -> URL
-	savertest.RunReopen(t, func(t *testing.T, path string) checkpoint.Saver {
-		mu.Lock()
-		u, ok := schemas[path]
-		if !ok {
-			u = storetest.PostgresURL(t)
-			schemas[path] = u
-		}
-		mu.Unlock()
-		return open(t, u)
-	})
+// storage is a fresh schema for savertest, named by its URL.
+var storage = savertest.Storage{
+	New:  func(t *testing.T) string { return storetest.PostgresURL(t) },
+	Open: func(t *testing.T, u string) checkpoint.Saver { return open(t, u) },
+	Rows: func(t *testing.T, u, thread string) []savertest.Row { return rows(t, rawConn(t, u), thread) },
 }
+
+func TestStorage(t *testing.T) { savertest.RunStorage(t, storage) }
 
 // TestMigrate checks that migrations are recorded, run once, and that a
 // database from a newer build is refused.
@@ -152,61 +144,16 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	s, err := postgres.Open(t.Context(), storetest.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second close: %v", err)
-	}
-	if err := s.Put(t.Context(), checkpoint.Next("t", nil, checkpoint.SourceInput)); err == nil {
-		t.Error("put after close: no error")
-	}
-	if _, err := s.Get(t.Context(), "t", ""); err == nil || errors.Is(err, checkpoint.ErrNotFound) {
-		t.Errorf("get after close: got %v, want an error other than ErrNotFound", err)
-	}
-}
-
-// chainOf puts n checkpoints on thread, each appending a message to a list
-// of about 2 KB, and returns them oldest first.
-func chainOf(t *testing.T, s checkpoint.Saver, thread string, n int) []*checkpoint.Checkpoint {
-	t.Helper()
-	var out []*checkpoint.Checkpoint
-	var head *checkpoint.Checkpoint
-	msgs := `"` + strings.Repeat("history ", 250) + `"`
-	for i := range n {
-		msgs += fmt.Sprintf(`,{"i":%d,"text":"message number %d"}`, i, i)
-		cp := checkpoint.Next(thread, head, checkpoint.SourceStep)
-		cp.State = []byte(`{"messages":[` + msgs + `]}`)
-		cp.Next = []string{"agent"}
-		if err := s.Put(t.Context(), cp); err != nil {
-			t.Fatalf("put %d: %v", i, err)
-		}
-		out = append(out, cp)
-		head = cp
-	}
-	return out
-}
-
-type storedRow struct {
-	full   bool
-	length int
-}
-
 // rows returns how each checkpoint of thread is stored, by seq.
-func rows(t *testing.T, conn *pgx.Conn, thread string) []storedRow {
+func rows(t *testing.T, conn *pgx.Conn, thread string) []savertest.Row {
 	t.Helper()
 	rs, err := conn.Query(t.Context(), `SELECT is_full, length(state) FROM loom_checkpoints WHERE thread = $1 ORDER BY seq`, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (storedRow, error) {
-		var s storedRow
-		err := r.Scan(&s.full, &s.length)
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (savertest.Row, error) {
+		var s savertest.Row
+		err := r.Scan(&s.Full, &s.Size)
 		return s, err
 	})
 	if err != nil {
@@ -215,194 +162,27 @@ func rows(t *testing.T, conn *pgx.Conn, thread string) []storedRow {
 	return out
 }
 
-// TestStoresDeltas checks that a chain of appends is stored as one full
-// state followed by deltas the size of the appends, and that a long chain
-// of small deltas is cut by a full state now and then.
-func TestStoresDeltas(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	s := open(t, u)
-	conn := rawConn(t, u)
-	cps := chainOf(t, s, "d", 10)
-	got := rows(t, conn, "d")
-	if len(got) != 10 {
-		t.Fatalf("%d rows, want 10", len(got))
-	}
-	if !got[0].full || got[0].length != len(cps[0].State) {
-		t.Errorf("first row: full %v, %d bytes; want the full %d-byte state", got[0].full, got[0].length, len(cps[0].State))
-	}
-	for i, r := range got[1:] {
-		if r.full || r.length > 60 {
-			t.Errorf("row %d: full %v, %d bytes; want a delta of at most 60 bytes", i+1, r.full, r.length)
-		}
-	}
-
-	chainOf(t, s, "long", 200)
-	run := 0
-	fulls := 0
-	for i, r := range rows(t, conn, "long") {
-		if r.full {
-			fulls++
-			run = 0
-			continue
-		}
-		if run++; run > 64 {
-			t.Fatalf("row %d: %d deltas in a row, want a full state at least every 64", i, run)
-		}
-	}
-	if fulls < 3 {
-		t.Errorf("%d full rows in 200, want at least 3", fulls)
-	}
-}
-
-// TestCorruptRows breaks stored rows with plain SQL and checks that reads
-// fail with ErrCorrupt naming the thread and the broken checkpoint, while
-// reads that do not need the row still work.
+// TestCorruptRows breaks stored rows with plain SQL ($1 is the thread).
 func TestCorruptRows(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	s := open(t, u)
-	conn := rawConn(t, u)
-	for _, tc := range []struct {
-		name   string
-		sql    string // $1 is the thread
-		bad    int    // seq of the row the error must name
-		readOK []int  // seqs that must still read
-	}{
-		{"meta not JSON", `UPDATE loom_checkpoints SET meta = '\x7b226e657874223a'::bytea WHERE thread = $1 AND seq = 4`, 4, []int{0, 3}},
-		{"meta wrong type", `UPDATE loom_checkpoints SET meta = convert_to('{"next":"agent"}', 'UTF8') WHERE thread = $1 AND seq = 4`, 4, []int{3}},
-		{"meta empty", `UPDATE loom_checkpoints SET meta = ''::bytea WHERE thread = $1 AND seq = 4`, 4, []int{3}},
-		{"delta truncated", `UPDATE loom_checkpoints SET state = substr(state, 1, 1) WHERE thread = $1 AND seq = 2`, 2, []int{0, 1}},
-		{"delta empty", `UPDATE loom_checkpoints SET state = ''::bytea WHERE thread = $1 AND seq = 2`, 2, []int{1}},
-		{"delta past its base", `UPDATE loom_checkpoints SET state = '\xffff0300'::bytea WHERE thread = $1 AND seq = 2`, 2, []int{1}},
-		{"full base missing", `DELETE FROM loom_checkpoints WHERE thread = $1 AND seq = 0`, 1, nil},
-		{"full flag lost", `UPDATE loom_checkpoints SET is_full = false WHERE thread = $1 AND seq = 0`, 0, nil},
-		{"row missing", `DELETE FROM loom_checkpoints WHERE thread = $1 AND seq = 2`, 3, []int{0, 1}},
-		{"parent rewritten", `UPDATE loom_checkpoints SET parent_id = 'elsewhere' WHERE thread = $1 AND seq = 3`, 3, []int{2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			thread := "broken thread " + tc.name
-			cps := chainOf(t, s, thread, 5)
-			if r := rows(t, conn, thread); !r[0].full || r[1].full || r[4].full {
-				t.Fatalf("want a full row followed by deltas, got %+v", r)
-			}
-			if _, err := conn.Exec(t.Context(), tc.sql, thread); err != nil {
+	sqlBreak := func(query string) func(t *testing.T, u, thread string) {
+		return func(t *testing.T, u, thread string) {
+			if _, err := rawConn(t, u).Exec(t.Context(), query, thread); err != nil {
 				t.Fatal(err)
 			}
-
-			// A fresh saver, so nothing comes from a cache.
-			r := open(t, u)
-			badID := cps[tc.bad].ID
-			check := func(what string, err error) {
-				t.Helper()
-				if !errors.Is(err, checkpoint.ErrCorrupt) {
-					t.Errorf("%s: got %v, want ErrCorrupt", what, err)
-					return
-				}
-				if msg := err.Error(); !strings.Contains(msg, thread) || !strings.Contains(msg, badID) {
-					t.Errorf("%s: error %q does not name %s/%s", what, msg, thread, badID)
-				}
-			}
-			_, err := r.Get(t.Context(), thread, "")
-			check("get head", err)
-			_, err = r.Get(t.Context(), thread, cps[4].ID)
-			check("get by id", err)
-			_, err = r.List(t.Context(), thread, 0)
-			check("list", err)
-			_, err = r.List(t.Context(), thread, 1)
-			check("list 1", err)
-			for _, seq := range tc.readOK {
-				got, err := r.Get(t.Context(), thread, cps[seq].ID)
-				if err != nil {
-					t.Errorf("get seq %d: %v", seq, err)
-				} else if string(got.State) != string(cps[seq].State) {
-					t.Errorf("get seq %d: wrong state", seq)
-				}
-			}
-		})
-	}
-}
-
-// TestPutRacesDelete puts a child of the head while the thread is being
-// deleted, many times: whichever wins, the thread is left empty or a
-// history that reads from seq 0, never rows without their parents.
-func TestPutRacesDelete(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	a, b := open(t, u), open(t, u)
-	ctx := t.Context()
-	for i := range 30 {
-		thread := fmt.Sprintf("race-%d", i)
-		cps := chainOf(t, a, thread, 3)
-		child := checkpoint.Next(thread, cps[2], checkpoint.SourceStep)
-		child.State = []byte(`{"child":true}`)
-		var putErr, delErr error
-		var wg sync.WaitGroup
-		wg.Go(func() { putErr = a.Put(ctx, child) })
-		wg.Go(func() { delErr = b.DeleteThread(ctx, thread) })
-		wg.Wait()
-		if delErr != nil {
-			t.Fatalf("round %d: delete: %v", i, delErr)
-		}
-		if putErr != nil && !errors.Is(putErr, checkpoint.ErrConflict) {
-			t.Fatalf("round %d: put: %v", i, putErr)
-		}
-		got, err := b.List(ctx, thread, 0)
-		if err != nil {
-			t.Fatalf("round %d: list after the race: %v", i, err)
-		}
-		if len(got) != 0 {
-			t.Fatalf("round %d: %d checkpoints left after delete (put error %v), want none", i, len(got), putErr)
 		}
 	}
-}
-
-// TestTwoSaversDeltas has two savers on one schema write deltas against
-// what each has cached, including a parent the other wrote and a stale
-// parent, and checks every state reads back exactly from a third saver.
-func TestTwoSaversDeltas(t *testing.T) {
-	u := storetest.PostgresURL(t)
-	a, b := open(t, u), open(t, u)
-	ctx := t.Context()
-	cps := chainOf(t, a, "t", 3) // a caches cps[2]
-	st := func(cp *checkpoint.Checkpoint, add string) []byte {
-		return []byte(strings.TrimSuffix(string(cp.State), "]}") + add + "]}")
-	}
-	headB, err := b.Get(ctx, "t", "") // b caches cps[2] from its read
-	if err != nil {
-		t.Fatal(err)
-	}
-	c3 := checkpoint.Next("t", headB, checkpoint.SourceStep)
-	c3.State = st(headB, `,"b3"`)
-	if err := b.Put(ctx, c3); err != nil {
-		t.Fatal(err)
-	}
-	stale := checkpoint.Next("t", cps[2], checkpoint.SourceStep)
-	stale.State = st(cps[2], `,"stale"`)
-	if err := a.Put(ctx, stale); !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("stale put: got %v, want ErrConflict", err)
-	}
-	headA, err := a.Get(ctx, "t", "")
-	if err != nil || headA.ID != c3.ID {
-		t.Fatalf("a's head: %v, %v; want %s", headA, err, c3.ID)
-	}
-	c4 := checkpoint.Next("t", headA, checkpoint.SourceStep)
-	c4.State = st(headA, `,"a4"`)
-	if err := a.Put(ctx, c4); err != nil {
-		t.Fatal(err)
-	}
-	stored := rows(t, rawConn(t, u), "t")
-	if len(stored) != 5 || stored[3].full || stored[4].full {
-		t.Fatalf("want deltas at seq 3 (b on a's write) and 4 (a on b's write), got %+v", stored)
-	}
-	c := open(t, u)
-	all := []*checkpoint.Checkpoint{cps[0], cps[1], cps[2], c3, c4}
-	for _, cp := range all {
-		got, err := c.Get(ctx, "t", cp.ID)
-		if err != nil {
-			t.Fatalf("get %s: %v", cp.ID, err)
-		}
-		if string(got.State) != string(cp.State) {
-			t.Errorf("seq %d: state %q, want %q", cp.Seq, got.State, cp.State)
-		}
-	}
+	savertest.RunCorruptions(t, storage, []savertest.Corruption{
+		{Name: "meta not JSON", Break: sqlBreak(`UPDATE loom_checkpoints SET meta = '\x7b226e657874223a'::bytea WHERE thread = $1 AND seq = 4`), Bad: 4, ReadOK: []int{0, 3}},
+		{Name: "meta wrong type", Break: sqlBreak(`UPDATE loom_checkpoints SET meta = convert_to('{"next":"agent"}', 'UTF8') WHERE thread = $1 AND seq = 4`), Bad: 4, ReadOK: []int{3}},
+		{Name: "meta empty", Break: sqlBreak(`UPDATE loom_checkpoints SET meta = ''::bytea WHERE thread = $1 AND seq = 4`), Bad: 4, ReadOK: []int{3}},
+		{Name: "delta truncated", Break: sqlBreak(`UPDATE loom_checkpoints SET state = substr(state, 1, 1) WHERE thread = $1 AND seq = 2`), Bad: 2, ReadOK: []int{0, 1}},
+		{Name: "delta empty", Break: sqlBreak(`UPDATE loom_checkpoints SET state = ''::bytea WHERE thread = $1 AND seq = 2`), Bad: 2, ReadOK: []int{1}},
+		{Name: "delta past its base", Break: sqlBreak(`UPDATE loom_checkpoints SET state = '\xffff0300'::bytea WHERE thread = $1 AND seq = 2`), Bad: 2, ReadOK: []int{1}},
+		{Name: "full base missing", Break: sqlBreak(`DELETE FROM loom_checkpoints WHERE thread = $1 AND seq = 0`), Bad: 1},
+		{Name: "full flag lost", Break: sqlBreak(`UPDATE loom_checkpoints SET is_full = false WHERE thread = $1 AND seq = 0`), Bad: 0},
+		{Name: "row missing", Break: sqlBreak(`DELETE FROM loom_checkpoints WHERE thread = $1 AND seq = 2`), Bad: 3, ReadOK: []int{0, 1}},
+		{Name: "parent rewritten", Break: sqlBreak(`UPDATE loom_checkpoints SET parent_id = 'elsewhere' WHERE thread = $1 AND seq = 3`), Bad: 3, ReadOK: []int{2}},
+	})
 }
 
 // TestSearchPath checks that the tables go to the schema the URL names.

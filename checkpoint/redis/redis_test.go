@@ -109,20 +109,21 @@ func TestSaver(t *testing.T) {
 	})
 }
 
-func TestReopen(t *testing.T) {
-	var mu sync.Mutex
-	prefixes := map[string]string{} // savertest path -> prefix
-	savertest.RunReopen(t, func(t *testing.T, path string) checkpoint.Saver {
-		mu.Lock()
-		p, ok := prefixes[path]
-		if !ok {
-			p = newPrefix(t)
-			prefixes[path] = p
+// storage is a fresh key prefix for savertest.
+var storage = savertest.Storage{
+	New:  func(t *testing.T) string { return newPrefix(t) },
+	Open: func(t *testing.T, p string) checkpoint.Saver { return open(t, p) },
+	Rows: func(t *testing.T, p, thread string) []savertest.Row {
+		recs, _ := records(t, open(t, p), thread)
+		out := make([]savertest.Row, len(recs))
+		for i, r := range recs {
+			out[i] = savertest.Row{Full: r.Full, Size: len(r.State)}
 		}
-		mu.Unlock()
-		return open(t, p)
-	})
+		return out
+	},
 }
+
+func TestStorage(t *testing.T) { savertest.RunStorage(t, storage) }
 
 // TestKeys checks the default prefix and the key layout, that savers with
 // different prefixes do not see each other, and that DeleteThread leaves
@@ -227,25 +228,6 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	s, err := Open(t.Context(), serverURL(t), WithPrefix(newPrefix(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second close: %v", err)
-	}
-	if err := s.Put(t.Context(), checkpoint.Next("t", nil, checkpoint.SourceInput)); err == nil {
-		t.Error("put after close: no error")
-	}
-	if _, err := s.Get(t.Context(), "t", ""); err == nil || errors.Is(err, checkpoint.ErrNotFound) {
-		t.Errorf("get after close: got %v, want an error other than ErrNotFound", err)
-	}
-}
-
 // TestContextCancelled checks that a done context stops a command before
 // it stores anything.
 func TestContextCancelled(t *testing.T) {
@@ -259,27 +241,6 @@ func TestContextCancelled(t *testing.T) {
 	if _, err := s.Get(t.Context(), "t", ""); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("after the cancelled put: got %v, want ErrNotFound", err)
 	}
-}
-
-// chainOf puts n checkpoints on thread, each appending a message to a list
-// of about 2 KB, and returns them oldest first.
-func chainOf(t *testing.T, s checkpoint.Saver, thread string, n int) []*checkpoint.Checkpoint {
-	t.Helper()
-	var out []*checkpoint.Checkpoint
-	var head *checkpoint.Checkpoint
-	msgs := `"` + strings.Repeat("history ", 250) + `"`
-	for i := range n {
-		msgs += fmt.Sprintf(`,{"i":%d,"text":"message number %d"}`, i, i)
-		cp := checkpoint.Next(thread, head, checkpoint.SourceStep)
-		cp.State = []byte(`{"messages":[` + msgs + `]}`)
-		cp.Next = []string{"agent"}
-		if err := s.Put(t.Context(), cp); err != nil {
-			t.Fatalf("put %d: %v", i, err)
-		}
-		out = append(out, cp)
-		head = cp
-	}
-	return out
 }
 
 // records returns the parsed records of thread, by seq, and the seqs its
@@ -305,41 +266,16 @@ func records(t *testing.T, s *Saver, thread string) ([]checkpoint.Row, []string)
 	return out, fulls
 }
 
-// TestStoresDeltas checks that a chain of appends is stored as one full
-// state followed by deltas the size of the appends, that the full set
-// matches the records, and that a long chain of small deltas is cut by a
-// full state now and then.
-func TestStoresDeltas(t *testing.T) {
+// TestFullSet checks that the set of full states names exactly the
+// records stored whole, in a long chain that has several.
+func TestFullSet(t *testing.T) {
 	s := open(t, newPrefix(t))
-	cps := chainOf(t, s, "d", 10)
-	got, fulls := records(t, s, "d")
-	if len(got) != 10 {
-		t.Fatalf("%d records, want 10", len(got))
-	}
-	if !got[0].Full || string(got[0].State) != string(cps[0].State) {
-		t.Errorf("first record: full %v, %d bytes; want the full %d-byte state", got[0].Full, len(got[0].State), len(cps[0].State))
-	}
-	for i, r := range got[1:] {
-		if r.Full || len(r.State) > 60 {
-			t.Errorf("record %d: full %v, %d bytes; want a delta of at most 60 bytes", i+1, r.Full, len(r.State))
-		}
-	}
-	if strings.Join(fulls, ",") != "0" {
-		t.Errorf("full set %q, want [0]", fulls)
-	}
-
-	chainOf(t, s, "long", 200)
-	got, fulls = records(t, s, "long")
+	savertest.Appends(t, s, "long", 200)
+	got, fulls := records(t, s, "long")
 	var want []string
-	run := 0
 	for i, r := range got {
 		if r.Full {
 			want = append(want, fmt.Sprint(i))
-			run = 0
-			continue
-		}
-		if run++; run > 64 {
-			t.Fatalf("record %d: %d deltas in a row, want a full state at least every 64", i, run)
 		}
 	}
 	if len(want) < 3 || strings.Join(fulls, ",") != strings.Join(want, ",") {
@@ -347,133 +283,75 @@ func TestStoresDeltas(t *testing.T) {
 	}
 }
 
-// TestCorruptRecords breaks stored records and checks that reads fail with
-// ErrCorrupt naming the thread and the broken checkpoint, while reads that
-// do not need the record still work.
+// TestCorruptRecords breaks stored records.
 func TestCorruptRecords(t *testing.T) {
-	s := open(t, newPrefix(t))
 	c := rawClient(t)
+	// log is the key of thread's list of records under prefix p.
+	log := func(t *testing.T, p, thread string) string { return open(t, p).keys(thread)[0] }
 	// rewrite re-encodes the record at seq with change applied.
-	rewrite := func(t *testing.T, thread string, seq int64, change func(rw *checkpoint.Row)) {
-		t.Helper()
-		k := s.keys(thread)
-		raw, err := c.LIndex(t.Context(), k[0], seq).Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rw checkpoint.Row
-		if err := parseRecord(raw, &rw); err != nil {
-			t.Fatal(err)
-		}
-		change(&rw)
-		rec := appendRecord(nil, &checkpoint.Checkpoint{ID: rw.ID, ParentID: rw.Parent, Seq: rw.Seq, Step: int(rw.Step)}, rw.Full, rw.Meta, rw.State)
-		if err := c.LSet(t.Context(), k[0], seq, rec).Err(); err != nil {
-			t.Fatal(err)
+	rewrite := func(seq int64, change func(rw *checkpoint.Row)) func(t *testing.T, p, thread string) {
+		return func(t *testing.T, p, thread string) {
+			k := log(t, p, thread)
+			raw, err := c.LIndex(t.Context(), k, seq).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rw checkpoint.Row
+			if err := parseRecord(raw, &rw); err != nil {
+				t.Fatal(err)
+			}
+			change(&rw)
+			rec := appendRecord(nil, &checkpoint.Checkpoint{ID: rw.ID, ParentID: rw.Parent, Seq: rw.Seq, Step: int(rw.Step)}, rw.Full, rw.Meta, rw.State)
+			if err := c.LSet(t.Context(), k, seq, rec).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	for _, tc := range []struct {
-		name   string
-		brk    func(t *testing.T, thread string, keys []string)
-		bad    int    // seq of the checkpoint the error must name
-		name2  string // what else the error must say, when the id cannot be read
-		readOK []int  // seqs that must still read
-	}{
-		{"meta not JSON", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":`) })
-		}, 4, "", []int{0, 3}},
-		{"meta wrong type", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":"agent"}`) })
-		}, 4, "", []int{3}},
-		{"delta truncated", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 2, func(rw *checkpoint.Row) { rw.State = rw.State[:1] })
-		}, 2, "", []int{0, 1}},
-		{"delta empty", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 2, func(rw *checkpoint.Row) { rw.State = nil })
-		}, 2, "", []int{1}},
-		{"delta past its base", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 2, func(rw *checkpoint.Row) { rw.State = []byte{0xff, 0xff, 0x03, 0x00} })
-		}, 2, "", []int{1}},
-		{"full flag lost", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 0, func(rw *checkpoint.Row) { rw.Full = false })
-		}, 0, "", nil},
-		{"parent rewritten", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 3, func(rw *checkpoint.Row) { rw.Parent = "elsewhere" })
-		}, 3, "", []int{2}},
-		{"seq rewritten", func(t *testing.T, th string, _ []string) {
-			rewrite(t, th, 3, func(rw *checkpoint.Row) { rw.Seq = 7 })
-		}, 3, "", []int{2}},
-		{"record missing", func(t *testing.T, th string, k []string) {
+	savertest.RunCorruptions(t, storage, []savertest.Corruption{
+		{Name: "meta not JSON", Break: rewrite(4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":`) }), Bad: 4, ReadOK: []int{0, 3}},
+		{Name: "meta wrong type", Break: rewrite(4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":"agent"}`) }), Bad: 4, ReadOK: []int{3}},
+		{Name: "delta truncated", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = rw.State[:1] }), Bad: 2, ReadOK: []int{0, 1}},
+		{Name: "delta empty", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = nil }), Bad: 2, ReadOK: []int{1}},
+		{Name: "delta past its base", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = []byte{0xff, 0xff, 0x03, 0x00} }), Bad: 2, ReadOK: []int{1}},
+		{Name: "full flag lost", Break: rewrite(0, func(rw *checkpoint.Row) { rw.Full = false }), Bad: 0},
+		{Name: "parent rewritten", Break: rewrite(3, func(rw *checkpoint.Row) { rw.Parent = "elsewhere" }), Bad: 3, ReadOK: []int{2}},
+		{Name: "seq rewritten", Break: rewrite(3, func(rw *checkpoint.Row) { rw.Seq = 7 }), Bad: 3, ReadOK: []int{2}},
+		{Name: "record missing", Break: func(t *testing.T, p, thread string) {
 			// Remove seq 2: the record of seq 3 moves to index 2.
-			if err := c.LSet(t.Context(), k[0], 2, "gone").Err(); err != nil {
+			k := log(t, p, thread)
+			if err := c.LSet(t.Context(), k, 2, "gone").Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.LRem(t.Context(), k[0], 1, "gone").Err(); err != nil {
+			if err := c.LRem(t.Context(), k, 1, "gone").Err(); err != nil {
 				t.Fatal(err)
 			}
-		}, 3, "", []int{0, 1}},
-		{"record truncated", func(t *testing.T, th string, k []string) {
-			raw, err := c.LIndex(t.Context(), k[0], 2).Bytes()
+		}, Bad: 3, ReadOK: []int{0, 1}},
+		{Name: "record truncated", Break: func(t *testing.T, p, thread string) {
+			k := log(t, p, thread)
+			raw, err := c.LIndex(t.Context(), k, 2).Bytes()
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Keep the version, flags and id, cut the rest.
 			n := 3 + len(raw[3:3+raw[2]])
-			if err := c.LSet(t.Context(), k[0], 2, raw[:n+1]).Err(); err != nil {
+			if err := c.LSet(t.Context(), k, 2, raw[:n+1]).Err(); err != nil {
 				t.Fatal(err)
 			}
-		}, 2, "", []int{0, 1}},
-		{"record garbage", func(t *testing.T, th string, k []string) {
-			if err := c.LSet(t.Context(), k[0], 2, "\x07garbage").Err(); err != nil {
+		}, Bad: 2, ReadOK: []int{0, 1}},
+		{Name: "record garbage", Break: func(t *testing.T, p, thread string) {
+			if err := c.LSet(t.Context(), log(t, p, thread), 2, "\x07garbage").Err(); err != nil {
 				t.Fatal(err)
 			}
-		}, -1, "seq 2", []int{0, 1}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			thread := "broken thread " + tc.name
-			cps := chainOf(t, s, thread, 5)
-			if r, _ := records(t, s, thread); !r[0].Full || r[1].Full || r[4].Full {
-				t.Fatalf("want a full record followed by deltas, got %+v", r)
-			}
-			tc.brk(t, thread, s.keys(thread))
+		}, Bad: -1, Names: "seq 2", ReadOK: []int{0, 1}},
+	})
+}
 
-			// A fresh saver, so nothing comes from a cache.
-			r := open(t, s.prefix)
-			want := tc.name2
-			if tc.bad >= 0 {
-				want = cps[tc.bad].ID
-			}
-			check := func(what string, err error) {
-				t.Helper()
-				if !errors.Is(err, checkpoint.ErrCorrupt) {
-					t.Errorf("%s: got %v, want ErrCorrupt", what, err)
-					return
-				}
-				if msg := err.Error(); !strings.Contains(msg, thread) || !strings.Contains(msg, want) {
-					t.Errorf("%s: error %q does not name %s and %s", what, msg, thread, want)
-				}
-			}
-			_, err := r.Get(t.Context(), thread, "")
-			check("get head", err)
-			_, err = r.Get(t.Context(), thread, cps[4].ID)
-			check("get by id", err)
-			_, err = r.List(t.Context(), thread, 0)
-			check("list", err)
-			_, err = r.List(t.Context(), thread, 1)
-			check("list 1", err)
-			for _, seq := range tc.readOK {
-				got, err := r.Get(t.Context(), thread, cps[seq].ID)
-				if err != nil {
-					t.Errorf("get seq %d: %v", seq, err)
-				} else if string(got.State) != string(cps[seq].State) {
-					t.Errorf("get seq %d: wrong state", seq)
-				}
-			}
-		})
-	}
-
-	// An id whose seq is past the log.
-	cps := chainOf(t, s, "dangling", 2)
-	if err := c.HSet(t.Context(), s.keys("dangling")[1], "ghost", 5).Err(); err != nil {
+// TestDanglingID: an id whose seq is past the log is corrupt, and the
+// ids next to it still read.
+func TestDanglingID(t *testing.T) {
+	s := open(t, newPrefix(t))
+	cps := savertest.Appends(t, s, "dangling", 2)
+	if err := rawClient(t).HSet(t.Context(), s.keys("dangling")[1], "ghost", 5).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(t.Context(), "dangling", "ghost"); !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), "dangling") {
@@ -481,88 +359,6 @@ func TestCorruptRecords(t *testing.T) {
 	}
 	if got, err := s.Get(t.Context(), "dangling", cps[1].ID); err != nil || got.ID != cps[1].ID {
 		t.Errorf("get a good id next to it: %v, %v", got, err)
-	}
-}
-
-// TestTwoSaversDeltas has two savers on one prefix write deltas against
-// what each has cached, including a parent the other wrote and a stale
-// parent, and checks every state reads back exactly from a third saver.
-func TestTwoSaversDeltas(t *testing.T) {
-	p := newPrefix(t)
-	a, b := open(t, p), open(t, p)
-	ctx := t.Context()
-	cps := chainOf(t, a, "t", 3)
-	st := func(cp *checkpoint.Checkpoint, add string) []byte {
-		return []byte(strings.TrimSuffix(string(cp.State), "]}") + add + "]}")
-	}
-	headB, err := b.Get(ctx, "t", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c3 := checkpoint.Next("t", headB, checkpoint.SourceStep)
-	c3.State = st(headB, `,"b3"`)
-	if err := b.Put(ctx, c3); err != nil {
-		t.Fatal(err)
-	}
-	stale := checkpoint.Next("t", cps[2], checkpoint.SourceStep)
-	stale.State = st(cps[2], `,"stale"`)
-	if err := a.Put(ctx, stale); !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("stale put: got %v, want ErrConflict", err)
-	}
-	headA, err := a.Get(ctx, "t", "")
-	if err != nil || headA.ID != c3.ID {
-		t.Fatalf("a's head: %v, %v; want %s", headA, err, c3.ID)
-	}
-	c4 := checkpoint.Next("t", headA, checkpoint.SourceStep)
-	c4.State = st(headA, `,"a4"`)
-	if err := a.Put(ctx, c4); err != nil {
-		t.Fatal(err)
-	}
-	stored, _ := records(t, a, "t")
-	if len(stored) != 5 || stored[3].Full || stored[4].Full {
-		t.Fatalf("want deltas at seq 3 (b on a's write) and 4 (a on b's write), got %d records", len(stored))
-	}
-	c := open(t, p)
-	for _, cp := range []*checkpoint.Checkpoint{cps[0], cps[1], cps[2], c3, c4} {
-		got, err := c.Get(ctx, "t", cp.ID)
-		if err != nil {
-			t.Fatalf("get %s: %v", cp.ID, err)
-		}
-		if string(got.State) != string(cp.State) {
-			t.Errorf("seq %d: state %q, want %q", cp.Seq, got.State, cp.State)
-		}
-	}
-}
-
-// TestPutRacesDelete puts a child of the head while the thread is being
-// deleted: whichever wins, the thread is left empty.
-func TestPutRacesDelete(t *testing.T) {
-	p := newPrefix(t)
-	a, b := open(t, p), open(t, p)
-	ctx := t.Context()
-	for i := range 30 {
-		thread := fmt.Sprintf("race-%d", i)
-		cps := chainOf(t, a, thread, 3)
-		child := checkpoint.Next(thread, cps[2], checkpoint.SourceStep)
-		child.State = []byte(`{"child":true}`)
-		var putErr, delErr error
-		var wg sync.WaitGroup
-		wg.Go(func() { putErr = a.Put(ctx, child) })
-		wg.Go(func() { delErr = b.DeleteThread(ctx, thread) })
-		wg.Wait()
-		if delErr != nil {
-			t.Fatalf("round %d: delete: %v", i, delErr)
-		}
-		if putErr != nil && !errors.Is(putErr, checkpoint.ErrConflict) {
-			t.Fatalf("round %d: put: %v", i, putErr)
-		}
-		got, err := b.List(ctx, thread, 0)
-		if err != nil {
-			t.Fatalf("round %d: list after the race: %v", i, err)
-		}
-		if len(got) != 0 {
-			t.Fatalf("round %d: %d checkpoints left after delete, want none", i, len(got))
-		}
 	}
 }
 

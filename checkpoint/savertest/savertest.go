@@ -6,7 +6,7 @@
 //	}
 //
 // Backends whose storage outlives a saver (a file, a database) also run
-// RunReopen.
+// RunStorage.
 //
 // What the suite holds a backend to: State comes back byte for byte;
 // Interrupt payloads and Resumes come back as the same JSON values (a
@@ -58,18 +58,6 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 			tc.run(t, newSaver(t))
 		})
 	}
-}
-
-// RunReopen checks a backend whose storage outlives a saver. open must
-// return a saver on the storage named by path (a file, a database, a key
-// prefix), creating it when needed; it is called more than once with the
-// same path. When a saver has a method Close() error, RunReopen calls it
-// before opening the storage again; open should still register cleanup for
-// every saver it returns, so Close must be safe to call twice.
-func RunReopen(t *testing.T, open func(t *testing.T, path string) checkpoint.Saver) {
-	t.Helper()
-	t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
-	t.Run("TwoInstances", func(t *testing.T) { testTwoInstances(t, open) })
 }
 
 // base is the creation time of the suite's checkpoints: not UTC and with
@@ -746,9 +734,11 @@ func closeSaver(t *testing.T, s checkpoint.Saver) {
 	}
 }
 
-func testReopen(t *testing.T, open func(t *testing.T, path string) checkpoint.Saver) {
-	path := t.TempDir() + "/store"
-	s := open(t, path)
+// testReopen closes a saver (when it has a Close method) and opens the
+// storage again: everything is there, and the thread goes on.
+func testReopen(t *testing.T, st Storage) {
+	loc := st.New(t)
+	s := st.Open(t, loc)
 	var cps []*checkpoint.Checkpoint
 	var head *checkpoint.Checkpoint
 	for i := range 40 {
@@ -759,7 +749,7 @@ func testReopen(t *testing.T, open func(t *testing.T, path string) checkpoint.Sa
 	other := chain(t, s, "reopen-other", nil, `1`, `2`)
 	closeSaver(t, s)
 
-	r := open(t, path)
+	r := st.Open(t, loc)
 	wantHistory(t, r, "reopen", cps...)
 	wantHistory(t, r, "reopen-other", other...)
 	for _, cp := range cps {
@@ -778,27 +768,26 @@ func testReopen(t *testing.T, open func(t *testing.T, path string) checkpoint.Sa
 // testTwoInstances uses two savers on the same storage at once, as two
 // processes would: a write from one makes the other's parent stale, and
 // each reads what the other wrote.
-func testTwoInstances(t *testing.T, open func(t *testing.T, path string) checkpoint.Saver) {
-	path := t.TempDir() + "/store"
-	a := open(t, path)
-	b := open(t, path)
+func testTwoInstances(t *testing.T, st Storage) {
+	loc := st.New(t)
+	a, b := st.Open(t, loc), st.Open(t, loc)
 
-	st := `{"msgs":["one"]}`
-	cps := chain(t, a, "shared", nil, st)
+	state := `{"msgs":["one"]}`
+	cps := chain(t, a, "shared", nil, state)
 	for i := range 5 {
-		st = st[:len(st)-2] + fmt.Sprintf(`,"a%d"]}`, i)
-		cps = append(cps, chain(t, a, "shared", cps[len(cps)-1], st)...)
+		state = state[:len(state)-2] + fmt.Sprintf(`,"a%d"]}`, i)
+		cps = append(cps, chain(t, a, "shared", cps[len(cps)-1], state)...)
 	}
 	aHead := cps[len(cps)-1]
 
 	// b reads a's head and appends to it.
 	bHead := get(t, b, "shared", "")
 	same(t, "b reads a's head", aHead, bHead)
-	b1 := bare("shared", bHead, st[:len(st)-2]+`,"b1"]}`)
+	b1 := bare("shared", bHead, state[:len(state)-2]+`,"b1"]}`)
 	put(t, b, b1)
 
 	// a's view of the head is stale now.
-	lost := bare("shared", aHead, st[:len(st)-2]+`,"a-lost"]}`)
+	lost := bare("shared", aHead, state[:len(state)-2]+`,"a-lost"]}`)
 	if err := a.Put(t.Context(), lost); !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("put on a stale head from the other instance: got %v, want ErrConflict", err)
 	}

@@ -34,11 +34,14 @@ func TestSaver(t *testing.T) {
 	})
 }
 
-func TestReopen(t *testing.T) {
-	savertest.RunReopen(t, func(t *testing.T, path string) checkpoint.Saver {
-		return open(t, path)
-	})
+// storage is a SQLite file for savertest.
+var storage = savertest.Storage{
+	New:  func(t *testing.T) string { return filepath.Join(t.TempDir(), "cp.db") },
+	Open: func(t *testing.T, path string) checkpoint.Saver { return open(t, path) },
+	Rows: func(t *testing.T, path, thread string) []savertest.Row { return rows(t, rawDB(t, path), thread) },
 }
+
+func TestStorage(t *testing.T) { savertest.RunStorage(t, storage) }
 
 func TestOpenBadPath(t *testing.T) {
 	for _, path := range []string{"", "a?b", filepath.Join(t.TempDir(), "missing-dir", "cp.db")} {
@@ -49,63 +52,18 @@ func TestOpenBadPath(t *testing.T) {
 	}
 }
 
-func TestClosed(t *testing.T) {
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cp.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second close: %v", err)
-	}
-	if err := s.Put(t.Context(), checkpoint.Next("t", nil, checkpoint.SourceInput)); err == nil {
-		t.Error("put after close: no error")
-	}
-	if _, err := s.Get(t.Context(), "t", ""); err == nil || errors.Is(err, checkpoint.ErrNotFound) {
-		t.Errorf("get after close: got %v, want an error other than ErrNotFound", err)
-	}
-}
-
-// chainOf puts n checkpoints on thread, each appending a message to a list
-// of about 2 KB, and returns them oldest first.
-func chainOf(t *testing.T, s checkpoint.Saver, thread string, n int) []*checkpoint.Checkpoint {
-	t.Helper()
-	var out []*checkpoint.Checkpoint
-	var head *checkpoint.Checkpoint
-	msgs := `"` + strings.Repeat("history ", 250) + `"`
-	for i := range n {
-		msgs += fmt.Sprintf(`,{"i":%d,"text":"message number %d"}`, i, i)
-		cp := checkpoint.Next(thread, head, checkpoint.SourceStep)
-		cp.State = []byte(`{"messages":[` + msgs + `]}`)
-		cp.Next = []string{"agent"}
-		if err := s.Put(t.Context(), cp); err != nil {
-			t.Fatalf("put %d: %v", i, err)
-		}
-		out = append(out, cp)
-		head = cp
-	}
-	return out
-}
-
-type storedRow struct {
-	full   bool
-	length int
-}
-
 // rows returns how each checkpoint of thread is stored, by seq.
-func rows(t *testing.T, db *sql.DB, thread string) []storedRow {
+func rows(t *testing.T, db *sql.DB, thread string) []savertest.Row {
 	t.Helper()
 	rs, err := db.QueryContext(t.Context(), `SELECT full, length(state) FROM checkpoints WHERE thread = ? ORDER BY seq`, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rs.Close()
-	var out []storedRow
+	var out []savertest.Row
 	for rs.Next() {
-		var r storedRow
-		if err := rs.Scan(&r.full, &r.length); err != nil {
+		var r savertest.Row
+		if err := rs.Scan(&r.Full, &r.Size); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -126,193 +84,27 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
-// TestStoresDeltas checks that a chain of appends is stored as one full
-// state followed by deltas the size of the appends.
-func TestStoresDeltas(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cp.db")
-	s := open(t, path)
-	cps := chainOf(t, s, "d", 10)
-	got := rows(t, rawDB(t, path), "d")
-	if len(got) != 10 {
-		t.Fatalf("%d rows, want 10", len(got))
-	}
-	if !got[0].full || got[0].length != len(cps[0].State) {
-		t.Errorf("first row: full %v, %d bytes; want the full %d-byte state", got[0].full, got[0].length, len(cps[0].State))
-	}
-	for i, r := range got[1:] {
-		if r.full || r.length > 60 {
-			t.Errorf("row %d: full %v, %d bytes; want a delta of at most 60 bytes", i+1, r.full, r.length)
-		}
-	}
-}
-
-// TestCorruptRows breaks stored rows with plain SQL and checks that reads
-// fail with ErrCorrupt naming the thread and the broken checkpoint, while
-// reads that do not need the row still work.
+// TestCorruptRows breaks stored rows with plain SQL (?1 is the thread).
 func TestCorruptRows(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		sql    string // ?1 is the thread
-		bad    int    // seq of the row the error must name
-		readOK []int  // seqs that must still read
-	}{
-		{"meta not JSON", `UPDATE checkpoints SET meta = x'7b226e657874223a' WHERE thread = ?1 AND seq = 4`, 4, []int{0, 3}},
-		{"meta wrong type", `UPDATE checkpoints SET meta = CAST('{"next":"agent"}' AS BLOB) WHERE thread = ?1 AND seq = 4`, 4, []int{3}},
-		{"meta empty", `UPDATE checkpoints SET meta = x'' WHERE thread = ?1 AND seq = 4`, 4, []int{3}},
-		{"delta truncated", `UPDATE checkpoints SET state = substr(state, 1, 1) WHERE thread = ?1 AND seq = 2`, 2, []int{0, 1}},
-		{"delta empty", `UPDATE checkpoints SET state = x'' WHERE thread = ?1 AND seq = 2`, 2, []int{1}},
-		{"delta past its base", `UPDATE checkpoints SET state = x'ffff0300' WHERE thread = ?1 AND seq = 2`, 2, []int{1}},
-		{"full base missing", `DELETE FROM checkpoints WHERE thread = ?1 AND seq = 0`, 1, nil},
-		{"full flag lost", `UPDATE checkpoints SET full = 0 WHERE thread = ?1 AND seq = 0`, 0, nil},
-		{"row missing", `DELETE FROM checkpoints WHERE thread = ?1 AND seq = 2`, 3, []int{0, 1}},
-		{"parent rewritten", `UPDATE checkpoints SET parent_id = 'elsewhere' WHERE thread = ?1 AND seq = 3`, 3, []int{2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "cp.db")
-			s := open(t, path)
-			const thread = "broken-thread"
-			cps := chainOf(t, s, thread, 5)
-			db := rawDB(t, path)
-			if r := rows(t, db, thread); r[0].full != true || r[1].full || r[4].full {
-				t.Fatalf("want a full row followed by deltas, got %+v", r)
-			}
-			if _, err := db.ExecContext(t.Context(), tc.sql, thread); err != nil {
+	sqlBreak := func(query string) func(t *testing.T, path, thread string) {
+		return func(t *testing.T, path, thread string) {
+			if _, err := rawDB(t, path).ExecContext(t.Context(), query, thread); err != nil {
 				t.Fatal(err)
 			}
-
-			// A fresh saver, so nothing comes from a cache.
-			r := open(t, path)
-			badID := cps[tc.bad].ID
-			check := func(what string, err error) {
-				t.Helper()
-				if !errors.Is(err, checkpoint.ErrCorrupt) {
-					t.Errorf("%s: got %v, want ErrCorrupt", what, err)
-					return
-				}
-				if msg := err.Error(); !strings.Contains(msg, thread) || !strings.Contains(msg, badID) {
-					t.Errorf("%s: error %q does not name %s/%s", what, msg, thread, badID)
-				}
-			}
-			_, err := r.Get(t.Context(), thread, "")
-			check("get head", err)
-			_, err = r.Get(t.Context(), thread, cps[4].ID)
-			check("get by id", err)
-			_, err = r.List(t.Context(), thread, 0)
-			check("list", err)
-			for _, seq := range tc.readOK {
-				got, err := r.Get(t.Context(), thread, cps[seq].ID)
-				if err != nil {
-					t.Errorf("get seq %d: %v", seq, err)
-				} else if string(got.State) != string(cps[seq].State) {
-					t.Errorf("get seq %d: wrong state", seq)
-				}
-			}
-		})
-	}
-}
-
-// TestTwoSaversDeltas has two savers on one file write deltas against what
-// each has cached, including a parent the other wrote and a stale parent,
-// and checks every state reads back exactly from a third saver.
-func TestTwoSaversDeltas(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cp.db")
-	a, b := open(t, path), open(t, path)
-	ctx := t.Context()
-	cps := chainOf(t, a, "t", 3) // a caches cps[2]
-	st := func(cp *checkpoint.Checkpoint, add string) []byte {
-		return []byte(strings.TrimSuffix(string(cp.State), "]}") + add + "]}")
-	}
-
-	headB, err := b.Get(ctx, "t", "") // b caches cps[2] from its read
-	if err != nil {
-		t.Fatal(err)
-	}
-	c3 := checkpoint.Next("t", headB, checkpoint.SourceStep)
-	c3.State = st(headB, `,"b3"`)
-	if err := b.Put(ctx, c3); err != nil {
-		t.Fatal(err)
-	}
-
-	// a's cache still holds cps[2]; a delta against it is correct for a
-	// child of cps[2], which is no longer the head.
-	stale := checkpoint.Next("t", cps[2], checkpoint.SourceStep)
-	stale.State = st(cps[2], `,"stale"`)
-	if err := a.Put(ctx, stale); !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("stale put: got %v, want ErrConflict", err)
-	}
-	headA, err := a.Get(ctx, "t", "")
-	if err != nil || headA.ID != c3.ID {
-		t.Fatalf("a's head: %v, %v; want %s", headA, err, c3.ID)
-	}
-	c4 := checkpoint.Next("t", headA, checkpoint.SourceStep)
-	c4.State = st(headA, `,"a4"`)
-	if err := a.Put(ctx, c4); err != nil {
-		t.Fatal(err)
-	}
-	c4b := checkpoint.Next("t", c3, checkpoint.SourceStep)
-	c4b.State = st(c3, `,"b-stale"`)
-	if err := b.Put(ctx, c4b); !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("stale put from b: got %v, want ErrConflict", err)
-	}
-
-	// Both cross-instance writes went in as deltas, and read back exactly.
-	all := []*checkpoint.Checkpoint{cps[0], cps[1], cps[2], c3, c4}
-	stored := rows(t, rawDB(t, path), "t")
-	if len(stored) != 5 || stored[3].full || stored[4].full {
-		t.Fatalf("want deltas at seq 3 (b on a's write) and 4 (a on b's write), got %+v", stored)
-	}
-	checkStates(t, open(t, path), "t", all...)
-
-	// b deletes the thread and starts it again; a's cached head is gone.
-	if err := b.DeleteThread(ctx, "t"); err != nil {
-		t.Fatal(err)
-	}
-	n0 := checkpoint.Next("t", nil, checkpoint.SourceInput)
-	n0.State = []byte(`{"messages":["new"]}`)
-	if err := b.Put(ctx, n0); err != nil {
-		t.Fatal(err)
-	}
-	after := checkpoint.Next("t", c4, checkpoint.SourceStep)
-	after.State = st(c4, `,"after-delete"`)
-	if err := a.Put(ctx, after); !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("put after the other saver deleted the thread: got %v, want ErrConflict", err)
-	}
-	headA, err = a.Get(ctx, "t", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n1 := checkpoint.Next("t", headA, checkpoint.SourceStep)
-	n1.State = st(headA, `,"n1"`)
-	if err := a.Put(ctx, n1); err != nil {
-		t.Fatal(err)
-	}
-	checkStates(t, open(t, path), "t", n0, n1)
-}
-
-// checkStates checks that s holds exactly cps on thread, by id and in List.
-func checkStates(t *testing.T, s checkpoint.Saver, thread string, cps ...*checkpoint.Checkpoint) {
-	t.Helper()
-	for _, cp := range cps {
-		got, err := s.Get(t.Context(), thread, cp.ID)
-		if err != nil {
-			t.Fatalf("get %s: %v", cp.ID, err)
-		}
-		if string(got.State) != string(cp.State) {
-			t.Errorf("seq %d: state %q, want %q", cp.Seq, got.State, cp.State)
 		}
 	}
-	got, err := s.List(t.Context(), thread, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(cps) {
-		t.Fatalf("list: %d checkpoints, want %d", len(got), len(cps))
-	}
-	for i, cp := range got {
-		if want := cps[len(cps)-1-i]; cp.ID != want.ID || string(cp.State) != string(want.State) {
-			t.Errorf("list [%d]: %s %q, want %s %q", i, cp.ID, cp.State, want.ID, want.State)
-		}
-	}
+	savertest.RunCorruptions(t, storage, []savertest.Corruption{
+		{Name: "meta not JSON", Break: sqlBreak(`UPDATE checkpoints SET meta = x'7b226e657874223a' WHERE thread = ?1 AND seq = 4`), Bad: 4, ReadOK: []int{0, 3}},
+		{Name: "meta wrong type", Break: sqlBreak(`UPDATE checkpoints SET meta = CAST('{"next":"agent"}' AS BLOB) WHERE thread = ?1 AND seq = 4`), Bad: 4, ReadOK: []int{3}},
+		{Name: "meta empty", Break: sqlBreak(`UPDATE checkpoints SET meta = x'' WHERE thread = ?1 AND seq = 4`), Bad: 4, ReadOK: []int{3}},
+		{Name: "delta truncated", Break: sqlBreak(`UPDATE checkpoints SET state = substr(state, 1, 1) WHERE thread = ?1 AND seq = 2`), Bad: 2, ReadOK: []int{0, 1}},
+		{Name: "delta empty", Break: sqlBreak(`UPDATE checkpoints SET state = x'' WHERE thread = ?1 AND seq = 2`), Bad: 2, ReadOK: []int{1}},
+		{Name: "delta past its base", Break: sqlBreak(`UPDATE checkpoints SET state = x'ffff0300' WHERE thread = ?1 AND seq = 2`), Bad: 2, ReadOK: []int{1}},
+		{Name: "full base missing", Break: sqlBreak(`DELETE FROM checkpoints WHERE thread = ?1 AND seq = 0`), Bad: 1},
+		{Name: "full flag lost", Break: sqlBreak(`UPDATE checkpoints SET full = 0 WHERE thread = ?1 AND seq = 0`), Bad: 0},
+		{Name: "row missing", Break: sqlBreak(`DELETE FROM checkpoints WHERE thread = ?1 AND seq = 2`), Bad: 3, ReadOK: []int{0, 1}},
+		{Name: "parent rewritten", Break: sqlBreak(`UPDATE checkpoints SET parent_id = 'elsewhere' WHERE thread = ?1 AND seq = 3`), Bad: 3, ReadOK: []int{2}},
+	})
 }
 
 // reportCPU adds the process's CPU time per op (all threads, user and
