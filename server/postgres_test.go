@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
@@ -64,34 +63,6 @@ func TestLangGraphSDKPostgres(t *testing.T) {
 	runSDK(t, roundRobin(t, rs), keyA, keyB)
 }
 
-// pgHistory asserts that thread's checkpoints in the database at dbURL
-// form one unbroken line of n (any length when n < 0), and returns them,
-// newest first.
-func pgHistory(t testing.TB, dbURL, thread string, n int) []*checkpoint.Checkpoint {
-	t.Helper()
-	s, err := postgres.Open(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	hist, err := s.List(context.Background(), thread, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n >= 0 && len(hist) != n {
-		t.Fatalf("%d checkpoints, want %d", len(hist), n)
-	}
-	for i, cp := range hist {
-		if want := int64(len(hist) - 1 - i); cp.Seq != want {
-			t.Fatalf("checkpoint %d has seq %d, want %d", i, cp.Seq, want)
-		}
-		if i+1 < len(hist) && cp.ParentID != hist[i+1].ID {
-			t.Fatalf("checkpoint %s: parent %s, want %s", cp.ID, cp.ParentID, hist[i+1].ID)
-		}
-	}
-	return hist
-}
-
 // With a short lease a long run moves between replicas at step
 // boundaries; a client streaming it from one replica and reconnecting to
 // the other with Last-Event-ID gets every event once, in order.
@@ -132,7 +103,7 @@ func TestPostgresStreamAcrossReplicas(t *testing.T) {
 	if !strings.Contains(rest[len(rest)-1].data, "on_chain_end") {
 		t.Fatalf("stream does not end with the run's end: %+v", rest[len(rest)-1])
 	}
-	pgHistory(t, a.Path, thread, 22) // input, begin, 20 steps
+	checkHistory(t, a.Path, thread, 22) // input, begin, 20 steps
 	conn, err := pgx.Connect(context.Background(), a.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +169,7 @@ func TestPostgresThreadOrder(t *testing.T) {
 		t.Fatalf("join the last run: %d %s; want items %v", st, b, want)
 	}
 	// Each run's checkpoints follow the previous run's: no two ran at once.
-	hist := pgHistory(t, rs[0].Path, thread, 2*len(runs))
+	hist := checkHistory(t, rs[0].Path, thread, 2*len(runs))
 	slices.Reverse(hist)
 	for i, cp := range hist {
 		if cp.Meta.Run != runs[i/2] {
@@ -272,7 +243,7 @@ func TestPostgresShutdownHandsRunsOver(t *testing.T) {
 	if st != 200 || mustJSON(t, body)["status"] != "success" {
 		t.Fatalf("run after the handover: %d %s", st, body)
 	}
-	pgHistory(t, dbURL, thread, 42) // input, begin, 40 steps: none twice
+	checkHistory(t, dbURL, thread, 42) // input, begin, 40 steps: none twice
 }
 
 // A run whose replica died after a checkpoint, before the step's events
@@ -330,7 +301,7 @@ func TestPostgresContinuesOrphanedRun(t *testing.T) {
 	if st != 200 || mustJSON(t, b)["status"] != "success" {
 		t.Fatalf("orphaned run: %d %s", st, b)
 	}
-	hist := pgHistory(t, dbURL, thread, 7+3) // the orphan: input, begin, 5 steps; the next run: input, begin, 1 step
+	hist := checkHistory(t, dbURL, thread, 7+3) // the orphan: input, begin, 5 steps; the next run: input, begin, 1 step
 	inputs := 0
 	for _, cp := range hist {
 		if cp.Meta.Run == orphan && cp.Meta.Source == checkpoint.SourceInput {

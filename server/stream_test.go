@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
 )
 
 // sseEvent is one parsed SSE event; comment lines are counted as
@@ -145,16 +145,17 @@ func TestDisconnectedClient(t *testing.T) {
 	checkHistory(t, ts.Path, thread, 8) // input, begin, 6 work steps
 }
 
-// checkHistory asserts that thread's checkpoints form one unbroken line
-// of n, each state readable.
-func checkHistory(t testing.TB, file, thread string, n int) []*checkpoint.Checkpoint {
+// checkHistory asserts that thread's checkpoints in the database at dbURL
+// (a SQLite file or a Postgres URL) form one unbroken line of n (any
+// length when n < 0), each state readable, and returns them, newest first.
+func checkHistory(t testing.TB, dbURL, thread string, n int) []*checkpoint.Checkpoint {
 	t.Helper()
-	saver, err := sqlite.Open(context.Background(), file)
+	db, err := store.Open(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer saver.Close()
-	hist, err := saver.List(context.Background(), thread, 0)
+	defer db.Close()
+	hist, err := db.Saver().List(context.Background(), thread, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

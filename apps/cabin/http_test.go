@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 )
 
 // stream posts to chat-stream and returns its lines and when each arrived.
@@ -64,8 +64,8 @@ func TestChatStream(t *testing.T) {
 	t.Run("loom", func(t *testing.T) { chatStream(t, mountInLoom(t, newApp(t, opts))) })
 }
 
-// mountInLoom serves app's Routes through Loom's server, as loom serve
-// mounts them.
+// mountInLoom serves app's Routes through Loom's server the way Mount
+// does, for an app built with options of a test's own.
 func mountInLoom(t *testing.T, app *App) *api {
 	t.Helper()
 	var reg server.Registry
@@ -77,12 +77,7 @@ func mountInLoom(t *testing.T, app *App) *api {
 		t.Fatal(err)
 	}
 	srv.HandleAPI("/api/v1/", Routes(app, srv))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		srv.Close()
-	})
-	return &api{t: t, app: app, url: ts.URL}
+	return &api{t: t, app: app, url: servertest.Serve(t, srv)}
 }
 
 func chatStream(t *testing.T, a *api) {

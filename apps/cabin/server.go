@@ -38,13 +38,13 @@ const inputSchema = `{"type":"object","properties":{
 "user_id":{"type":"string"},
 "vehicle_id":{"type":"string","description":"the simulated car, default car-1"}}}`
 
-// built holds the App each saver's Build made, for Built.
+// built holds the App each saver's Build made, for Mount.
 var built sync.Map // checkpoint.Saver → *App
 
 // ServerAgent returns the agent as Loom registers it, under the name
 // "cabin". Its Build makes an App on the server's saver, with the
-// simulated vehicle and order tables in the same SQLite file; Built then
-// returns that App, whose Routes the server mounts beside its own API.
+// simulated vehicle and order tables in the same database; Mount then
+// serves that App's Routes beside the server's own API.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:        AgentName,
@@ -69,7 +69,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 }
 
 // build makes the App on saver and st (nil: chosen by New) and records it
-// for Built.
+// for Mount.
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
 	a, err := New(ctx, Options{
 		Saver:     saver,
@@ -88,18 +88,18 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 	return a.Runner(), nil
 }
 
-// Built returns the App that ServerAgent's Build made on saver (the
-// server's, server.Server.Saver()), to mount its Routes:
-//
-//	if app, ok := cabin.Built(srv.Saver()); ok {
-//		srv.HandleAPI("/api/v1/", cabin.Routes(app, srv))
-//	}
-func Built(saver checkpoint.Saver) (*App, bool) {
-	a, ok := built.Load(saver)
+// Mount serves the assistant's own endpoints (Routes) in srv under
+// /api/v1/, behind srv's API keys and with every session a thread of srv's,
+// when srv built the agent (ServerAgent); it returns that App. This is how
+// loom serve serves them.
+func Mount(srv *server.Server) (*App, bool) {
+	a, ok := built.Load(srv.Saver())
 	if !ok {
 		return nil, false
 	}
-	return a.(*App), true
+	app := a.(*App)
+	srv.HandleAPI("/api/v1/", Routes(app, srv))
+	return app, true
 }
 
 // FromChat turns a chat message into a run's input.

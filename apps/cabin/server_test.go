@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store/storetest"
 )
 
@@ -34,24 +34,11 @@ func serveLoomOn(t testing.TB, url string, keys ...string) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, ok := Built(srv.Saver())
+	app, ok := Mount(srv)
 	if !ok {
-		t.Fatal("Built: no app for the server's saver")
+		t.Fatal("Mount: the server did not build the cabin agent")
 	}
-	srv.HandleAPI("/api/v1/", Routes(app, srv))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-	})
-	return &api{t: t, app: app, url: "http://" + ln.Addr().String()}
+	return &api{t: t, app: app, url: servertest.Serve(t, srv)}
 }
 
 // completion posts a chat message to Loom's OpenAI-compatible endpoint

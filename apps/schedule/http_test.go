@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 )
 
 // serve runs Loom's server with the schedule agent on a loopback port.
@@ -26,19 +26,7 @@ func serve(t *testing.T, db string, keys ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return servertest.Serve(t, srv)
 }
 
 type completion struct {

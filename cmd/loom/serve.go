@@ -54,9 +54,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer srv.Close()
 	// The cabin agent's own endpoints (seed 003): /api/v1/agent/chat, …
-	if app, ok := cabin.Built(srv.Saver()); ok {
-		srv.HandleAPI("/api/v1/", cabin.Routes(app, srv))
-	}
+	cabin.Mount(srv)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

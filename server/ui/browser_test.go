@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/server/ui"
 )
 
@@ -306,8 +306,7 @@ func startServer(t *testing.T, keys []string) string {
 			t.Fatal(err)
 		}
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{
+	srv, err := server.New(context.Background(), server.Options{
 		Agents:   &reg,
 		Database: filepath.Join(t.TempDir(), "loom.db"),
 		Keys:     keys,
@@ -317,22 +316,7 @@ func startServer(t *testing.T, keys []string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return servertest.Serve(t, srv)
 }
 
 // toolState is the tools agent's state.

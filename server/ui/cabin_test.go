@@ -3,8 +3,6 @@ package ui_test
 import (
 	"context"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/server/ui"
 )
 
@@ -85,28 +84,12 @@ func startCabin(t *testing.T) string {
 	if err := reg.Register(cabin.ServerAgent(cabin.ServerOptions{Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet, UI: ui.Handler()})
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet, UI: ui.Handler()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, ok := cabin.Built(srv.Saver())
-	if !ok {
-		t.Fatal("no cabin app on the server's saver")
+	if _, ok := cabin.Mount(srv); !ok {
+		t.Fatal("Mount: the server did not build the cabin agent")
 	}
-	srv.HandleAPI("/api/v1/", cabin.Routes(app, srv))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil && err != http.ErrServerClosed {
-			t.Errorf("serve: %v", err)
-		}
-		srv.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return servertest.Serve(t, srv)
 }
