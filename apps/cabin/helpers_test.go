@@ -107,31 +107,22 @@ func (a *api) fill(req FillRequest) Reply {
 	return r
 }
 
-func (a *api) vehicle(id string) Vehicle {
+// get reads the JSON answer of GET path, which must be 200.
+func get[T any](a *api, path string) T {
 	a.t.Helper()
-	var v Vehicle
-	if code := a.do("GET", "/api/v1/cabin/vehicles/"+id, nil, &v); code != http.StatusOK {
-		a.t.Fatalf("vehicle %s: HTTP %d", id, code)
+	var v T
+	if code := a.do("GET", path, nil, &v); code != http.StatusOK {
+		a.t.Fatalf("GET %s: HTTP %d", path, code)
 	}
 	return v
 }
 
-func (a *api) order(id string) Order {
-	a.t.Helper()
-	var o Order
-	if code := a.do("GET", "/api/v1/cabin/orders/"+id, nil, &o); code != http.StatusOK {
-		a.t.Fatalf("order %s: HTTP %d", id, code)
-	}
-	return o
-}
+func (a *api) vehicle(id string) Vehicle { return get[Vehicle](a, "/api/v1/cabin/vehicles/"+id) }
+
+func (a *api) order(id string) Order { return get[Order](a, "/api/v1/cabin/orders/"+id) }
 
 func (a *api) session(id string) SessionInfo {
-	a.t.Helper()
-	var s SessionInfo
-	if code := a.do("GET", "/api/v1/agent/sessions/"+id, nil, &s); code != http.StatusOK {
-		a.t.Fatalf("session %s: HTTP %d", id, code)
-	}
-	return s
+	return get[SessionInfo](a, "/api/v1/agent/sessions/"+id)
 }
 
 // want checks a reply's type, status and that its message holds every

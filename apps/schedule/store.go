@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -367,47 +368,34 @@ type rowChange struct {
 // diff lists the rows that differ between two versions of a schedule.
 // Nothing may be deleted.
 func diff(before, after *Schedule) ([]rowChange, error) {
-	var out []rowChange
-	events := map[int]*Event{}
-	for i := range before.Events {
-		events[before.Events[i].ID] = &before.Events[i]
-	}
-	for i := range after.Events {
-		e := &after.Events[i]
-		old, ok := events[e.ID]
-		if !ok || *old != *e {
-			out = append(out, rowChange{insert: !ok, event: e})
-		}
-		delete(events, e.ID)
-	}
-	classes := map[int]*TaskClass{}
-	for i := range before.Classes {
-		classes[before.Classes[i].ID] = &before.Classes[i]
-	}
-	for i := range after.Classes {
-		c := &after.Classes[i]
-		old, ok := classes[c.ID]
-		if !ok || !reflect.DeepEqual(*old, *c) {
-			out = append(out, rowChange{insert: !ok, class: c})
-		}
-		delete(classes, c.ID)
-	}
-	items := map[int]*Item{}
-	for i := range before.Items {
-		items[before.Items[i].ID] = &before.Items[i]
-	}
-	for i := range after.Items {
-		it := &after.Items[i]
-		old, ok := items[it.ID]
-		if !ok || *old != *it {
-			out = append(out, rowChange{insert: !ok, item: it})
-		}
-		delete(items, it.ID)
-	}
-	if len(events)+len(classes)+len(items) > 0 {
+	events, goneEvents := changed(before.Events, after.Events, func(e *Event) int { return e.ID },
+		func(a, b *Event) bool { return *a == *b }, func(insert bool, e *Event) rowChange { return rowChange{insert: insert, event: e} })
+	classes, goneClasses := changed(before.Classes, after.Classes, func(c *TaskClass) int { return c.ID },
+		func(a, b *TaskClass) bool { return reflect.DeepEqual(*a, *b) }, func(insert bool, c *TaskClass) rowChange { return rowChange{insert: insert, class: c} })
+	items, goneItems := changed(before.Items, after.Items, func(it *Item) int { return it.ID },
+		func(a, b *Item) bool { return *a == *b }, func(insert bool, it *Item) rowChange { return rowChange{insert: insert, item: it} })
+	if goneEvents+goneClasses+goneItems > 0 {
 		return nil, errors.New("deleting events, classes or items is not supported")
 	}
-	return out, nil
+	return slices.Concat(events, classes, items), nil
+}
+
+// changed lists the rows of after that are new or differ from before's
+// row with the same id, and counts before's rows gone from after.
+func changed[T any](before, after []T, id func(*T) int, same func(a, b *T) bool, row func(insert bool, v *T) rowChange) (out []rowChange, gone int) {
+	old := make(map[int]*T, len(before))
+	for i := range before {
+		old[id(&before[i])] = &before[i]
+	}
+	for i := range after {
+		v := &after[i]
+		o, ok := old[id(v)]
+		if !ok || !same(o, v) {
+			out = append(out, row(!ok, v))
+		}
+		delete(old, id(v))
+	}
+	return out, len(old)
 }
 
 // write applies changes in tx.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,25 @@ import (
 // and stops on its context.
 func TestServe(t *testing.T) {
 	t.Setenv("LOOM_DATABASE_URL", "sqlite://"+filepath.Join(t.TempDir(), "serve.db"))
+	line, stop := startServe(t)
+	if !strings.HasPrefix(line, "Loom is serving http://127.0.0.1:") || !strings.HasSuffix(line, "/ — agents: "+strings.Join(agents().Names(), ", ")+"\n") || !strings.Contains(line, "demo") {
+		t.Fatalf("first line %q", line)
+	}
+	url := strings.Fields(line)[3]
+	resp, err := http.Get(url + "healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServe runs `loom serve` on a free loopback port without API keys and
+// returns its first line, and stop, which ends it and returns its error.
+func startServe(t *testing.T) (line string, stop func() error) {
+	t.Helper()
 	t.Setenv("LOOM_API_KEYS", "")
 	t.Setenv("LOOM_API_KEYS_FILE", "")
 	pr, pw := io.Pipe()
@@ -27,23 +47,14 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	go io.Copy(io.Discard, pr)
-	if !strings.HasPrefix(line, "Loom is serving http://127.0.0.1:") || !strings.HasSuffix(line, "/ — agents: "+strings.Join(agents().Names(), ", ")+"\n") || !strings.Contains(line, "demo") {
-		t.Fatalf("first line %q", line)
-	}
-	url := strings.Fields(line)[3]
-	resp, err := http.Get(url + "healthz")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("healthz: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	return line, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			return errors.New("serve did not stop")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop")
 	}
 }
 
@@ -89,17 +100,7 @@ func TestAPIKeys(t *testing.T) {
 func TestServeMountsCabin(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv("LOOM_DATABASE_URL", "")
-	t.Setenv("LOOM_API_KEYS", "")
-	t.Setenv("LOOM_API_KEYS_FILE", "")
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, pw); pw.Close() }()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, pr)
+	line, stop := startServe(t)
 	url := strings.Fields(line)[3]
 	resp, err := http.Post(url+"api/v1/agent/chat", "application/json", strings.NewReader(`{"session_id":"s1","text":"打开车窗"}`))
 	if err != nil {
@@ -110,8 +111,7 @@ func TestServeMountsCabin(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "routing") {
 		t.Errorf("cabin chat: %d %s", resp.StatusCode, body)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 }
