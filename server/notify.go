@@ -27,25 +27,19 @@ type hub struct {
 }
 
 // waitEnd returns a channel closed when run ends.
-func (h *hub) waitEnd(run string) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	c, ok := h.enders[run]
-	if !ok {
-		c = make(chan struct{})
-		h.enders[run] = c
-	}
-	return c
-}
+func (h *hub) waitEnd(run string) <-chan struct{} { return h.channel(h.enders, run) }
 
 // wait returns a channel closed at the next notification of run's events.
-func (h *hub) wait(run string) <-chan struct{} {
+func (h *hub) wait(run string) <-chan struct{} { return h.channel(h.waiters, run) }
+
+// channel returns run's channel in m, made on first use.
+func (h *hub) channel(m map[string]chan struct{}, run string) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c, ok := h.waiters[run]
+	c, ok := m[run]
 	if !ok {
 		c = make(chan struct{})
-		h.waiters[run] = c
+		m[run] = c
 	}
 	return c
 }

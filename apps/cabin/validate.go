@@ -53,6 +53,22 @@ func (p *problems) add(file string, path []any, format string, args ...any) {
 
 func at(path ...any) []any { return path }
 
+// unique records a problem when entry i (a what, at path) has no id or the
+// id of an earlier one, and reports whether its id is new; seen collects
+// the ids.
+func (p *problems) unique(file string, path []any, what string, i int, id string, seen map[string]bool) bool {
+	switch {
+	case id == "":
+		p.add(file, path, "%s %d has no id", what, i+1)
+		return false
+	case seen[id]:
+		p.add(file, append(slices.Clone(path), "id"), "duplicate %s %q", what, id)
+		return false
+	}
+	seen[id] = true
+	return true
+}
+
 // regex records a problem for each pattern that does not compile.
 func (p *problems) regex(file string, path []any, patterns []string) {
 	for i, s := range patterns {
@@ -91,15 +107,9 @@ func (c *Config) validateDomain(p *problems) map[string]bool {
 	}
 	for i, in := range c.Domain.Intents {
 		path := at("intents", i)
-		switch {
-		case in.ID == "":
-			p.add(FileDomain, path, "intent %d has no id", i+1)
-			continue
-		case ids[in.ID]:
-			p.add(FileDomain, append(path, "id"), "duplicate intent %q", in.ID)
+		if !p.unique(FileDomain, path, "intent", i, in.ID, ids) {
 			continue
 		}
-		ids[in.ID] = true
 		if in.Label == "" {
 			p.add(FileDomain, path, "intent %q has no label", in.ID)
 		}
@@ -129,14 +139,9 @@ func (c *Config) validateActions(p *problems) {
 	seen := map[string]bool{}
 	for i, a := range c.Actions.Actions {
 		path := at("actions", i)
-		switch {
-		case a.ID == "":
-			p.add(FileActions, path, "action %d has no id", i+1)
+		if !p.unique(FileActions, path, "action", i, a.ID, seen) {
 			continue
-		case seen[a.ID]:
-			p.add(FileActions, append(path, "id"), "duplicate action %q", a.ID)
 		}
-		seen[a.ID] = true
 		if a.Plugin == "" {
 			p.add(FileActions, path, "action %q has no plugin", a.ID)
 		}
@@ -352,13 +357,7 @@ func (c *Config) validateWorkflows(p *problems, intents map[string]bool) {
 	seen := map[string]bool{}
 	for i, t := range c.Workflows.Templates {
 		path := at("templates", i)
-		switch {
-		case t.ID == "":
-			p.add(FileWorkflows, path, "template %d has no id", i+1)
-		case seen[t.ID]:
-			p.add(FileWorkflows, append(path, "id"), "duplicate template %q", t.ID)
-		}
-		seen[t.ID] = true
+		p.unique(FileWorkflows, path, "template", i, t.ID, seen)
 		if t.Kind != "sequence" && t.Kind != "conditional" {
 			p.add(FileWorkflows, append(path, "kind"), "template %q: kind %q is not sequence or conditional", t.ID, t.Kind)
 		}
