@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
 )
 
 // Options configure an App. The zero value runs the Chinese default
@@ -278,8 +279,9 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 			return a.noSession(id, start), nil
 		}
 	}
+	before := threadStatus(head != nil && head.Interrupt != nil)
 	if a.threads != nil {
-		if err := a.threads.TrackThread(ctx, id, AgentName, ""); err != nil {
+		if err := a.threads.TrackThread(ctx, id, AgentName, before); err != nil {
 			return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 		}
 	}
@@ -292,12 +294,8 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 	if err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 	}
-	if a.threads != nil {
-		status := "idle"
-		if res.Interrupt != nil {
-			status = "interrupted"
-		}
-		if err := a.threads.TrackThread(ctx, id, AgentName, status); err != nil {
+	if after := threadStatus(res.Interrupt != nil); a.threads != nil && after != before {
+		if err := a.threads.TrackThread(ctx, id, AgentName, after); err != nil {
 			return nil, fmt.Errorf("cabin: session %s: record the turn: %w", id, err)
 		}
 	}
@@ -307,6 +305,14 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 	r.Latency.Total = ms(time.Since(start))
 	r.Latency.FirstResponse = r.Latency.Total
 	return r, nil
+}
+
+// threadStatus is a session's status as a thread of Loom's server.
+func threadStatus(waiting bool) string {
+	if waiting {
+		return server.StatusInterrupted
+	}
+	return server.StatusIdle
 }
 
 // response is the reply of a state, with the session's intent, slots and

@@ -92,8 +92,7 @@ func Routes(app *App, threads Threads) http.Handler {
 type Threads interface {
 	// TrackThread records that the caller uses thread id: it creates the
 	// thread on first use, fails for another caller's thread, and sets the
-	// thread's status after a turn when status is not "" (see
-	// server.Server.TrackThread).
+	// thread's status when status is not "" (see server.Server.TrackThread).
 	TrackThread(ctx context.Context, id, agent, status string) error
 }
 
