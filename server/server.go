@@ -456,6 +456,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// Flush sends what was written so far, for handlers that stream and look
+// for an http.Flusher.
+func (w *statusWriter) Flush() {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // authenticate returns the caller's owner id: "" without keys, else the
 // id of the key presented.
 func (s *Server) authenticate(r *http.Request) (string, error) {
