@@ -53,6 +53,10 @@ type Interrupt struct {
 	Node string `json:"node"`
 	// Payload is what the node asked, as JSON (a confirm card, a question).
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Schema is the JSON schema an answer must satisfy, derived from the
+	// Go type the node asked for (empty: any value). Fields may be left
+	// out; a value of the wrong type may not.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // Meta describes how a checkpoint came to be.

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -709,21 +710,21 @@ func TestUndoThenRunAgain(t *testing.T) {
 func TestMermaidAndScenarios(t *testing.T) {
 	c := must(seed000(0).Compile())
 	wantMermaid := `flowchart TD
-	start([START])
+	__start__([START])
 	n0["generate"]
 	n1["validate"]
 	n2["explain"]
 	n3["correct"]
 	n4["finalize"]
-	end([END])
-	start --> n0
+	__end__([END])
+	__start__ --> n0
 	n0 --> n1
 	n1 -.-> n4
 	n1 -.-> n2
 	n2 --> n3
 	n3 -->|"at most 5×"| n1
 	n3 -.->|"after 5×"| n4
-	n4 --> end
+	n4 --> __end__
 `
 	if got := c.Mermaid(); got != wantMermaid {
 		t.Errorf("Mermaid:\n%s\nwant:\n%s", got, wantMermaid)
@@ -739,6 +740,19 @@ func TestMermaidAndScenarios(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Scenarios:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A node's name is a quoted Mermaid label: a quote in it would end the
+// label, and #…; would be read as an entity, so both are written as
+// entities.
+func TestMermaidEscapesNames(t *testing.T) {
+	g := graph.New[counter]("odd").
+		Node(`say "hi" #1`, func(_ context.Context, c counter) (counter, error) { return c, nil }).
+		Edge(graph.Start, `say "hi" #1`).Edge(`say "hi" #1`, graph.End)
+	want := "flowchart TD\n\t__start__([START])\n\tn0[\"say #quot;hi#quot; #35;1\"]\n\t__end__([END])\n\t__start__ --> n0\n\tn0 --> __end__\n"
+	if got := must(g.Compile()).Mermaid(); got != want {
+		t.Errorf("Mermaid:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -759,5 +773,38 @@ func TestNestedLoopsCountInARow(t *testing.T) {
 	round := "outer inner inner inner next"
 	if want := strings.Join([]string{round, round, round}, " "); got != want {
 		t.Errorf("log\n got %s\nwant %s", got, want)
+	}
+}
+
+// An answer of the wrong shape is refused before anything is written: the
+// question stays pending and a proper answer still resumes it.
+func TestResumeWithTheWrongShape(t *testing.T) {
+	ctx := context.Background()
+	var charges atomic.Int32
+	saver := checkpoint.NewMemory()
+	c := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))
+	res := must(c.Invoke(ctx, "t", func(s *order) { s.Item = "x" }))
+	if !strings.Contains(string(res.Interrupt.Schema), `"accept"`) {
+		t.Fatalf("interrupt schema = %s, want the answer type's fields", res.Interrupt.Schema)
+	}
+	before := must(saver.Get(ctx, "t", ""))
+	for _, bad := range []any{"yes", []int{1, 2}, map[string]any{"accept": "yes"}, 3} {
+		_, err := c.Resume(ctx, "t", bad)
+		if !errors.Is(err, graph.ErrInvalidAnswer) {
+			t.Errorf("Resume(%v): err = %v, want ErrInvalidAnswer", bad, err)
+		}
+		if raw, _ := json.Marshal(bad); graph.CheckAnswer(res.Interrupt, raw) == nil {
+			t.Errorf("CheckAnswer(%s) passed", raw)
+		}
+	}
+	if head := must(saver.Get(ctx, "t", "")); head.ID != before.ID || head.Interrupt == nil {
+		t.Fatalf("head after refused answers = %s (interrupt %v), want %s unchanged", head.ID, head.Interrupt, before.ID)
+	}
+	// Fields may be left out: they decode to their zero value.
+	if err := graph.CheckAnswer(res.Interrupt, json.RawMessage(`{}`)); err != nil {
+		t.Errorf("CheckAnswer({}) = %v, want nil", err)
+	}
+	if res = must(c.Resume(ctx, "t", map[string]any{"accept": true})); res.Status != graph.StatusDone || !res.State.Shipped {
+		t.Errorf("after a proper answer: %+v", res)
 	}
 }

@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/contract"
 )
 
 // runCtx is what a node's context knows about the run it is in.
@@ -37,6 +43,7 @@ func runOf(ctx context.Context) *runCtx {
 // interruptError is how Ask stops a node. It never escapes the runtime.
 type interruptError struct {
 	payload json.RawMessage
+	schema  json.RawMessage // what an answer must satisfy; nil: anything
 }
 
 func (e *interruptError) Error() string { return "graph: node interrupted to ask a person" }
@@ -89,8 +96,86 @@ func Ask[T any](ctx context.Context, payload any) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph.Ask in %s: encode question: %w", rc.node, err)
 	}
-	return zero, &interruptError{payload: p}
+	return zero, &interruptError{payload: p, schema: answerSchema(reflect.TypeFor[T]())}
 }
+
+var answerSchemas sync.Map // reflect.Type → json.RawMessage (nil: any value)
+
+// answerSchema is the JSON schema of the answers a node asking for t
+// accepts: t's schema with no field required, since a field left out of
+// an answer decodes to its zero value. Types without a schema (any,
+// json.RawMessage) accept any value.
+func answerSchema(t reflect.Type) json.RawMessage {
+	if v, ok := answerSchemas.Load(t); ok {
+		return v.(json.RawMessage)
+	}
+	var raw json.RawMessage
+	if t.Kind() != reflect.Interface && t != reflect.TypeFor[json.RawMessage]() {
+		if s, err := contract.SchemaOf(t); err == nil {
+			var doc any
+			if json.Unmarshal(s.JSON(), &doc) == nil {
+				dropRequired(doc)
+				raw, _ = json.Marshal(doc)
+			}
+		}
+	}
+	v, _ := answerSchemas.LoadOrStore(t, raw)
+	return v.(json.RawMessage)
+}
+
+// dropRequired removes "required" from every schema in doc.
+func dropRequired(doc any) {
+	switch v := doc.(type) {
+	case map[string]any:
+		if _, ok := v["required"].([]any); ok {
+			delete(v, "required")
+		}
+		for k, e := range v {
+			switch k {
+			case "enum", "const", "default", "examples":
+				continue // values, not schemas
+			}
+			dropRequired(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropRequired(e)
+		}
+	}
+}
+
+// CheckAnswer reports whether value fits what interrupt i asked for: an
+// error wrapping ErrInvalidAnswer, with the schema's message, when it
+// does not.
+func CheckAnswer(i *checkpoint.Interrupt, value json.RawMessage) error {
+	if i == nil || len(i.Schema) == 0 {
+		return nil
+	}
+	s, err := answerValidator(i.Schema)
+	if err != nil {
+		return nil // a schema this build cannot read checks nothing
+	}
+	if err := s.Validate(value); err != nil {
+		return fmt.Errorf("%w: %v (want %s)", ErrInvalidAnswer, err, oneLine(s.Format()))
+	}
+	return nil
+}
+
+var validators sync.Map // schema text → *contract.Schema
+
+func answerValidator(raw json.RawMessage) (*contract.Schema, error) {
+	if v, ok := validators.Load(string(raw)); ok {
+		return v.(*contract.Schema), nil
+	}
+	s, err := contract.ParseSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := validators.LoadOrStore(string(raw), s)
+	return v.(*contract.Schema), nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // StepKey returns a key that is the same every time this step of this
 // thread runs — after a crash before its checkpoint, or again on resume —

@@ -22,6 +22,9 @@ var (
 	ErrInterrupted = errors.New("graph: thread waits for an answer; resume it")
 	// ErrStepLimit: a run took its step limit; Continue goes on from there.
 	ErrStepLimit = errors.New("graph: step limit reached")
+	// ErrInvalidAnswer: Resume with a value that does not fit the type the
+	// node asked for. Nothing is written: the question stays pending.
+	ErrInvalidAnswer = errors.New("graph: the answer does not fit the question")
 	// ErrNoSaver: Resume or Continue on a graph compiled without a saver.
 	ErrNoSaver = errors.New("graph: no saver; compile with WithSaver to resume or continue")
 )
@@ -255,6 +258,9 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 		if err != nil {
 			return nil, fmt.Errorf("graph %s: resume thread %s: encode value: %w", c.name, r.rc.thread, err)
 		}
+		if err := CheckAnswer(r.head.Interrupt, v); err != nil {
+			return nil, fmt.Errorf("graph %s: resume thread %s: %w", c.name, r.rc.thread, err)
+		}
 		r.rc.ask.resumes = append(append([]json.RawMessage(nil), r.head.Resumes...), v)
 		r.counters = c.countersFromMap(r.head.Counters)
 		if cur, err = r.headNext(); err != nil {
@@ -366,7 +372,7 @@ func (r *runner[S]) interrupt(n *cnode[S], out S, ie *interruptError) (*Result[S
 		return nil, fmt.Errorf("graph %s: node %s asked a question: %w", r.c.name, n.name, ErrNoSaver)
 	}
 	r.state = out
-	intr := &checkpoint.Interrupt{ID: checkpoint.NewID(), Node: n.name, Payload: ie.payload}
+	intr := &checkpoint.Interrupt{ID: checkpoint.NewID(), Node: n.name, Payload: ie.payload, Schema: ie.schema}
 	err := r.save(checkpoint.SourceStep, n.name, r.c.index[n.name], func(cp *checkpoint.Checkpoint) {
 		cp.Interrupt = intr
 		cp.Resumes = r.rc.ask.resumes

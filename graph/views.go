@@ -56,18 +56,21 @@ func (c *Compiled[S]) Spec() Spec {
 
 // Mermaid returns the graph as a Mermaid flowchart: plain edges solid,
 // route targets dashed, bounded loop edges labelled with their bound and
-// their exits with the count after which they are taken.
+// their exits with the count after which they are taken. Start and End
+// are the nodes __start__ and __end__, as in the LangGraph API's drawing
+// (a node id "end" is a Mermaid keyword); the others are n0, n1, … in the
+// order they were added, labelled with their names.
 func (c *Compiled[S]) Mermaid() string {
 	sp := c.Spec()
-	ids := map[string]string{Start: "start", End: "end"}
+	ids := map[string]string{Start: "__start__", End: "__end__"}
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
-	b.WriteString("\tstart([START])\n")
+	b.WriteString("\t__start__([START])\n")
 	for i, n := range sp.Nodes {
 		ids[n] = fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&b, "\tn%d[%q]\n", i, n)
+		fmt.Fprintf(&b, "\tn%d[\"%s\"]\n", i, mermaidText.Replace(n))
 	}
-	b.WriteString("\tend([END])\n")
+	b.WriteString("\t__end__([END])\n")
 	for _, e := range sp.Edges {
 		arrow, label := "-->", ""
 		if e.Conditional {
@@ -83,6 +86,10 @@ func (c *Compiled[S]) Mermaid() string {
 	}
 	return b.String()
 }
+
+// mermaidText escapes a label for a quoted Mermaid string, which ends at
+// the first '"' and decodes entities written #name; or #number;.
+var mermaidText = strings.NewReplacer("#", "#35;", `"`, "#quot;")
 
 func (c *Compiled[S]) nodeNames() []string {
 	names := make([]string, len(c.nodes))
