@@ -38,6 +38,11 @@
 // splits a multi-intent utterance at connectives and punctuation and
 // routes each clause (§17).
 //
+// ReadConsent reads a reply to a pending yes-or-no question as Accepted,
+// Rejected or Unclear, with negation, hedges and questions handled (its
+// dialog acts are in consent.yml); every agent that asks a person reads
+// the answer with it, and asks again when it is Unclear.
+//
 // Evaluate measures an engine on labelled examples: in-scope accuracy,
 // macro-F1, out-of-scope recall and routing time; `loom eval intent` runs
 // it on the data sets package dataset reads.

@@ -43,3 +43,22 @@ func Example() {
 	// sequence: 打开车窗 → window_open
 	// sequence: 来点音乐 → play_music
 }
+
+// ReadConsent reads a reply to a pending yes-or-no question: a yes, a no
+// (with the rest of the reply as a note), or unclear, which the caller
+// asks again.
+func ExampleReadConsent() {
+	for _, reply := range []string{"没问题", "sounds good", "取消，周三不行", "对不起，我不同意", "好像不对", "可以吗？", "go away", "maybe"} {
+		v := intent.ReadConsent(reply)
+		fmt.Printf("%s → %s, note %q (%s)\n", reply, v.Consent, v.Note, v.Cue)
+	}
+	// Output:
+	// 没问题 → accepted, note "" (affirm "没问题")
+	// sounds good → accepted, note "" (affirm "sounds good")
+	// 取消，周三不行 → rejected, note "周三不行" (deny "取消")
+	// 对不起，我不同意 → rejected, note "对不起，我不同意" (deny "不同意")
+	// 好像不对 → rejected, note "" (hedge "好像", deny "不对")
+	// 可以吗？ → unclear, note "可以吗？" (question "?")
+	// go away → rejected, note "" (deny "go away")
+	// maybe → unclear, note "maybe" (hedge "maybe")
+}

@@ -16,12 +16,7 @@ func Normalize(text string) string {
 	b.Grow(len(text))
 	space := true // drops leading space
 	for _, r := range text {
-		switch {
-		case r >= 0xFF01 && r <= 0xFF5E:
-			r -= 0xFEE0
-		case r == 0x3000:
-			r = ' '
-		}
+		r = fold(r)
 		if unicode.IsSpace(r) {
 			if !space {
 				b.WriteByte(' ')
@@ -30,9 +25,21 @@ func Normalize(text string) string {
 			continue
 		}
 		space = false
-		b.WriteRune(unicode.ToLower(r))
+		b.WriteRune(r)
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// fold is what Normalize does to one rune: full-width ASCII to half-width,
+// ideographic space to space, lower case.
+func fold(r rune) rune {
+	switch {
+	case r >= 0xFF01 && r <= 0xFF5E:
+		r -= 0xFEE0
+	case r == 0x3000:
+		r = ' '
+	}
+	return unicode.ToLower(r)
 }
 
 // isHan reports whether r is written without spaces between words (Chinese,
