@@ -7,6 +7,7 @@
 //	loom graph mermaid|scenarios AGENT
 //	loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
 //	loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]
+//	loom sql --db URL [--json] [--timeout 30s] [--max-rows N] "STATEMENT"
 //
 // serve keeps threads, runs and checkpoints in ./loom.db, or in the
 // database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
@@ -38,8 +39,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "loom:", err)
-		os.Exit(1)
+		code, msg := exitStatus(err)
+		fmt.Fprintln(os.Stderr, msg)
+		os.Exit(code)
 	}
 }
 
@@ -50,7 +52,8 @@ const usage = `usage:
   loom agents
   loom graph mermaid|scenarios AGENT
   loom run AGENT [-db FILE] [-thread ID] [-input JSON | -resume JSON | -continue] [-json]
-  loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]`
+  loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json]
+  loom sql --db URL [--json] [--timeout 30s] [--max-rows N] "STATEMENT"`
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
@@ -89,6 +92,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return runAgent(ctx, args[1:], out)
 	case "eval":
 		return runEval(ctx, args[1:], out)
+	case "sql":
+		return runSQL(ctx, args[1:], out)
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/loomkit/loom/datasource"
+)
+
+// exitError is an error that ends the command with its own exit code and
+// message (no "loom:" prefix).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// exitStatus returns the exit code and stderr line for err.
+func exitStatus(err error) (int, string) {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, ee.msg
+	}
+	return 1, "loom: " + err.Error()
+}
+
+// runSQL is `loom sql`: one statement through the same guarded path the
+// agents' tools use. It exits 0 on success, 2 when the statement is
+// refused ("refused: REASON" on stderr), 1 on a database error or timeout.
+func runSQL(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+	fs.SetOutput(out)
+	db := fs.String("db", os.Getenv("LOOM_SQL_DB"), "the database: a SQLite path, postgres://… or mysql://… (default $LOOM_SQL_DB)")
+	asJSON := fs.Bool("json", false, `print {"columns","rows","truncated","ms"} instead of a table`)
+	timeout := fs.Duration("timeout", datasource.DefaultTimeout, "the statement's timeout")
+	maxRows := fs.Int("max-rows", datasource.DefaultMaxRows, "the most rows to keep; a result with more says truncated")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err.Error()}
+	}
+	if *db == "" || fs.NArg() != 1 {
+		return &exitError{2, `usage: loom sql --db URL [--json] [--timeout 30s] [--max-rows N] "STATEMENT"`}
+	}
+	if *timeout <= 0 || *maxRows <= 0 {
+		return &exitError{2, "loom sql: --timeout and --max-rows must be positive"}
+	}
+	src, err := datasource.Open(ctx, *db, datasource.Limits{Timeout: *timeout, MaxRows: *maxRows})
+	if err != nil {
+		return &exitError{1, err.Error()}
+	}
+	defer src.Close()
+	res, err := src.Query(ctx, fs.Arg(0))
+	var refused *datasource.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return &exitError{2, "refused: " + refused.Reason}
+	case err != nil:
+		return &exitError{1, err.Error()}
+	}
+	if *asJSON {
+		return json.NewEncoder(out).Encode(struct {
+			Columns   []string `json:"columns"`
+			Rows      [][]any  `json:"rows"`
+			Truncated bool     `json:"truncated"`
+			MS        float64  `json:"ms"`
+		}{res.Columns, res.Rows, res.Truncated, res.MS})
+	}
+	printTable(out, res)
+	return nil
+}
+
+// printTable prints a result as aligned columns, then a line with the row
+// count and time.
+func printTable(out io.Writer, res *datasource.Result) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, strings.Join(res.Columns, "\t"))
+	under := make([]string, len(res.Columns))
+	for i, c := range res.Columns {
+		under[i] = strings.Repeat("-", max(len(c), 1))
+	}
+	fmt.Fprintln(w, strings.Join(under, "\t"))
+	cells := make([]string, len(res.Columns))
+	for _, row := range res.Rows {
+		for i, v := range row {
+			cells[i] = cellText(v)
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	w.Flush()
+	n := fmt.Sprintf("%d rows", len(res.Rows))
+	if len(res.Rows) == 1 {
+		n = "1 row"
+	}
+	if res.Truncated {
+		n += ", truncated"
+	}
+	fmt.Fprintf(out, "(%s, %s)\n", n, time.Duration(res.MS*float64(time.Millisecond)).Round(100*time.Microsecond))
+}
+
+// cellText shows a value in a table cell: NULL for null, tabs and line
+// breaks as spaces.
+func cellText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(fmt.Sprint(v))
+}
