@@ -249,7 +249,7 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 		cur = next
 	case in.Resume != nil:
 		if in.Interrupt != "" && (r.head == nil || r.head.Interrupt == nil || r.head.Interrupt.ID != in.Interrupt) {
-			return nil, fmt.Errorf("graph %s: resume thread %s: interrupt %s is no longer pending: %w", c.name, r.rc.thread, in.Interrupt, checkpoint.ErrConflict)
+			return nil, fmt.Errorf("graph %s: resume thread %s: interrupt %s is no longer pending: %w (%w)", c.name, r.rc.thread, in.Interrupt, ErrNoInterrupt, checkpoint.ErrConflict)
 		}
 		if r.head == nil || r.head.Interrupt == nil {
 			return nil, fmt.Errorf("graph %s: resume thread %s: %w", c.name, r.rc.thread, ErrNoInterrupt)

@@ -69,6 +69,8 @@ func toAPI(err error) *apiError {
 		return errorf(http.StatusConflict, "busy", "%v", err)
 	case errors.Is(err, ErrExists):
 		return errorf(http.StatusConflict, "exists", "%v", err)
+	case errors.Is(err, graph.ErrInvalidAnswer):
+		return errorf(http.StatusUnprocessableEntity, "invalid_answer", "%v", err)
 	case errors.Is(err, graph.ErrNoInterrupt):
 		return errorf(http.StatusConflict, "no_interrupt", "%v", err)
 	case errors.Is(err, checkpoint.ErrConflict):

@@ -300,7 +300,7 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 	if j.draining.Load() {
 		return ErrClosing
 	}
-	spec := jobSpec{Input: r.input, Owner: r.owner, From: r.from, Temp: r.temp, Modes: r.modes}
+	spec := r.spec()
 	var notes []string
 	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
 		notes = nil
@@ -309,6 +309,9 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		}
 		busy, err := unfinished(ctx, tx, r.thread)
 		if err != nil {
+			return err
+		}
+		if err := j.checkAnswering(ctx, tx, r, len(busy) > 0); err != nil {
 			return err
 		}
 		if len(busy) > 0 {
@@ -350,6 +353,29 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		return err
 	}
 	j.notify(ctx, notes...)
+	return nil
+}
+
+// checkAnswering, in a transaction that holds r's thread's lock, refuses
+// a resume whose question another run answers, or answered: with busy, a
+// pending or running run names the same interrupt; without, no run holds
+// the thread, so its head is the one the runs before r left.
+func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool) error {
+	if r.input.Interrupt == "" {
+		return nil
+	}
+	if !busy {
+		return j.s.checkPending(ctx, r)
+	}
+	var answering bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
+		AND convert_from(job, 'UTF8')::jsonb -> 'input' ->> 'interrupt' = $2)`, r.thread, r.input.Interrupt).Scan(&answering)
+	if err != nil {
+		return fmt.Errorf("resume thread %s: %w", r.thread, err)
+	}
+	if answering {
+		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+	}
 	return nil
 }
 

@@ -956,17 +956,14 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 			return nil, errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", tid, t.Agent, a.Name)
 		}
 	}
-	if t != nil && t.Status != StatusBusy && (from != "" || in.Resume != nil) {
-		head, err := s.head(ctx, tid)
-		if err != nil {
+	if t != nil && from != "" && t.Status != StatusBusy {
+		if _, err := s.saver.Get(ctx, tid, from); err != nil {
 			return nil, err
 		}
-		if from != "" {
-			if _, err := s.saver.Get(ctx, tid, from); err != nil {
-				return nil, err
-			}
-		} else if in.Resume != nil && (head == nil || head.Interrupt == nil) {
-			return nil, fmt.Errorf("resume thread %s: %w", tid, graph.ErrNoInterrupt)
+	}
+	if t != nil && from == "" && in.Resume != nil {
+		if err := s.checkAnswer(ctx, t, &in); err != nil {
+			return nil, err
 		}
 	}
 	if t == nil {

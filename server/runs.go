@@ -57,6 +57,9 @@ type run struct {
 	temp bool
 	// modes are the stream modes the run was asked for (LangGraph API).
 	modes []string
+	// recovered marks a run read back from the database when the server
+	// started: it may have begun in the process that stopped.
+	recovered bool
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -141,30 +144,100 @@ type lane struct {
 	queue []*run
 }
 
-// submit starts r, or queues it behind its thread's running run as its
-// strategy says. It returns ErrBusy for strategy reject on a busy thread.
+// submit accepts r: it records the run, in the commit that accepts it,
+// and starts it, or queues it behind its thread's running run as its
+// strategy says. It returns ErrBusy for strategy reject on a busy thread,
+// and graph.ErrNoInterrupt for a resume whose question is answered or
+// being answered already. Once submit returned nil the run is on disk: a
+// crash does not lose it (see recover).
 func (s *Server) submit(ctx context.Context, r *run) error {
 	if s.jobs != nil {
 		return s.jobs.submit(ctx, r)
 	}
+	// Runs on one thread are accepted one at a time, so the checks below
+	// and the record agree: a resume sees the head that the runs before it
+	// left, or their lane.
+	defer s.threadLocks.lock(r.thread)()
+	s.mu.Lock()
+	l, closing := s.lanes[r.thread], s.closing
+	var answering bool
+	if l != nil {
+		answering = l.answers(r.input.Interrupt)
+	}
+	s.mu.Unlock()
+	switch {
+	case closing:
+		return ErrClosing
+	case l != nil && r.strategy == strategyReject:
+		return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
+	case answering:
+		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+	case l == nil:
+		if err := s.checkPending(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := s.records.acceptRun(ctx, r.record(), r.spec()); err != nil {
+		return err
+	}
+	s.enqueue(r)
+	return nil
+}
+
+// checkPending returns graph.ErrNoInterrupt when r answers a question
+// that the thread no longer asks. Call it when no run holds the thread.
+func (s *Server) checkPending(ctx context.Context, r *run) error {
+	if r.input.Resume == nil || r.input.Interrupt == "" {
+		return nil
+	}
+	head, err := s.head(ctx, r.thread)
+	if err != nil {
+		return err
+	}
+	if head == nil || head.Interrupt == nil || head.Interrupt.ID != r.input.Interrupt {
+		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+	}
+	return nil
+}
+
+// answers reports whether a run of the lane answers interrupt id.
+func (l *lane) answers(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, q := range append([]*run{l.cur}, l.queue...) {
+		if q.input.Interrupt == id {
+			return true
+		}
+	}
+	return false
+}
+
+// spec is what it takes to execute r again, after a restart or on
+// another replica: it is stored with r's record.
+func (r *run) spec() jobSpec {
+	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes}
+}
+
+// enqueue starts a recorded run r, or queues it behind its thread's
+// running run; strategies interrupt and rollback cancel what runs there.
+func (s *Server) enqueue(r *run) {
 	var cancelled []*run
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return ErrClosing
+		s.finishUnstarted(r, ErrClosing.Error())
+		return
 	}
 	l := s.lanes[r.thread]
-	switch {
-	case l == nil:
+	if l == nil {
 		s.lanes[r.thread] = &lane{cur: r}
 		s.runs[r.id] = r
 		s.startLocked(r)
 		s.mu.Unlock()
-		return nil
-	case r.strategy == strategyReject:
-		s.mu.Unlock()
-		return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
-	case r.strategy == strategyInterrupt || r.strategy == strategyRollback:
+		return
+	}
+	if r.strategy == strategyInterrupt || r.strategy == strategyRollback {
 		cancelled, l.queue = l.queue, nil
 		for _, q := range cancelled {
 			delete(s.runs, q.id)
@@ -180,7 +253,6 @@ func (s *Server) submit(ctx context.Context, r *run) error {
 	for _, q := range cancelled {
 		s.finishUnstarted(q, "cancelled by a newer run on the thread (multitask_strategy "+r.strategy+")")
 	}
-	return nil
 }
 
 func (s *Server) startLocked(r *run) {
@@ -250,18 +322,46 @@ func (s *Server) execute(r *run) {
 	tr := s.startTrace(r)
 	var end event
 	var stopped bool
+	var runErr error
 	var steps int
-	if err := s.prepare(r); err != nil {
-		end = failed(err)
-	} else {
-		end, stopped, _, steps = s.drive(r, r.input, false, tr, r.b.publish, func(e *event) bool {
+	head, continuing, err := s.startPoint(r)
+	switch {
+	case err != nil:
+		end, runErr = failed(err), err
+	case continuing && head.Interrupt != nil:
+		// It had asked its question when the process stopped.
+		end = event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}
+	default:
+		in := r.input
+		if continuing {
+			in = graph.JSONInput{Run: r.id}
+		} else if runErr = s.prepare(r); runErr != nil {
+			end = failed(runErr)
+			break
+		}
+		end, stopped, runErr, steps = s.drive(r, in, continuing, tr, r.b.publish, func(e *event) bool {
 			return r.stop.Load() && e.Kind != graph.KindInterrupt
 		})
 	}
-	end, runStatus, threadStatus := s.settle(r, end, stopped)
+	end, runStatus, threadStatus := s.settle(r, end, runErr, stopped)
 	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
 	tr.finish(runStatus, end.Err, steps)
 	s.finish(r, end, runStatus, threadStatus)
+}
+
+// startPoint says where r starts: a run that began before (its thread's
+// head carries its id: it was running when a process stopped) continues
+// from its last checkpoint instead of applying its input again. Only
+// recovered runs can have begun, so only they read the head.
+func (s *Server) startPoint(r *run) (head *checkpoint.Checkpoint, continuing bool, err error) {
+	if !r.recovered {
+		return nil, false, nil
+	}
+	head, err = s.head(context.WithoutCancel(r.ctx), r.thread)
+	if err != nil {
+		return nil, false, fmt.Errorf("resume run %s: %w", r.id, err)
+	}
+	return head, head != nil && head.Meta.Run == r.id, nil
 }
 
 // failed is the terminal event of a run that failed with err.
@@ -301,8 +401,9 @@ func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace
 }
 
 // settle says how r ended, from its terminal event (zero when it
-// stopped): the event to send, the run's status and the thread's.
-func (s *Server) settle(r *run, end event, stopped bool) (event, string, string) {
+// stopped) and the error behind it: the event to send, the run's status
+// and the thread's.
+func (s *Server) settle(r *run, end event, runErr error, stopped bool) (event, string, string) {
 	runStatus, threadStatus := runSuccess, StatusIdle
 	switch {
 	case stopped:
@@ -317,6 +418,10 @@ func (s *Server) settle(r *run, end event, stopped bool) (event, string, string)
 		end.ErrCode, runStatus = "cancelled", runInterrupted
 	case end.Kind == graph.KindError && errors.Is(context.Cause(r.ctx), errShutdown):
 		end.ErrCode, runStatus = "stopped", runInterrupted
+	case end.Kind == graph.KindError && refused(runErr) != "":
+		// An answer that came too late or does not fit: nothing was
+		// written, so the thread stays as it was, its question pending.
+		end.ErrCode, runStatus, threadStatus = refused(runErr), runError, StatusIdle
 	case end.Kind == graph.KindError:
 		if end.ErrCode == "" {
 			end.ErrCode = "run_failed"
@@ -337,6 +442,18 @@ func (s *Server) settle(r *run, end event, stopped bool) (event, string, string)
 		}
 	}
 	return end, runStatus, threadStatus
+}
+
+// refused names the error code of a run that the runtime refused before
+// it wrote anything ("" for any other error).
+func refused(err error) string {
+	switch {
+	case errors.Is(err, graph.ErrInvalidAnswer):
+		return "invalid_answer"
+	case errors.Is(err, graph.ErrNoInterrupt):
+		return "no_interrupt"
+	}
+	return ""
 }
 
 // prepare does what r asks before the graph runs: undo a cancelled run
@@ -438,15 +555,21 @@ func (s *Server) release(r *run) {
 	s.startLocked(l.cur)
 }
 
-// finishUnstarted ends a queued run that never ran.
+// finishUnstarted ends a queued run that never ran, as cancelled.
 func (s *Server) finishUnstarted(r *run, why string) {
-	end := event{Kind: graph.KindError, ErrCode: "cancelled", Err: why, Time: time.Now()}
+	s.endUnstarted(r, runInterrupted, "cancelled", why, "")
+}
+
+// endUnstarted ends r, which never ran, with runStatus and an error event
+// of code and why, and sets its thread's status ("" leaves it).
+func (s *Server) endUnstarted(r *run, runStatus, code, why, threadStatus string) {
+	end := event{Kind: graph.KindError, ErrCode: code, Err: why, Time: time.Now()}
 	r.mu.Lock()
-	r.status, r.end = runInterrupted, end
+	r.status, r.end = runStatus, end
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.baseCtx), 10*time.Second)
 	defer cancel()
-	if err := s.records.finishRun(ctx, r.record(), ""); err != nil {
+	if err := s.records.finishRun(ctx, r.record(), threadStatus); err != nil {
 		s.log.Error("record run", "run", r.id, "thread", r.thread, "err", err)
 	}
 	r.b.publish(end)

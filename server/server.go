@@ -130,6 +130,9 @@ type Server struct {
 	runs    map[string]*run  // running and queued runs
 	closing bool
 	wg      sync.WaitGroup // executing runs
+
+	// threadLocks serialises the acceptance of runs on each thread.
+	threadLocks keyedLocks
 }
 
 // New opens the database, applies the migrations it lacks, and builds
@@ -209,6 +212,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("server: %w", err)
 		}
+	} else if err := s.recoverRuns(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.routes()
 	return s, nil

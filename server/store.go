@@ -121,6 +121,14 @@ CREATE TABLE loom_run_events (
 );
 CREATE INDEX loom_run_events_at ON loom_run_events (at);
 `,
+}, {
+	// On SQLite too a run is recorded when it is accepted, with what it
+	// takes to execute it, so a server that restarts finds it.
+	Version: 2, Name: "runs recorded when accepted",
+	SQLite: `
+ALTER TABLE loom_runs ADD COLUMN job BLOB NOT NULL DEFAULT x'';
+CREATE INDEX loom_runs_unfinished ON loom_runs (status, created, id) WHERE status IN ('pending', 'running');
+`,
 }}
 
 const threadCols = `id, owner, agent, status, metadata, error, created, updated`

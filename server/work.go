@@ -207,7 +207,7 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 		}
 		return false, false, fmt.Errorf("run %s on thread %s: %w", r.id, r.thread, runErr)
 	}
-	end, runStatus, threadStatus := s.settle(r, end, false)
+	end, runStatus, threadStatus := s.settle(r, end, runErr, false)
 	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
 	tr.finish(runStatus, end.Err, steps)
 	if done, err = j.finish(context.WithoutCancel(ctx), job, r, end, runStatus, threadStatus); err != nil {

@@ -152,7 +152,59 @@ func chainAgents() *server.Registry {
 	}); err != nil {
 		panic(err)
 	}
+	rg := reviewGraph()
+	if err := r.Register(server.Agent{Name: "review", Description: "drafts slowly, asks, applies the answer",
+		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
+			return rg.Compile(graph.WithSaver(db.Saver()))
+		},
+	}); err != nil {
+		panic(err)
+	}
 	return &r
+}
+
+// reviewState is the review agent's state.
+type reviewState struct {
+	Title  string   `json:"title"`
+	MS     int      `json:"ms"`
+	Drafts int      `json:"drafts"`
+	Note   string   `json:"note"`
+	Done   bool     `json:"done"`
+	Trail  []string `json:"trail"`
+}
+
+// reviewAnswer is what the review agent asks for.
+type reviewAnswer struct {
+	Accept bool   `json:"accept"`
+	Note   string `json:"note"`
+}
+
+// reviewGraph drafts in three slow steps (as a model would answer),
+// asks for approval, and applies the answer.
+func reviewGraph() *graph.Graph[reviewState] {
+	draft := func(ctx context.Context, s reviewState) (reviewState, error) {
+		select {
+		case <-time.After(time.Duration(s.MS) * time.Millisecond):
+		case <-ctx.Done():
+			return s, ctx.Err()
+		}
+		s.Drafts++
+		s.Trail = append(s.Trail, fmt.Sprintf("draft%d", s.Drafts))
+		return s, nil
+	}
+	return graph.New[reviewState]("review").
+		Node("draft1", draft).Node("draft2", draft).Node("draft3", draft).
+		Node("confirm", func(ctx context.Context, s reviewState) (reviewState, error) {
+			a, err := graph.Ask[reviewAnswer](ctx, map[string]string{"question": "publish " + s.Title + "?"})
+			if err != nil {
+				return s, err
+			}
+			s.Note, s.Done = a.Note, a.Accept
+			s.Trail = append(s.Trail, "confirm")
+			return s, nil
+		}).
+		Edge(graph.Start, "draft1").Edge("draft1", "draft2").Edge("draft2", "draft3").
+		Edge("draft3", "confirm").Edge("confirm", graph.End)
 }
 
 // want is the chain's final state for a seed, run without interruption.

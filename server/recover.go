@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// This file keeps runs on SQLite as safe as River keeps them on Postgres:
+// a run is written to the database in the commit that accepts it, before
+// the client hears of it, and a server that starts finds the runs that a
+// stopped or killed process left pending or running and executes them
+// again, each from its thread's last checkpoint.
+
+// acceptRun records run r as pending, with spec, the input and options it
+// runs with.
+func (s *records) acceptRun(ctx context.Context, r *RunRecord, spec jobSpec) error {
+	job, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", r.ID, err)
+	}
+	_, err = s.exec(ctx, `INSERT INTO loom_runs (`+runCols+`, job) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Thread, r.Agent, runPending, r.Strategy, string(orEmptyObject(r.Metadata)), "", ms(r.Created), ms(r.Created), job)
+	if err != nil {
+		return fmt.Errorf("record run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// unfinishedRuns returns the runs recorded as pending or running, oldest
+// first, with their specs.
+func (s *records) unfinishedRuns(ctx context.Context) ([]*RunRecord, []jobSpec, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read unfinished runs: %w", err)
+	}
+	defer rows.Close()
+	var recs []*RunRecord
+	var specs []jobSpec
+	for rows.Next() {
+		var rec RunRecord
+		var meta string
+		var created, updated int64
+		var job []byte
+		if err := rows.Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &job); err != nil {
+			return nil, nil, fmt.Errorf("read unfinished runs: %w", err)
+		}
+		rec.Metadata, rec.Created, rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
+		var spec jobSpec
+		if len(job) > 0 {
+			if err := json.Unmarshal(job, &spec); err != nil {
+				rec.Error = fmt.Sprintf("its stored input is unreadable: %v", err)
+			}
+		} else {
+			rec.Error = "it was accepted by a version of Loom that did not record runs' inputs"
+		}
+		recs, specs = append(recs, &rec), append(specs, spec)
+	}
+	return recs, specs, rows.Err()
+}
+
+// recoverRuns executes again the runs that a process which stopped left
+// unfinished, in the order they were accepted: each goes on from its
+// thread's last checkpoint (startPoint), so a step that was running when
+// the process died runs again and none is applied twice. A run that
+// cannot be executed (its agent is no longer served, its input cannot be
+// read) is marked failed with the reason, so no run stays pending and no
+// thread busy.
+func (s *Server) recoverRuns(ctx context.Context) error {
+	recs, specs, err := s.records.unfinishedRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		spec := specs[i]
+		r := s.newRun(rec.Thread, rec.Agent, spec.Owner, rec.Strategy, rec.Metadata, spec.Input)
+		r.id, r.input.Run, r.created = rec.ID, rec.ID, rec.Created
+		r.from, r.rollbackID, r.temp, r.modes, r.recovered = spec.From, spec.Rollback, spec.Temp, spec.Modes, true
+		why := rec.Error
+		if _, ok := s.agents[rec.Agent]; !ok && why == "" {
+			why = fmt.Sprintf("agent %s is no longer served", rec.Agent)
+		}
+		if why != "" {
+			s.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+why, StatusError)
+			continue
+		}
+		r.strategy = strategyEnqueue // accepted already: it only waits its turn
+		s.enqueue(r)
+	}
+	if len(recs) > 0 {
+		s.log.Info("runs recovered after a restart", "runs", len(recs))
+	}
+	return nil
+}
+
+// keyedLocks is a mutex per key, held only while in use.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.m[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
