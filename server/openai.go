@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/intent"
 )
 
 // This file serves the OpenAI chat completions API: every agent is a model.
@@ -21,7 +23,10 @@ import (
 // thread in the X-Loom-Thread header and the "thread_id" field. The last
 // user message is the turn: on a thread that waits for a person it
 // answers the pending question (see Agent.Answer and DefaultAnswer), else
-// it starts a new run with the agent's input for it (Agent.FromChat).
+// it starts a new run with the agent's input for it (Agent.FromChat). A
+// reply that does not answer the question (unclear, refused by
+// Agent.Answer, or not of the shape the question asks for) gets the
+// question again: 200, status interrupted, no run started.
 //
 // Streamed chunks are chat.completion.chunk objects that may carry an
 // "ext" object with Loom's events: kind reasoning_text, assistant_text,
@@ -268,20 +273,26 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	}
 	var in graph.JSONInput
 	var head *checkpoint.Interrupt
+	var state json.RawMessage
 	if t != nil && t.Status != StatusBusy && (s.jobs != nil || !s.busy(t.ID)) {
 		cp, err := s.head(ctx, t.ID)
 		if err != nil {
 			return err
 		}
 		if cp != nil {
-			head = cp.Interrupt
+			head, state = cp.Interrupt, cp.State
 		}
 	}
 	if head != nil {
-		if in.Resume, err = a.answer(text, head); err != nil {
-			return errorf(http.StatusUnprocessableEntity, "invalid_answer", "answer to %s: %v", head.Node, err)
+		resume, err := a.answer(text, head)
+		if err == nil {
+			err = graph.CheckAnswer(head, resume)
 		}
-		in.Interrupt = head.ID
+		if err != nil {
+			s.askAgain(w, r, req, a, t.ID, head, a.reply(state, head), text, err)
+			return nil
+		}
+		in.Resume, in.Interrupt = resume, head.ID
 	} else {
 		if in.Update, err = a.fromChat(text); err != nil {
 			return errorf(http.StatusUnprocessableEntity, "invalid_input", "message as input of agent %s: %v", a.Name, err)
@@ -342,6 +353,101 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
+
+// askAgain answers a chat reply that does not answer the pending question
+// — neither a yes nor a no (intent.ErrUnclear), refused by the agent's
+// Answer, or not of the shape the question asks for — by asking it again:
+// 200, no run started, the question still pending. The text is in the
+// language the question is asked in, Chinese or English.
+func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatRequest, a *builtAgent, thread string, pending *checkpoint.Interrupt, asked, reply string, why error) {
+	s.log.DebugContext(r.Context(), "chat reply does not answer the question; asking again", "thread", thread, "node", pending.Node, "err", why)
+	q := question(asked)
+	zh := speaksChinese(q)
+	if !hasLetters(q) {
+		zh = speaksChinese(reply)
+	}
+	var lead string
+	switch unclear := errors.Is(why, intent.ErrUnclear); {
+	case zh && unclear:
+		lead = "不好意思，没听明白您是同意还是不同意。"
+	case zh:
+		lead = "这个回答对不上问题，请再回答一次。"
+	case unclear:
+		lead = "Sorry, is that a yes or a no?"
+	default:
+		lead = "That reply doesn't answer the question; please answer again."
+	}
+	text := lead + "\n" + q
+	x := ext{Kind: extInterrupt, DisplayMode: displayCard, BlockID: "interrupt:" + pending.ID, Node: pending.Node,
+		Text: text, Data: pending.Payload, InterruptID: pending.ID}
+	w.Header().Set("X-Loom-Thread", thread)
+	resp := chatResponse{ID: "chatcmpl-" + checkpoint.NewID(), Created: time.Now().Unix(), Model: a.Name, ThreadID: thread, Status: string(graph.StatusInterrupted)}
+	stop := "stop"
+	if !req.Stream {
+		resp.Object = "chat.completion"
+		resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: &stop}}
+		resp.Usage, resp.Ext = &chatUsage{}, []ext{x}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	sw := startStream(w, r, nil, `{"object":"heartbeat"}`)
+	resp.Object = "chat.completion.chunk"
+	chunk := func(d chatDelta, finish *string, x any, usage *chatUsage) error {
+		c := resp
+		c.Choices, c.Ext, c.Usage = []chatChoice{{Delta: &d, FinishReason: finish}}, x, usage
+		if usage != nil {
+			c.Choices = []chatChoice{}
+		}
+		return sw.data(c)
+	}
+	err := errors.Join(chunk(chatDelta{Role: "assistant"}, nil, nil, nil),
+		chunk(chatDelta{Content: text}, nil, &x, nil),
+		chunk(chatDelta{}, &stop, nil, nil))
+	if err == nil && req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		err = chunk(chatDelta{}, nil, nil, &chatUsage{})
+	}
+	if err == nil {
+		sw.done()
+		sw.flush()
+	}
+}
+
+// question returns what a pending question asks, for people: the agent's
+// reply for it, or, when that is JSON (an agent without Reply shows the
+// payload), the payload's string or its "question", "summary", "text",
+// "message" or "prompt".
+func question(asked string) string {
+	var str string
+	if json.Unmarshal([]byte(asked), &str) == nil {
+		return str
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(asked), &m) == nil {
+		for _, k := range []string{"question", "summary", "text", "message", "prompt"} {
+			if v, ok := m[k].(string); ok && v != "" {
+				return v
+			}
+		}
+	}
+	return asked
+}
+
+// speaksChinese reports whether text is rather Chinese than English: a
+// Han character weighs as much as three Latin letters.
+func speaksChinese(text string) bool {
+	han, latin := 0, 0
+	for _, r := range text {
+		switch {
+		case unicode.Is(unicode.Han, r):
+			han++
+		case r < 0x80 && unicode.IsLetter(r):
+			latin++
+		}
+	}
+	return han > 0 && 3*han >= latin
+}
+
+func hasLetters(text string) bool { return strings.IndexFunc(text, unicode.IsLetter) >= 0 }
 
 // streamChat streams run as chat.completion.chunk events.
 func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.Request, run *run, base chatResponse, turn *chatTurn, usage bool) {

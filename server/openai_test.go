@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/server"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -152,28 +153,35 @@ func TestChatCompletionsOpenAIGo(t *testing.T) {
 	}
 }
 
-// DefaultAnswer maps chat replies to resume values.
+// DefaultAnswer maps chat replies to resume values with
+// intent.ReadConsent, and an unclear reply to intent.ErrUnclear.
 func TestDefaultAnswer(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"yes", `{"accept":true}`},
-		{"Yes, ship it", `{"accept":true,"note":"ship it"}`},
-		{"ok", `{"accept":true}`},
-		{"okay then", `{"accept":true,"note":"then"}`},
-		{"approve", `{"accept":true}`},
+		{"Yes, ship it", `{"accept":true}`},
+		{"okay then", `{"accept":true}`},
 		{"确认", `{"accept":true}`},
-		{"好的，发吧", `{"accept":true,"note":"发吧"}`},
-		{"同意", `{"accept":true}`},
+		{"没问题", `{"accept":true}`},
+		{"好的，谢谢", `{"accept":true,"note":"谢谢"}`},
 		{"no", `{"accept":false}`},
 		{"No: too long", `{"accept":false,"note":"too long"}`},
-		{"取消", `{"accept":false}`},
-		{"不行", `{"accept":false}`},
-		{"yesterday was better", `{"accept":false,"note":"yesterday was better"}`},
-		{"maybe later", `{"accept":false,"note":"maybe later"}`},
+		{"取消，周三不行", `{"accept":false,"note":"周三不行"}`},
+		{"对不起，我不同意", `{"accept":false,"note":"对不起，我不同意"}`},
+		{"go away", `{"accept":false}`},
 		{` {"accept": true, "note": "json"} `, `{"accept": true, "note": "json"}`},
 		{`[1,2]`, `[1,2]`},
+		{"可以吗？", ""},
+		{"是不是搞错了", ""},
+		{"maybe later", ""},
+		{"好的，改到周三", ""},
+		{"yesterday was better", ""},
 	} {
 		got, err := server.DefaultAnswer(c.in, nil)
-		if err != nil || string(got) != c.want {
+		if c.want == "" {
+			if !errors.Is(err, intent.ErrUnclear) {
+				t.Errorf("DefaultAnswer(%q) = %s, %v; want intent.ErrUnclear", c.in, got, err)
+			}
+		} else if err != nil || string(got) != c.want {
 			t.Errorf("DefaultAnswer(%q) = %s, %v; want %s", c.in, got, err, c.want)
 		}
 	}

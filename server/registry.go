@@ -11,6 +11,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/store"
 )
 
@@ -46,7 +47,10 @@ type Agent struct {
 	// state, as JSON.
 	Reply func(state json.RawMessage, pending *checkpoint.Interrupt) string
 	// Answer turns a chat message into the value that resumes a pending
-	// question. Nil gives DefaultAnswer.
+	// question. Nil gives DefaultAnswer. An error, or a value that does
+	// not fit what the question asks for, asks the question again: the
+	// chat answers 200 with the question, starts no run, and the question
+	// stays pending.
 	Answer func(text string, pending *checkpoint.Interrupt) (json.RawMessage, error)
 }
 
@@ -133,53 +137,27 @@ func (a *Agent) answer(text string, pending *checkpoint.Interrupt) (json.RawMess
 	return DefaultAnswer(text, pending)
 }
 
-// Words that accept or reject a question when they start a chat reply.
-var (
-	yesWords = []string{"yes", "y", "ok", "okay", "accept", "accepted", "approve", "approved", "confirm", "confirmed", "sure", "go", "lgtm",
-		"确认", "同意", "好的", "好", "是的", "是", "可以", "行", "对"}
-	noWords = []string{"no", "n", "reject", "rejected", "deny", "decline", "cancel", "stop",
-		"取消", "拒绝", "不要", "不行", "不", "否"}
-)
-
 // DefaultAnswer turns a chat reply to a pending question into a resume
-// value. A reply that is a JSON object or array is the value itself. A
-// reply that starts with a yes word ("yes", "ok", "approve", "确认", "同意",
-// "好" …) gives {"accept":true,"note":REST}; anything else — a no word
-// ("no", "reject", "取消", "不" …) or free text — gives
-// {"accept":false,"note":REST}, so nothing is accepted without a yes.
-// REST is the reply without its first yes or no word.
+// value. A reply that is a JSON object or array is the value itself (the
+// chat path checks it against what the question asks for). Any other
+// reply is read by intent.ReadConsent: a yes ("好的", "没问题", "确定",
+// "yes", "sounds good", 👍 …) gives {"accept":true,"note":NOTE}, a no ("不要",
+// "取消", "对不起，我不同意", "no", "go away" …) {"accept":false,"note":NOTE},
+// where NOTE is the rest of the reply ("取消，周三不行" → "周三不行"). A reply
+// that is neither — a question ("可以吗？"), a hedge ("好像可以", "maybe"),
+// a yes with more in it ("好的，改到周三"), or anything else — is an error
+// wrapping intent.ErrUnclear, and the chat asks again.
 func DefaultAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
 	t := strings.TrimSpace(text)
 	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
 		return json.RawMessage(t), nil
 	}
-	accept, note := false, t
-	if rest, ok := cutWord(t, yesWords); ok {
-		accept, note = true, rest
-	} else if rest, ok := cutWord(t, noWords); ok {
-		note = rest
+	v := intent.ReadConsent(t)
+	if err := v.Err(); err != nil {
+		return nil, err
 	}
 	return json.Marshal(struct {
 		Accept bool   `json:"accept"`
 		Note   string `json:"note,omitempty"`
-	}{accept, note})
-}
-
-// cutWord reports whether t starts with one of words (case-insensitively,
-// and followed by a non-letter for Latin words) and returns the rest
-// without leading punctuation and space.
-func cutWord(t string, words []string) (string, bool) {
-	lower := strings.ToLower(t)
-	for _, w := range words {
-		if !strings.HasPrefix(lower, w) {
-			continue
-		}
-		rest := t[len(w):]
-		r := []rune(rest)
-		if len(r) > 0 && w[0] < 0x80 && (unicode.IsLetter(r[0]) || unicode.IsDigit(r[0])) {
-			continue // "yesterday" is not "yes"
-		}
-		return strings.TrimLeftFunc(rest, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsPunct(c) }), true
-	}
-	return "", false
+	}{v.Consent == intent.Accepted, v.Note})
 }
