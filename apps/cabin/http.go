@@ -1,12 +1,15 @@
 package cabin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
@@ -48,7 +51,7 @@ func Routes(app *App, threads Threads) http.Handler {
 		ctx, cancel := turnContext(r)
 		defer cancel()
 		reply, err := app.Chat(ctx, req)
-		writeResult(w, reply, err)
+		writeFound(w, reply, err, "session", req.SessionID)
 	})
 	m.HandleFunc("POST /api/v1/agent/fill-slots", func(w http.ResponseWriter, r *http.Request) {
 		var req FillRequest
@@ -58,27 +61,44 @@ func Routes(app *App, threads Threads) http.Handler {
 		ctx, cancel := turnContext(r)
 		defer cancel()
 		reply, err := app.FillSlots(ctx, req)
-		writeResult(w, reply, err)
+		writeFound(w, reply, err, "session", req.SessionID)
 	})
 	m.HandleFunc("POST /api/v1/agent/chat-stream", app.chatStream)
 	m.HandleFunc("GET /api/v1/agent/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
-		info, err := app.Session(r.Context(), r.PathValue("id"))
-		if err == nil && app.threads != nil {
-			err = app.threads.TrackThread(r.Context(), r.PathValue("id"), AgentName, "")
+		id, ok := pathID(w, r, "session")
+		if !ok {
+			return
 		}
-		writeResult(w, info, err)
+		info, err := app.Session(r.Context(), id)
+		if err == nil && app.threads != nil {
+			err = app.threads.TrackThread(r.Context(), id, AgentName, "")
+		}
+		writeFound(w, info, err, "session", id)
 	})
 	m.HandleFunc("GET /api/v1/cabin/vehicles/{id}", func(w http.ResponseWriter, r *http.Request) {
-		v, err := app.store.Vehicle(r.Context(), r.PathValue("id"))
+		id, ok := pathID(w, r, "vehicle")
+		if !ok {
+			return
+		}
+		v, err := app.store.Vehicle(r.Context(), id)
 		writeResult(w, v, err)
 	})
 	m.HandleFunc("GET /api/v1/cabin/orders", func(w http.ResponseWriter, r *http.Request) {
-		orders, err := app.store.Orders(r.Context(), r.URL.Query().Get("user_id"))
+		user := r.URL.Query().Get("user_id")
+		if strings.ContainsRune(user, 0) {
+			writeResult(w, map[string]any{"orders": nil}, nil) // no user's id holds NUL
+			return
+		}
+		orders, err := app.store.Orders(r.Context(), user)
 		writeResult(w, map[string]any{"orders": orders}, err)
 	})
 	m.HandleFunc("GET /api/v1/cabin/orders/{id}", func(w http.ResponseWriter, r *http.Request) {
-		o, err := app.store.Order(r.Context(), r.PathValue("id"))
-		writeResult(w, o, err)
+		id, ok := pathID(w, r, "order")
+		if !ok {
+			return
+		}
+		o, err := app.store.Order(r.Context(), id)
+		writeFound(w, o, err, "order", id)
 	})
 	m.HandleFunc("GET /api/v1/cabin/handoffs", func(w http.ResponseWriter, r *http.Request) {
 		hs, err := app.store.Handoffs(r.Context())
@@ -125,6 +145,10 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
+	if strings.TrimSpace(req.Text) == "" {
+		writeResult(w, nil, fmt.Errorf("%w: text is empty", ErrBadRequest))
+		return
+	}
 	if req.SessionID == "" {
 		req.SessionID = checkpoint.NewID()
 	}
@@ -140,7 +164,6 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 		reply, err := a.Chat(ctx, req)
 		done <- outcome{reply, err}
 	}()
-	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	rc := http.NewResponseController(w) // reaches Flush through wrappers such as Loom's server's
 	flush := func() { _ = rc.Flush() }
@@ -150,13 +173,20 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 	var o outcome
 	select {
 	case o = <-done:
+		if o.err != nil {
+			// Nothing is streamed yet: the error gets its own status.
+			writeFound(w, nil, o.err, "session", req.SessionID)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
 	case <-timer.C:
 		first = time.Since(start)
+		w.Header().Set("Content-Type", "application/x-ndjson")
 		_ = enc.Encode(StreamLine{Event: TypeAck, SessionID: req.SessionID, Message: a.replies.text("ack", nil)})
 		flush()
 		o = <-done
 	}
-	if o.err != nil {
+	if o.err != nil { // after the ack, an error is the stream's last line
 		_, e := classify(o.err)
 		_ = enc.Encode(StreamLine{Event: "error", SessionID: req.SessionID, Error: &e})
 		return
@@ -174,18 +204,55 @@ type httpError struct {
 	Message string `json:"message"`
 }
 
+// decodeBody reads the request's JSON body into v, or answers the error
+// and returns false. Strings holding NUL (\u0000), which no id and no
+// PostgreSQL text may hold, are refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if err == nil {
+		_, err = dec.Token()
+		var doc any
+		switch {
+		case err == nil:
+			err = errors.New("data after the JSON object")
+		case !errors.Is(err, io.EOF):
+		case json.Unmarshal(raw, &doc) == nil && holdsNUL(doc):
+			err = errors.New("strings may not contain the character NUL (\\u0000)")
+		default:
+			strict := json.NewDecoder(bytes.NewReader(raw))
+			strict.DisallowUnknownFields()
+			if err = strict.Decode(v); err == nil {
+				return true
+			}
+		}
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, httpError{"too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)})
+	} else {
 		writeError(w, http.StatusBadRequest, httpError{"bad_request", fmt.Sprintf("request body: %v", err)})
-		return false
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, httpError{"bad_request", "request body: data after the JSON object"})
-		return false
+	return false
+}
+
+// holdsNUL reports whether a decoded JSON value has a string or an
+// object key holding NUL.
+func holdsNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		return slices.ContainsFunc(v, holdsNUL)
+	case map[string]any:
+		for k, x := range v {
+			if strings.ContainsRune(k, 0) || holdsNUL(x) {
+				return true
+			}
+		}
 	}
-	return true
+	return false
 }
 
 // classify maps an error to an HTTP status and body.
@@ -207,6 +274,32 @@ func classify(err error) (int, httpError) {
 		return api.HTTPStatus(), httpError{api.ErrorCode(), err.Error()}
 	}
 	return http.StatusInternalServerError, httpError{"internal", err.Error()}
+}
+
+// pathID returns the request's {id}, or answers that the thing what with
+// that id is not found when it holds NUL, which no id holds.
+func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
+	id := r.PathValue("id")
+	if strings.ContainsRune(id, 0) {
+		writeFound(w, nil, ErrNotFound, what, id)
+		return "", false
+	}
+	return id, true
+}
+
+// writeFound is writeResult for a request about the thing what called
+// id: not finding it (another key's is not found either) says so in
+// those words.
+func writeFound(w http.ResponseWriter, v any, err error, what, id string) {
+	if err == nil {
+		writeJSON(w, http.StatusOK, v)
+		return
+	}
+	if status, _ := classify(err); status == http.StatusNotFound {
+		writeError(w, status, httpError{"not_found", fmt.Sprintf("%s %s not found", what, id)})
+		return
+	}
+	writeResult(w, v, err)
 }
 
 func writeResult(w http.ResponseWriter, v any, err error) {
