@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/loomkit/loom/intent"
 )
 
 // Kinds of the agent's own questions. The agent also asks through
@@ -40,45 +42,20 @@ type Answer struct {
 	Message  string `json:"message,omitempty"`
 }
 
-// Words that accept or reject when a reply starts with them.
-var (
-	yesWords = []string{"确认", "同意", "好的", "可以", "继续", "没问题", "行", "好", "是", "对",
-		"yes", "y", "ok", "okay", "accept", "approve", "confirm", "sure", "continue", "go"}
-	noWords = []string{"取消", "拒绝", "不要", "不行", "不用", "算了", "停", "不", "否",
-		"no", "n", "reject", "cancel", "deny", "stop"}
-)
-
-// ParseAnswer reads a chat reply as an answer: "确认", "yes", "accept" …
-// accept (and continue); "取消", "no", "reject" … reject; the rest of the
-// reply after such a word is the reason. Any other text rejects a card,
-// with the text as the reason, and is the answer to an ask_user question.
-func ParseAnswer(text string) Answer {
+// ParseAnswer reads a chat reply as an answer with intent.ReadConsent: a
+// yes ("确认", "好的", "没问题", "yes" …) accepts a plan or tool card and
+// continues at the round budget; a no ("取消", "不行", "no" …) rejects and
+// ends the pause, with the rest of the reply as the reason ("取消，周三不行"
+// → "周三不行"). Text is always the whole reply, the answer to an ask_user
+// question. A reply that is neither (a question, a hedge, other text)
+// accepts nothing, has the whole reply as the reason, and comes with an
+// error wrapping intent.ErrUnclear: a card asks again rather than take it
+// as a no.
+func ParseAnswer(text string) (Answer, error) {
 	t := strings.TrimSpace(text)
-	a := Answer{Text: t, Reason: t}
-	if rest, ok := cutWord(t, yesWords); ok {
-		a.Accept, a.Continue, a.Reason = true, true, rest
-	} else if rest, ok := cutWord(t, noWords); ok {
-		a.Reason = rest
-	}
-	a.Message = a.Reason
-	return a
-}
-
-// cutWord reports whether t starts with one of words (a Latin word must
-// end there) and returns the rest, without leading punctuation.
-func cutWord(t string, words []string) (string, bool) {
-	lower := strings.ToLower(t)
-	for _, w := range words {
-		if !strings.HasPrefix(lower, w) {
-			continue
-		}
-		rest := []rune(t[len(w):])
-		if len(rest) > 0 && w[0] < 0x80 && (unicode.IsLetter(rest[0]) || unicode.IsDigit(rest[0])) {
-			continue
-		}
-		return strings.TrimLeftFunc(string(rest), func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }), true
-	}
-	return "", false
+	v := intent.ReadConsent(t)
+	accept := v.Consent == intent.Accepted
+	return Answer{Accept: accept, Continue: accept, Reason: v.Note, Message: v.Note, Text: t}, v.Err()
 }
 
 // parseDays finds days of the week in a reply: 周三, 星期三, 礼拜三, 周末,

@@ -3,11 +3,14 @@ package schedule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/intent"
 )
 
 // answerModes are the two ways a person answers a card: resuming the
@@ -248,35 +251,53 @@ func TestWriteOncePerStep(t *testing.T) {
 	}
 }
 
-// The chat API's answers decode into every question type.
+// The chat API's answers decode into every question type; a reply that
+// is neither a yes nor a no asks a card again and answers ask_user.
 func TestParseAnswer(t *testing.T) {
+	askUser, _ := json.Marshal(Interaction{Kind: KindAskUser, Text: "哪几天不方便?"})
+	planCard, _ := json.Marshal(Interaction{Kind: KindPlan, Text: "计划"})
 	for _, tc := range []struct {
-		text   string
-		accept bool
-		reason string
+		text    string
+		consent intent.Consent
+		reason  string
 	}{
-		{"确认", true, ""},
-		{"好的,开始吧", true, "开始吧"},
-		{"yes please", true, "please"},
-		{"accept", true, ""},
-		{"取消", false, ""},
-		{"取消,周三不行", false, "周三不行"},
-		{"no", false, ""},
-		{"reject: too early", false, "too early"},
-		{"yesterday was busy", false, "yesterday was busy"},
-		{"周三不行", false, "周三不行"},
+		{"确认", intent.Accepted, ""},
+		{"好的,开始吧", intent.Accepted, ""},
+		{"没问题", intent.Accepted, ""},
+		{"yes please", intent.Accepted, ""},
+		{"accept", intent.Accepted, ""},
+		{"取消", intent.Rejected, ""},
+		{"取消,周三不行", intent.Rejected, "周三不行"},
+		{"周三不行", intent.Rejected, "周三不行"},
+		{"no", intent.Rejected, ""},
+		{"reject: too early", intent.Rejected, "too early"},
+		{"对不起，我不同意", intent.Rejected, "对不起，我不同意"},
+		{"行不通", intent.Rejected, ""},
+		{"可以吗？", intent.Unclear, "可以吗？"},
+		{"好像可以", intent.Unclear, "好像可以"},
+		{"周三和周日", intent.Unclear, "周三和周日"},
+		{"yesterday was busy", intent.Unclear, "yesterday was busy"},
 	} {
-		a := ParseAnswer(tc.text)
-		if a.Accept != tc.accept || a.Continue != tc.accept || a.Reason != tc.reason || a.Text != tc.text {
-			t.Errorf("ParseAnswer(%q) = %+v, want accept %v reason %q", tc.text, a, tc.accept, tc.reason)
+		a, err := ParseAnswer(tc.text)
+		accept := tc.consent == intent.Accepted
+		if a.Accept != accept || a.Continue != accept || a.Reason != tc.reason || a.Text != tc.text || errors.Is(err, intent.ErrUnclear) != (tc.consent == intent.Unclear) {
+			t.Errorf("ParseAnswer(%q) = %+v, %v; want %s, reason %q", tc.text, a, err, tc.consent, tc.reason)
 		}
-		raw, _ := ChatAnswer(tc.text, nil)
+		raw, err := ChatAnswer(tc.text, &checkpoint.Interrupt{Payload: planCard})
 		var confirm struct {
 			Accept bool   `json:"accept"`
 			Reason string `json:"reason"`
 		}
-		if err := json.Unmarshal(raw, &confirm); err != nil || confirm.Accept != tc.accept {
-			t.Errorf("ChatAnswer(%q) = %s: not a tool.ConfirmAnswer with accept %v", tc.text, raw, tc.accept)
+		if tc.consent == intent.Unclear {
+			if !errors.Is(err, intent.ErrUnclear) {
+				t.Errorf("ChatAnswer(%q) to a card = %s, %v; want it asked again", tc.text, raw, err)
+			}
+		} else if err != nil || json.Unmarshal(raw, &confirm) != nil || confirm.Accept != accept {
+			t.Errorf("ChatAnswer(%q) = %s, %v: not a tool.ConfirmAnswer with accept %v", tc.text, raw, err, accept)
+		}
+		var ans Answer
+		if raw, err := ChatAnswer(tc.text, &checkpoint.Interrupt{Payload: askUser}); err != nil || json.Unmarshal(raw, &ans) != nil || ans.Text != tc.text {
+			t.Errorf("ChatAnswer(%q) to ask_user = %s, %v; want the text", tc.text, raw, err)
 		}
 	}
 }

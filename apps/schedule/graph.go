@@ -239,7 +239,7 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 func (a *Agent) resume(ctx context.Context, s State) (State, error) {
 	p := s.Pending
 	s.Pending = nil
-	ans := ParseAnswer(s.Message)
+	ans, _ := ParseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
 	if p.Answer != nil {
 		ans = *p.Answer
 	}
@@ -434,7 +434,7 @@ func waiting(st *agent.State) bool {
 // as the reason otherwise; ask_user gets the message as its answer; the
 // pause goes on or, refused, ends in Deliver.
 func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
-	ans := ParseAnswer(s.Message)
+	ans, _ := ParseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
 	st := &s.Exec
 	if st.PauseSummary != "" {
 		st.PauseSummary, st.Stretch = "", 0

@@ -89,7 +89,8 @@ func (p *process) say(t *testing.T, thread, text string, resume bool) *graph.Res
 	var err error
 	cp, gerr := p.saver.Get(ctx, thread, "")
 	if resume && gerr == nil && cp.Interrupt != nil {
-		res, err = p.graph.Resume(ctx, thread, ParseAnswer(text))
+		ans, _ := ParseAnswer(text)
+		res, err = p.graph.Resume(ctx, thread, ans)
 	} else {
 		res, err = p.graph.Invoke(ctx, thread, func(s *State) { s.Message = text })
 	}

@@ -131,12 +131,18 @@ func FromChat(text string) (json.RawMessage, error) {
 }
 
 // ChatAnswer turns a chat message into the answer to the pending question,
-// whichever it is (see Answer and ParseAnswer): "确认", "yes", "accept" …
-// accept a plan or tool card and continue at the round budget; "取消",
-// "no", "reject" … reject; other text rejects a card with the text as the
-// reason, and answers an ask_user question.
-func ChatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
-	return json.Marshal(ParseAnswer(text))
+// whichever it is (see Answer and ParseAnswer): a yes ("确认", "没问题",
+// "yes" …) accepts a plan or tool card and continues at the round budget;
+// a no ("取消", "不行", "no" …) rejects; any text answers an ask_user
+// question. A reply to a card that is neither is an error wrapping
+// intent.ErrUnclear, so the chat asks again.
+func ChatAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
+	a, err := ParseAnswer(text)
+	var c card
+	if err != nil && (pending == nil || json.Unmarshal(pending.Payload, &c) != nil || c.Kind != KindAskUser) {
+		return nil, err
+	}
+	return json.Marshal(a)
 }
 
 // card holds the fields of any question the agent asks: an Interaction,
@@ -165,7 +171,7 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 		case c.Tool != "":
 			return "需要你确认:" + c.Summary + "\n回复「确认」执行,「取消」换一个方案(可以附上原因)。"
 		case c.Rounds > 0:
-			return fmt.Sprintf("本轮已用完预算(%d 轮)。进度:%s\n回复「继续」接着做,其他回复结束并总结。", c.Rounds, c.Summary)
+			return fmt.Sprintf("本轮已用完预算(%d 轮)。进度:%s\n回复「继续」接着做,「结束」就此总结。", c.Rounds, c.Summary)
 		}
 		return string(pending.Payload)
 	}
