@@ -14,7 +14,8 @@ import (
 )
 
 // schema is the agent's own tables. The SQL is portable (SQLite and
-// Postgres): plain types, composite keys, no upserts; booleans are 0/1.
+// Postgres): plain types, composite keys, booleans as 0/1, and one
+// INSERT … ON CONFLICT DO NOTHING (both have it) for a new owner's window.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS schedule_windows (
 	owner      TEXT    NOT NULL PRIMARY KEY,
@@ -167,7 +168,8 @@ func rebind(query string) string {
 }
 
 // EnsureSample creates the sample schedule for owner if the owner has
-// none, and reports whether it did.
+// none, and reports whether it did. Calls for one owner that race (an
+// API key's first runs, at once) make it once, and none fails.
 func (st *Store) EnsureSample(ctx context.Context, owner string) (bool, error) {
 	var n int
 	if err := st.db.QueryRowContext(ctx, st.q(`SELECT count(*) FROM schedule_windows WHERE owner = ?`), owner).Scan(&n); err != nil {
@@ -176,23 +178,38 @@ func (st *Store) EnsureSample(ctx context.Context, owner string) (bool, error) {
 	if n > 0 {
 		return false, nil
 	}
-	if err := st.Create(ctx, Sample(owner)); err != nil {
-		return false, err
-	}
-	return true, nil
+	return st.create(ctx, Sample(owner), true)
 }
 
 // Create stores a new schedule for s.Owner, in one transaction.
 func (st *Store) Create(ctx context.Context, s *Schedule) error {
+	_, err := st.create(ctx, s, false)
+	return err
+}
+
+// create stores a new schedule for s.Owner, in one transaction, and
+// reports whether it did: with ifAbsent, an owner who has a schedule
+// keeps it (found by the window's insert, which waits for a concurrent
+// one to commit), else that fails.
+func (st *Store) create(ctx context.Context, s *Schedule, ifAbsent bool) (bool, error) {
 	tx, err := st.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
+		return false, fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
 	}
 	defer tx.Rollback()
 	w := s.Window
-	if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_windows (owner, start_week, start_day, days, daily_max, revision) VALUES (?, ?, ?, ?, ?, ?)`),
-		s.Owner, w.StartWeek, w.StartDay, w.Days, w.DailyMax, s.Revision); err != nil {
-		return fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
+	insert := `INSERT INTO schedule_windows (owner, start_week, start_day, days, daily_max, revision) VALUES (?, ?, ?, ?, ?, ?)`
+	if ifAbsent {
+		insert += ` ON CONFLICT (owner) DO NOTHING`
+	}
+	res, err := tx.ExecContext(ctx, st.q(insert), s.Owner, w.StartWeek, w.StartDay, w.Days, w.DailyMax, s.Revision)
+	if err != nil {
+		return false, fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
+	} else if n == 0 {
+		return false, nil // made meanwhile by another call
 	}
 	var changes []rowChange
 	for i := range s.Events {
@@ -205,12 +222,12 @@ func (st *Store) Create(ctx context.Context, s *Schedule) error {
 		changes = append(changes, rowChange{insert: true, item: &s.Items[i]})
 	}
 	if err := st.write(ctx, tx, s.Owner, w, changes); err != nil {
-		return fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
+		return false, fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("schedule store: create %s: commit: %w", s.Owner, err)
+		return false, fmt.Errorf("schedule store: create %s: commit: %w", s.Owner, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Load reads owner's schedule. Events and items outside the window are

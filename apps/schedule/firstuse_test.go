@@ -1,0 +1,70 @@
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/store/storetest"
+)
+
+// TestFirstRunsAtOnce: a new API key's first runs, twenty at once, all
+// plan on one schedule started from the sample; none fails on the
+// schedule's creation.
+func TestFirstRunsAtOnce(t *testing.T) {
+	for name, db := range map[string]func(testing.TB) string{
+		"sqlite":   func(t testing.TB) string { return filepath.Join(t.TempDir(), "loom.db") },
+		"postgres": storetest.PostgresURL,
+	} {
+		t.Run(name, func(t *testing.T) {
+			db := db(t)
+			url := serve(t, db, "key-a")
+			const n = 20
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := range n {
+				wg.Go(func() {
+					body, _ := json.Marshal(map[string]any{"model": "schedule", "thread_id": fmt.Sprint("first-", i),
+						"messages": []map[string]string{{"role": "user", "content": "帮我安排下周的复习"}}})
+					req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer key-a")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer resp.Body.Close()
+					if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+						errs <- fmt.Errorf("run %d: HTTP %d %s", i, resp.StatusCode, b)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			d, err := store.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			var windows, events int
+			q := `SELECT (SELECT count(*) FROM schedule_windows WHERE owner <> ?), (SELECT count(*) FROM schedule_events WHERE owner <> ?)`
+			if err := d.SQL().QueryRowContext(context.Background(), d.Dialect().Rebind(q), DefaultOwner, DefaultOwner).Scan(&windows, &events); err != nil {
+				t.Fatal(err)
+			}
+			if sample := Sample("x"); windows != 1 || events != len(sample.Events) {
+				t.Errorf("key-a has %d windows and %d events, want 1 and %d", windows, events, len(sample.Events))
+			}
+		})
+	}
+}
