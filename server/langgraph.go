@@ -381,6 +381,9 @@ func (s *Server) newThread(ctx context.Context, id, owner string, meta json.RawM
 	} else if err := checkThreadID(id); err != nil {
 		return nil, err
 	}
+	if err := s.admitThread(ctx, owner, meta); err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
 	t := &Thread{ID: id, Owner: owner, Status: StatusIdle, Metadata: orEmptyObject(meta), Created: now, Updated: now}
 	if err := s.records.createThread(ctx, t); err != nil {
@@ -462,6 +465,9 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, owner strin
 		meta[k] = v
 	}
 	b, _ := json.Marshal(meta)
+	if err := s.quotas.metadataSize("thread", b); err != nil {
+		return err
+	}
 	if err := s.records.setThreadMetadata(r.Context(), t.ID, b); err != nil {
 		return err
 	}
@@ -965,6 +971,9 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		if err := s.checkAnswer(ctx, t, &in); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.admitRun(ctx, owner, t, strategy, in, req.Metadata); err != nil {
+		return nil, err
 	}
 	if t == nil {
 		if !temp && in.Resume != nil {

@@ -303,6 +303,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 			}
 		}
 	}
+	if err := s.admitRun(ctx, owner, t, strategyReject, in, nil); err != nil {
+		return err
+	}
 	if t == nil {
 		if t, err = s.newThread(ctx, tid, owner, nil); err != nil {
 			return err

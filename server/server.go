@@ -19,7 +19,9 @@
 // Streams are SSE or NDJSON, with a heartbeat on idle streams.
 //
 // With API keys, a thread belongs to the key that made it and is not
-// found for any other key; without keys the server serves loopback only.
+// found for any other key; without keys the server listens on loopback
+// only and answers only loopback Host names. Timeouts bound every
+// connection, and Quotas bound what one key may hold and do.
 package server
 
 import (
@@ -32,9 +34,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +83,31 @@ type Options struct {
 	// takes. Until then those paths answer 404 in JSON.
 	UI http.Handler
 
+	// ReadTimeout bounds how long a request may take to arrive, its body
+	// included (default 30s): a client that trickles its body is cut off.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds how long one write of a response may wait for
+	// the client to read (default 1m). API responses get it anew at each
+	// write, so a stream or a long wait lasts as long as its run, while a
+	// client that stops reading is cut off.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request before it is closed (default 2m).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's header (default 64 KiB); larger
+	// gets 431.
+	MaxHeaderBytes int
+	// AllowedHosts are Host names (without port) the server answers
+	// besides localhost, 127.0.0.1 and [::1]; "*.example.com" allows the
+	// names under example.com and "*" every name. Without keys the server
+	// answers only those, so that a web page cannot reach it through a DNS
+	// name that points at this machine (DNS rebinding); with keys it
+	// answers every Host unless AllowedHosts lists some. A request for
+	// another Host gets 421.
+	AllowedHosts []string
+	// Quotas bound what one API key may hold and do (see Quotas).
+	Quotas Quotas
+
 	// The options below apply on Postgres, where runs are River jobs.
 
 	// Workers bounds the runs this replica executes at once (default 50).
@@ -118,7 +146,9 @@ type Server struct {
 	agents  map[string]*builtAgent
 	order   []string          // agent names, sorted
 	keys    map[string]string // sha256(key) → owner id
+	quotas  *quotas
 	mux     *http.ServeMux
+	handler http.Handler // mux behind the Host and Origin checks
 	metrics *metrics
 
 	baseCtx context.Context
@@ -162,6 +192,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.RescueAfter <= 0 {
 		opts.RescueAfter = 3 * time.Minute
 	}
+	limitDefaults(&opts)
 	if opts.RescueAfter <= opts.Lease {
 		return nil, fmt.Errorf("server: RescueAfter %v must be longer than Lease %v", opts.RescueAfter, opts.Lease)
 	}
@@ -174,6 +205,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.keys[hex.EncodeToString(sum[:])] = "key:" + hex.EncodeToString(sum[:8])
 		}
 	}
+	s.quotas = newQuotas(opts.Quotas, slices.Collect(maps.Values(s.keys)))
 	var err error
 	if s.db, err = store.Open(ctx, opts.Database); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -248,16 +280,18 @@ func Migrate(ctx context.Context, db *store.DB, agents *Registry) (map[string]in
 // Saver returns the checkpoint saver the server's agents run on.
 func (s *Server) Saver() checkpoint.Saver { return s.saver }
 
-// Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's HTTP handler, with the Host and Origin
+// checks.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Handle serves pattern with h beside the API routes: the hook for the
 // web page and anything else a binary adds. Call it before Serve.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// HandleAPI serves pattern with h behind the API's keys, body limit and
-// metrics, like the server's own routes: for endpoints a binary adds
-// beside the API, such as an agent's own. h learns who called with
+// HandleAPI serves pattern with h behind the API's keys, rate limit,
+// body limit, JSON Content-Type check, timeouts and metrics, like the
+// server's own routes: for endpoints a binary adds beside the API, such
+// as an agent's own, which take JSON bodies. h learns who called with
 // Caller; an error it writes is its own.
 func (s *Server) HandleAPI(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, s.api(func(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -292,6 +326,9 @@ func (s *Server) TrackThread(ctx context.Context, id, agent, status string) erro
 			t.Status = StatusIdle
 		}
 		if err = checkThreadID(id); err == nil {
+			err = s.admitThread(ctx, owner, nil)
+		}
+		if err == nil {
 			err = s.records.createThread(ctx, t)
 		}
 		if !errors.Is(err, ErrExists) {
@@ -354,8 +391,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return s.baseCtx }}
+	hs := httpServer(s.opts, s.handler)
+	hs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	hs.BaseContext = func(net.Listener) context.Context { return s.baseCtx }
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "addr", ln.Addr().String(), "agents", strings.Join(s.order, ","))
@@ -404,12 +442,13 @@ func (s *Server) Close() error {
 // error for writeError.
 type handler func(w http.ResponseWriter, r *http.Request, owner string) error
 
-// api wraps h with authentication, the body size limit, panic recovery
-// and error responses.
+// api wraps h with the JSON Content-Type check, authentication, the rate
+// limit, the body size limit, the write deadline, panic recovery and
+// error responses.
 func (s *Server) api(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: s.opts.WriteTimeout}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
@@ -421,11 +460,18 @@ func (s *Server) api(h handler) http.Handler {
 		}()
 		owner, err := s.authenticate(r)
 		if err == nil {
+			err = checkJSON(r)
+		}
+		if err == nil {
+			err = s.quotas.allow(owner)
+		}
+		if err == nil {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
 			err = h(sw, r, owner)
 		}
 		if err != nil {
 			if !sw.wrote {
+				setRetryAfter(sw, err)
 				writeError(sw, err)
 			}
 			switch ae := toAPI(err); {
@@ -438,11 +484,22 @@ func (s *Server) api(h handler) http.Handler {
 	})
 }
 
-// statusWriter remembers whether and what a handler wrote.
+// statusWriter remembers whether and what a handler wrote, and gives
+// each write the write timeout anew: a stream or a long wait is not cut
+// for lasting, only a client that stops reading is.
 type statusWriter struct {
 	http.ResponseWriter
+	rc     *http.ResponseController
+	write  time.Duration // the write timeout
 	status int
 	wrote  bool
+}
+
+// extend moves the write deadline to a write timeout from now.
+func (w *statusWriter) extend() {
+	if w.write > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.write)) // not supported by test recorders: no deadline to move
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -456,6 +513,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
 		w.status, w.wrote = http.StatusOK, true
 	}
+	w.extend()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -468,7 +526,8 @@ func (w *statusWriter) Flush() {
 	if !w.wrote {
 		w.status, w.wrote = http.StatusOK, true
 	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	w.extend()
+	_ = w.rc.Flush()
 }
 
 // authenticate returns the caller's owner id: "" without keys, else the
@@ -496,18 +555,13 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	return "", errorf(http.StatusUnauthorized, "unauthorized", "invalid API key")
 }
 
-// decode reads a JSON request body into v. An empty body leaves v as it
-// is; a body that is not application/json gets 415, malformed JSON 400,
-// one larger than the limit 413.
+// decode reads a JSON request body into v (api checked that it is
+// JSON). An empty body leaves v as it is; malformed JSON gets 400, a body
+// larger than the limit 413, one that did not arrive within the read
+// timeout 408.
 func decode(r *http.Request, v any) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
-	}
-	if ct := r.Header.Get("Content-Type"); r.ContentLength != 0 {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json, not %q", ct)
-		}
 	}
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
@@ -517,6 +571,8 @@ func decode(r *http.Request, v any) error {
 			return nil
 		case errors.As(err, &mbe):
 			return err
+		case isTimeout(err):
+			return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time; send it at once")
 		}
 		return errorf(http.StatusBadRequest, "malformed_json", "malformed JSON body: %v", err)
 	}
@@ -533,6 +589,7 @@ func decode(r *http.Request, v any) error {
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	s.mux = m
+	s.handler = s.guard(m)
 	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		closing := s.closing

@@ -22,6 +22,27 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	keysFile := fs.String("keys", os.Getenv("LOOM_API_KEYS_FILE"), "file of API keys, one a line (default $LOOM_API_KEYS_FILE)")
+	hosts := fs.String("allowed-hosts", "", "Host names served besides localhost, 127.0.0.1 and [::1], comma separated (*.example.com: the names under it; *: any); with keys, every Host is served unless some are listed ($LOOM_ALLOWED_HOSTS)")
+	q := server.Quotas{}.WithDefaults()
+	fs.IntVar(&q.ThreadsPerKey, "max-threads", q.ThreadsPerKey, "threads one API key may hold; -1: no limit ($LOOM_MAX_THREADS)")
+	fs.IntVar(&q.RunningPerKey, "max-running", q.RunningPerKey, "threads of one API key that may run at once; -1: no limit ($LOOM_MAX_RUNNING)")
+	fs.IntVar(&q.QueuedPerThread, "max-queued-per-thread", q.QueuedPerThread, "runs that may wait behind a thread's running run; -1: no limit ($LOOM_MAX_QUEUED_PER_THREAD)")
+	fs.IntVar(&q.QueuedPerKey, "max-queued", q.QueuedPerKey, "runs of one API key that may wait, over its threads; -1: no limit ($LOOM_MAX_QUEUED)")
+	fs.Float64Var(&q.RatePerKey, "rate", q.RatePerKey, "requests a second one API key may make on average; -1: no limit ($LOOM_RATE)")
+	fs.IntVar(&q.Burst, "burst", q.Burst, "requests one API key may make at once after a quiet spell ($LOOM_BURST)")
+	fs.BoolVar(&q.Keyless, "quota-keyless", false, "apply the counts and the rate to use without API keys too ($LOOM_QUOTA_KEYLESS)")
+	fs.IntVar(&q.MaxInput, "max-input", q.MaxInput, "bytes of JSON in a run's input or resume value; -1: no limit ($LOOM_MAX_INPUT)")
+	fs.IntVar(&q.MaxMetadata, "max-metadata", q.MaxMetadata, "bytes of JSON in a thread's or run's metadata; -1: no limit ($LOOM_MAX_METADATA)")
+	// The environment sets what the command line does not.
+	for name, env := range map[string]string{"allowed-hosts": "LOOM_ALLOWED_HOSTS", "max-threads": "LOOM_MAX_THREADS", "max-running": "LOOM_MAX_RUNNING",
+		"max-queued-per-thread": "LOOM_MAX_QUEUED_PER_THREAD", "max-queued": "LOOM_MAX_QUEUED", "rate": "LOOM_RATE", "burst": "LOOM_BURST",
+		"quota-keyless": "LOOM_QUOTA_KEYLESS", "max-input": "LOOM_MAX_INPUT", "max-metadata": "LOOM_MAX_METADATA"} {
+		if v := os.Getenv(env); v != "" {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("serve: $%s: %w", env, err)
+			}
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,6 +69,8 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		Keys:           keys,
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		UI:             ui.Handler(),
+		AllowedHosts:   strings.FieldsFunc(*hosts, func(r rune) bool { return r == ',' || r == ' ' }),
+		Quotas:         q,
 	})
 	if err != nil {
 		return err
