@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -81,13 +83,21 @@ func (v Verdict) Err() error {
 //     "没问题", "yep", "sounds good to me", 👍) makes it Accepted;
 //   - anything else is Unclear: a yes inside other words ("可以改到周三")
 //     is not a yes.
-func ReadConsent(text string) Verdict {
+func ReadConsent(text string) Verdict { return ReadConsentTo("", text) }
+
+// ReadConsentTo is ReadConsent for a reply to question, which may name
+// what it asks to do: a cancel word (取消, 停止, cancel, stop) that the
+// question holds is then the thing asked about and not a no, so "确认取消"
+// to "确认要取消订单吗？" and "yes, cancel it" to "Cancel order B456?" are
+// yeses, while "不要取消" and "no" are still noes and "取消" alone asks
+// again.
+func ReadConsentTo(question, text string) Verdict {
 	lex, err := consentLexicon()
 	if err != nil {
 		return Verdict{Note: strings.TrimSpace(text), Cue: err.Error()}
 	}
 	f := foldReply(text)
-	r := lex.read(f)
+	r := lex.read(f, lex.named(question))
 	v := Verdict{Consent: r.consent, Cue: r.cue, Note: strings.TrimSpace(text)}
 	if v.Consent != Unclear && r.rest > 0 {
 		v.Note = strings.TrimFunc(text[f.at[r.rest]:], func(c rune) bool {
@@ -103,14 +113,19 @@ type consentAct uint8
 const (
 	actFiller consentAct = iota
 	actAffirm
+	actNegate
 	actDeny
+	actCancel
 	actQuestion
 	actHedge
 	actOther
 )
 
-var consentActs = map[string]consentAct{"filler": actFiller, "affirm": actAffirm, "deny": actDeny,
-	"question": actQuestion, "hedge": actHedge, "other": actOther}
+var consentActs = map[string]consentAct{"filler": actFiller, "affirm": actAffirm, "negate": actNegate, "deny": actDeny,
+	"cancel": actCancel, "question": actQuestion, "hedge": actHedge, "other": actOther}
+
+// no reports whether act says no.
+func (a consentAct) no() bool { return a == actNegate || a == actDeny || a == actCancel }
 
 //go:embed consent.yml
 var consentYAML []byte
@@ -138,7 +153,7 @@ var consentLexicon = sync.OnceValues(func() (*lexicon, error) {
 	for _, a := range doc.Acts {
 		act, ok := consentActs[a.Act]
 		if !ok || len(a.Exact) > 0 || len(a.Regex) > 0 {
-			return nil, fmt.Errorf("consent.yml: act %q: want one of filler, affirm, deny, question, hedge, other with contains only", a.Act)
+			return nil, fmt.Errorf("consent.yml: act %q: want one of %v with contains only", a.Act, slices.Sorted(maps.Keys(consentActs)))
 		}
 		for _, p := range a.Contains {
 			n := foldReply(p).s
@@ -212,7 +227,23 @@ type clause struct {
 	end          int  // where it ends in the folded reply
 }
 
-func (l *lexicon) read(f folded) reading {
+// named returns the cancel phrases question holds.
+func (l *lexicon) named(question string) map[int]bool {
+	if question == "" {
+		return nil
+	}
+	named := map[int]bool{}
+	for _, m := range l.ac.find(foldReply(question).s) {
+		if l.acts[m.pattern] == actCancel {
+			named[m.pattern] = true
+		}
+	}
+	return named
+}
+
+// read reads a folded reply; named are the cancel phrases the question
+// holds.
+func (l *lexicon) read(f folded, named map[int]bool) reading {
 	s := f.s
 	if strings.TrimFunc(s, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) }) == "" {
 		return reading{cue: "empty"}
@@ -250,7 +281,10 @@ func (l *lexicon) read(f folded) reading {
 			case actAffirm:
 				cur.affirm++
 				affirmCue = cmp.Or(affirmCue, phrase(act, p))
-			case actDeny:
+			case actNegate, actDeny, actCancel:
+				if named[b-1] {
+					break // the thing the question asks about
+				}
 				cur.deny++
 				cur.yesThenNo = cur.yesThenNo || cur.affirm > 0 && cur.deny == 1
 				denyCue = cmp.Or(denyCue, phrase(act, p))
@@ -284,14 +318,14 @@ func (l *lexicon) read(f folded) reading {
 		return reading{cue: affirmCue + " and " + denyCue}
 	case denyCue != "":
 		// A hedged no ("好像不对", "maybe not") is a no.
-		return reading{consent: Rejected, cue: strings.TrimPrefix(hedgeCue+", ", ", ") + denyCue, rest: l.rest(s, best, clauses, actDeny)}
+		return reading{consent: Rejected, cue: strings.TrimPrefix(hedgeCue+", ", ", ") + denyCue, rest: l.rest(s, best, clauses, false)}
 	case hedgeCue != "":
 		return reading{cue: hedgeCue}
 	case yes && content:
 		// "好的，改到周三" may be a yes to something else.
 		return reading{cue: affirmCue + " with more than a yes"}
 	case yes:
-		return reading{consent: Accepted, cue: affirmCue, rest: l.rest(s, best, clauses, actAffirm)}
+		return reading{consent: Accepted, cue: affirmCue, rest: l.rest(s, best, clauses, true)}
 	case affirmCue != "":
 		return reading{cue: affirmCue + " inside other words"}
 	}
@@ -301,10 +335,10 @@ func (l *lexicon) read(f folded) reading {
 // rest returns where the note starts: after the leading clauses that say
 // only the decision, else after the leading phrases of the decision; 0
 // when the reply does not open with it.
-func (l *lexicon) rest(s string, best []int, clauses []clause, act consentAct) int {
+func (l *lexicon) rest(s string, best []int, clauses []clause, yes bool) int {
 	start := 0
 	for _, c := range clauses {
-		pure := !c.content && (act == actAffirm && c.affirm > 0 && c.deny == 0 || act == actDeny && c.deny > 0 && c.affirm == 0)
+		pure := !c.content && (yes && c.affirm > 0 && c.deny == 0 || !yes && c.deny > 0 && c.affirm == 0)
 		if !pure {
 			break
 		}
@@ -320,7 +354,7 @@ func (l *lexicon) rest(s string, best []int, clauses []clause, act consentAct) i
 			continue
 		}
 		b := best[i]
-		if b == 0 || l.acts[b-1] != act {
+		if b == 0 || yes != (l.acts[b-1] == actAffirm) || !yes && !l.acts[b-1].no() {
 			break
 		}
 		i += len(l.ac.patterns[b-1])

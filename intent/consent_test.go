@@ -143,3 +143,26 @@ func BenchmarkReadConsent(b *testing.B) {
 		intent.ReadConsent("对不起，我不同意，改到周三吧")
 	}
 }
+
+// A cancel word the question asks about is not a no; every other no is.
+func TestReadConsentTo(t *testing.T) {
+	for _, tc := range []struct {
+		question, reply string
+		want            intent.Consent
+	}{
+		{"确认要取消订单 B456 吗？", "确认取消", intent.Accepted},
+		{"确认要取消订单 B456 吗？", "好的，取消吧", intent.Accepted},
+		{"确认要取消订单 B456 吗？", "不要取消", intent.Rejected},
+		{"确认要取消订单 B456 吗？", "不要", intent.Rejected},
+		{"确认要取消订单 B456 吗？", "取消", intent.Unclear},
+		{"Shall I cancel order B456?", "yes, cancel it", intent.Accepted},
+		{"Shall I cancel order B456?", "no, don't cancel", intent.Rejected},
+		{"Shall I stop the navigation?", "stop", intent.Unclear},
+		{"Approve the plan?", "yes, cancel it", intent.Unclear},
+		{"", "确认取消", intent.Unclear},
+	} {
+		if v := intent.ReadConsentTo(tc.question, tc.reply); v.Consent != tc.want {
+			t.Errorf("ReadConsentTo(%q, %q) = %+v, want %s", tc.question, tc.reply, v, tc.want)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func ExampleReadConsent() {
 	// Output:
 	// 没问题 → accepted, note "" (affirm "没问题")
 	// sounds good → accepted, note "" (affirm "sounds good")
-	// 取消，周三不行 → rejected, note "周三不行" (deny "取消")
+	// 取消，周三不行 → rejected, note "周三不行" (cancel "取消")
 	// 对不起，我不同意 → rejected, note "对不起，我不同意" (deny "不同意")
 	// 好像不对 → rejected, note "" (hedge "好像", deny "不对")
 	// 可以吗？ → unclear, note "可以吗？" (question "?")
