@@ -143,16 +143,22 @@ func (a *Agent) answer(text string, pending *checkpoint.Interrupt) (json.RawMess
 // reply is read by intent.ReadConsent: a yes ("好的", "没问题", "确定",
 // "yes", "sounds good", 👍 …) gives {"accept":true,"note":NOTE}, a no ("不要",
 // "取消", "对不起，我不同意", "no", "go away" …) {"accept":false,"note":NOTE},
-// where NOTE is the rest of the reply ("取消，周三不行" → "周三不行"). A reply
+// where NOTE is the rest of the reply ("取消，周三不行" → "周三不行"); a
+// cancel word the question's payload holds is what it asks about, not a no
+// (intent.ReadConsentTo: "yes, cancel it" to "Cancel order B456?"). A reply
 // that is neither — a question ("可以吗？"), a hedge ("好像可以", "maybe"),
 // a yes with more in it ("好的，改到周三"), or anything else — is an error
 // wrapping intent.ErrUnclear, and the chat asks again.
-func DefaultAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+func DefaultAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
 	t := strings.TrimSpace(text)
 	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
 		return json.RawMessage(t), nil
 	}
-	v := intent.ReadConsent(t)
+	var question string
+	if pending != nil {
+		question = string(pending.Payload)
+	}
+	v := intent.ReadConsentTo(question, t)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

@@ -222,16 +222,13 @@ type Rules struct {
 	RemoteClassifier *intent.RemoteClassifier `yaml:"remote_classifier"`
 }
 
-// Confirmation rules (seed §21.2).
+// Confirmation rules (seed §21.2): which steps ask first. A reply to
+// the question is read by intent.ReadConsent, as every agent's is.
 type Confirmation struct {
 	// Intents always ask first.
 	Intents []string `yaml:"intents"`
 	// RiskLevels: actions at these risks ask first.
 	RiskLevels []string `yaml:"risk_levels"`
-	// AcceptActs and DeclineActs are the dialog acts that accept and
-	// decline a pending confirmation.
-	AcceptActs  []string `yaml:"accept_acts"`
-	DeclineActs []string `yaml:"decline_acts"`
 }
 
 // DialogActs (dialog_acts.yml) name the dialog act of a turn.

@@ -72,7 +72,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad threshold order", FileRules, "route_to_cloud_threshold: 0.75", "route_to_cloud_threshold: 1.8", "route_to_cloud_threshold 1.8 must be below execute_threshold 1.65", true, ""},
 		{"threshold out of range", FileRules, "clarify_margin_threshold: 0.12", "clarify_margin_threshold: -0.5", "clarify_margin_threshold -0.5 out of range", true, ""},
 		{"bad remote classifier", FileRules, "routing:\n  execute_threshold", "remote_classifier: {url: \"localhost:9000\"}\nrouting:\n  execute_threshold", `remote classifier url "localhost:9000": want an http or https URL`, true, ""},
-		{"unknown act", FileRules, "accept_acts: [affirm]", "accept_acts: [agree]", `act "agree" is not in dialog_acts.yml`, true, ""},
+		{"unknown confirmation intent", FileRules, "intents: [cs_cancel_order]", "intents: [cs_cancel_everything]", `confirmation: unknown intent "cs_cancel_everything"`, true, ""},
 		{"unknown template intent", FileWorkflows, "intents: [cabin_window_open, cabin_set_ac]", "intents: [cabin_window_open, cabin_fly]", `unknown intent "cabin_fly"`, true, ""},
 		{"bad operator", FileWorkflows, "operator: equals", "operator: is", `condition operator "is"`, true, ""},
 		{"syntax", FileResponses, "  clarify_or: 还是", "  clarify_or: [还是", "did not find expected", true, ""},

@@ -173,7 +173,7 @@ func (a *App) newTurn(ctx context.Context, s *State, t turnInput) error {
 		a.social(ctx, s, t.text, u)
 		return nil
 	}
-	if sess.Status == StatusClarify && len(sess.Clarify) == 1 && slices.Contains(a.cfg.Rules.Confirmation.AcceptActs, u.Act) {
+	if sess.Status == StatusClarify && len(sess.Clarify) == 1 && intent.ReadConsent(t.text).Consent == intent.Accepted {
 		id := sess.Clarify[0]
 		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, a.slots.read(id, sess.ClarifyText))}}
 		d.Decision, d.Continuation = "execute", "yes to the clarify question: "+id
@@ -206,16 +206,20 @@ func (a *App) continueTurn(ctx context.Context, s *State, t turnInput) error {
 			return nil
 		}
 	}
-	rules := a.cfg.Rules.Confirmation
+	question := ""
+	if p.Kind == pendingConfirmation {
+		question = a.confirmQuestion(wf, st)
+	}
+	consent := intent.ReadConsentTo(question, t.text).Consent
 	switch p.Kind {
 	case pendingConfirmation:
 		switch {
-		case (t.accept != nil && *t.accept) || (t.accept == nil && slices.Contains(rules.AcceptActs, u.Act)):
+		case (t.accept != nil && *t.accept) || (t.accept == nil && consent == intent.Accepted):
 			st.Confirmed = true
 			d.Decision, d.Continuation = "execute", "confirmed step "+st.ID
 			s.Next = nodeExecute
 			return nil
-		case t.accept != nil || slices.Contains(rules.DeclineActs, u.Act):
+		case t.accept != nil || consent == intent.Rejected:
 			st.Status = stepCancelled
 			d.Decision, d.Continuation = "execute", "declined step "+st.ID
 			s.Next = nodeExecute
@@ -253,7 +257,7 @@ func (a *App) continueTurn(ctx context.Context, s *State, t turnInput) error {
 		d.Continuation = "a new request replaced the pending " + st.Intent
 		s.Next = nodePlan
 		return nil
-	case p.Kind == pendingSlot && t.text != "" && !a.isConfirmAct(u.Act):
+	case p.Kind == pendingSlot && t.text != "" && consent == intent.Unclear:
 		for _, name := range p.Slots {
 			if v, ok := a.slots.answer(name, t.text); ok {
 				st.Slots[name] = v
@@ -284,10 +288,10 @@ func fills(got map[string]string, asked []string) bool {
 	return false
 }
 
-// isConfirmAct reports whether act answers a confirmation.
-func (a *App) isConfirmAct(act string) bool {
-	r := a.cfg.Rules.Confirmation
-	return slices.Contains(r.AcceptActs, act) || slices.Contains(r.DeclineActs, act)
+// confirmQuestion is the question that asks to confirm step st.
+func (a *App) confirmQuestion(wf *Workflow, st *Step) string {
+	q := a.cat.intents[st.Intent].replies.Confirm
+	return a.replies.render(cmp.Or(q, a.cfg.Responses.Templates["confirm"]), a.templateVars(wf)(st))
 }
 
 // newRequest reports whether a reply to a pending question is rather a
@@ -451,8 +455,7 @@ func (a *App) execute(ctx context.Context, s State) (State, error) {
 		if p.Kind == pendingSlot {
 			a.say(&s, TypeAskSlot, StatusWaitingSlot, join(news, a.ask(wf, st, p.Slots[0])))
 		} else {
-			q := a.cat.intents[st.Intent].replies.Confirm
-			a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, join(news, a.replies.render(cmp.Or(q, a.cfg.Responses.Templates["confirm"]), vars(st))))
+			a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, join(news, a.confirmQuestion(wf, st)))
 		}
 		s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
 		s.Next = nodeWait

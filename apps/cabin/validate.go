@@ -89,8 +89,8 @@ func (c *Config) validate() error {
 	c.validateActions(p)
 	c.validateForms(p, intents)
 	c.validateResponses(p, intents)
-	acts := c.validateDialogActs(p)
-	c.validateRules(p, intents, acts)
+	c.validateDialogActs(p)
+	c.validateRules(p, intents)
 	c.validateWorkflows(p, intents)
 	return errors.Join(p.errs...)
 }
@@ -246,8 +246,8 @@ func (c *Config) validateResponses(p *problems, intents map[string]bool) {
 	}
 }
 
-// validateDialogActs checks the acts and returns their names.
-func (c *Config) validateDialogActs(p *problems) map[string]bool {
+// validateDialogActs checks the acts.
+func (c *Config) validateDialogActs(p *problems) {
 	acts := map[string]bool{}
 	for i, a := range c.DialogActs.Acts {
 		path := at("acts", i)
@@ -260,10 +260,9 @@ func (c *Config) validateDialogActs(p *problems) map[string]bool {
 		acts[a.Act] = true
 		p.phrases(FileDialogActs, path, a.Phrases)
 	}
-	return acts
 }
 
-func (c *Config) validateRules(p *problems, intents, acts map[string]bool) {
+func (c *Config) validateRules(p *problems, intents map[string]bool) {
 	r := c.Rules
 	p.phrases(FileRules, at("stop"), r.Stop)
 	for _, k := range []struct {
@@ -280,19 +279,6 @@ func (c *Config) validateRules(p *problems, intents, acts map[string]bool) {
 	for i, lv := range r.Confirmation.RiskLevels {
 		if !slices.Contains(riskLevels, lv) {
 			p.add(FileRules, at("confirmation", "risk_levels", i), "confirmation: risk %q is not one of %v", lv, riskLevels)
-		}
-	}
-	for _, k := range []struct {
-		key  string
-		acts []string
-	}{{"accept_acts", r.Confirmation.AcceptActs}, {"decline_acts", r.Confirmation.DeclineActs}} {
-		if len(k.acts) == 0 {
-			p.add(FileRules, at("confirmation"), "confirmation: no %s", k.key)
-		}
-		for i, a := range k.acts {
-			if !acts[a] {
-				p.add(FileRules, at("confirmation", k.key, i), "confirmation: act %q is not in %s", a, FileDialogActs)
-			}
 		}
 	}
 	for i, rw := range r.Rewrite {
