@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/loomkit/loom/intent"
@@ -15,11 +17,8 @@ import (
 	"github.com/loomkit/loom/llm/openai"
 )
 
-const evalUsage = `usage:
-  loom eval intent --train FILE [--test FILE] [--format clinc150|smp2019|banking77|csv] [--json] [--calibrate=false]
-                   [--model] [--remote URL]
-
-Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
+// evalAbout says what `loom eval intent` measures, in its help.
+const evalAbout = `Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
 out-of-scope recall and routing time on the test examples: the test file's
 test split (else its val split, else all of it); with --train alone, the
 train file's val split, or a fixed seeded 80/20 split of it.
@@ -29,25 +28,46 @@ the model of OPENAI_BASE_URL, OPENAI_API_KEY and LOOM_MODEL. --remote adds
 a remote classifier: a service at URL that answers POST {"text","top_k",
 "labels"} with {"candidates":[{"intent","score"}]}.`
 
-// runEval is `loom eval`: for now only `loom eval intent`.
+// formats are the data set formats --format names.
+var formats = []dataset.Format{dataset.CLINC150, dataset.SMP2019, dataset.BANKING77, dataset.CSV}
+
+func formatNames() []string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	return names
+}
+
+// runEval is `loom eval`: for now only `loom eval intent` (its flags may
+// also be asked for with `loom eval -h`).
 func runEval(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "intent" {
-		return errors.New(evalUsage)
+	switch {
+	case len(args) == 0:
+		return usageErrorf("eval: name what to evaluate: intent %s", usage)
+	case args[0] == "intent":
+		args = args[1:]
+	case !isHelp(args[0]):
+		return usageErrorf("eval: unknown evaluation %q; there is one: intent %s", args[0], usage)
 	}
 	fs := flag.NewFlagSet("eval intent", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	trainPath := fs.String("train", "", "labelled data to train on")
-	testPath := fs.String("test", "", "labelled data to test on")
-	format := fs.String("format", "", "clinc150, smp2019, banking77 or csv; detected when omitted")
+	trainPath := fs.String("train", "", "the labelled `FILE` to train on")
+	testPath := fs.String("test", "", "the labelled `FILE` to test on")
+	format := fs.String("format", "", "the data's `FORMAT`: "+strings.Join(formatNames(), ", ")+"; detected when omitted")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	calibrate := fs.Bool("calibrate", true, "tune the decision thresholds on 20% of the training data first")
 	withModel := fs.Bool("model", false, "ask the model of OPENAI_BASE_URL, OPENAI_API_KEY and LOOM_MODEL when the local stages do not execute")
-	remoteURL := fs.String("remote", "", "a remote classifier's URL")
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("%w\n%s", err, evalUsage)
+	remoteURL := fs.String("remote", "", "a remote classifier's `URL`")
+	if err := parseFlags("eval intent", fs, args, out); err != nil {
+		return err
 	}
-	if *trainPath == "" || fs.NArg() > 0 {
-		return errors.New(evalUsage)
+	switch {
+	case *trainPath == "":
+		return usageErrorf("eval intent: --train FILE is required %s", usage)
+	case fs.NArg() > 0:
+		return usageErrorf("eval intent: unexpected argument %q %s", fs.Arg(0), usage)
+	case *format != "" && !slices.Contains(formats, dataset.Format(*format)):
+		return usageErrorf("eval intent: unknown format %q; the formats are %s", *format, strings.Join(formatNames(), ", "))
 	}
 	train, test, source, err := evalData(*trainPath, *testPath, dataset.Format(*format))
 	if err != nil {
