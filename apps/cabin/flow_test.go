@@ -61,6 +61,24 @@ var flows = []struct {
 			t.Errorf("A123 is %s, want cancelled", o.Status)
 		}
 	}},
+	{"29.2 conditional: a question or a hedge is asked again, a refusal dressed as a yes declines", []turn{
+		chatTurn("查一下订单A123，要是还没发货就帮我取消", TypeAskConfirmation, StatusWaitingConfirmation, "A123"),
+		chatTurn("可以吗？", TypeAskConfirmation, StatusWaitingConfirmation, "确认要取消订单吗"),
+		chatTurn("好像可以", TypeAskConfirmation, StatusWaitingConfirmation, "确认要取消订单吗"),
+		chatTurn("对不起，我不同意", TypeWorkflowResult, StatusCompleted, "不取消订单"),
+	}, func(t *testing.T, a *api, s string) {
+		if o := a.order("A123"); o.Status == OrderCancelled {
+			t.Errorf("A123 is cancelled after a refusal")
+		}
+	}},
+	{"29.2 conditional, confirmed with the question's own words", []turn{
+		chatTurn("查一下订单A123，要是还没发货就帮我取消", TypeAskConfirmation, StatusWaitingConfirmation, "A123"),
+		chatTurn("没问题，确认取消", TypeWorkflowResult, StatusCompleted, "已取消"),
+	}, func(t *testing.T, a *api, s string) {
+		if o := a.order("A123"); o.Status != OrderCancelled {
+			t.Errorf("A123 is %s, want cancelled", o.Status)
+		}
+	}},
 	{"29.2 conditional, condition false", []turn{
 		chatTurn("查订单B456，如果没发货就取消", TypeWorkflowResult, StatusCompleted, "B456", "已发货", "没有取消"),
 	}, func(t *testing.T, a *api, s string) {
