@@ -24,14 +24,14 @@ func browserServer(t *testing.T, opts server.Options) (*testServer, *atomic.Int3
 	return ts, &reached
 }
 
-// request is a request as a browser (or anything else) may send it.
-type request struct {
+// browserRequest is a request as a browser (or anything else) may send it.
+type browserRequest struct {
 	method, path, ctype, body string
 	header                    []string // name, value, …; "Host" sets the Host
 }
 
 // send makes r and returns the status and the error code ("" for none).
-func (r request) send(t *testing.T, base string) (int, string) {
+func (r browserRequest) send(t *testing.T, base string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(r.method, base+r.path, strings.NewReader(r.body))
 	if err != nil {
@@ -69,27 +69,27 @@ func TestBrowserSafety(t *testing.T) {
 	const thread = `{"metadata":{"by":"page"}}`
 	for _, c := range []struct {
 		name string
-		request
+		browserRequest
 		status int
 		code   string
 	}{
-		{"foreign host", request{"GET", "/assistants/demo", "", "", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
-		{"foreign host, health", request{"GET", "/healthz", "", "", []string{"Host", "rebound.example"}}, 421, "host_not_allowed"},
-		{"foreign host, page", request{"GET", "/", "", "", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
-		{"foreign host, mounted", request{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
-		{"localhost", request{"GET", "/assistants/demo", "", "", []string{"Host", "localhost" + port}}, 200, ""},
-		{"::1", request{"GET", "/assistants/demo", "", "", []string{"Host", "[::1]" + port}}, 200, ""},
-		{"text/plain", request{"POST", "/threads", "text/plain", thread, nil}, 415, "unsupported_media_type"},
-		{"text/plain, mounted", request{"POST", "/api/v1/agent/open", "text/plain", `{"text":"打开车窗"}`, nil}, 415, "unsupported_media_type"},
-		{"form, mounted", request{"POST", "/api/v1/agent/open", "application/x-www-form-urlencoded", "text=open", nil}, 415, "unsupported_media_type"},
-		{"no type, mounted", request{"POST", "/api/v1/agent/open", "", "{}", nil}, 415, "unsupported_media_type"},
-		{"foreign origin", request{"POST", "/threads", "application/json", thread, []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
-		{"foreign origin, mounted", request{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
-		{"null origin, mounted", request{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Origin", "null"}}, 403, "cross_origin"},
-		{"cross-site fetch, mounted", request{"POST", "/api/v1/agent/open", "", "", []string{"Sec-Fetch-Site", "cross-site"}}, 403, "cross_origin"},
-		{"same-site other port", request{"POST", "/threads", "application/json", thread, []string{"Origin", "http://127.0.0.1:1", "Sec-Fetch-Site", "same-site"}}, 403, "cross_origin"},
-		{"foreign origin, delete", request{"DELETE", "/threads/x", "", "", []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
-		{"foreign origin, read", request{"GET", "/assistants/demo", "", "", []string{"Origin", "http://evil.example"}}, 200, ""},
+		{"foreign host", browserRequest{"GET", "/assistants/demo", "", "", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
+		{"foreign host, health", browserRequest{"GET", "/healthz", "", "", []string{"Host", "rebound.example"}}, 421, "host_not_allowed"},
+		{"foreign host, page", browserRequest{"GET", "/", "", "", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
+		{"foreign host, mounted", browserRequest{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Host", "rebound.example" + port}}, 421, "host_not_allowed"},
+		{"localhost", browserRequest{"GET", "/assistants/demo", "", "", []string{"Host", "localhost" + port}}, 200, ""},
+		{"::1", browserRequest{"GET", "/assistants/demo", "", "", []string{"Host", "[::1]" + port}}, 200, ""},
+		{"text/plain", browserRequest{"POST", "/threads", "text/plain", thread, nil}, 415, "unsupported_media_type"},
+		{"text/plain, mounted", browserRequest{"POST", "/api/v1/agent/open", "text/plain", `{"text":"打开车窗"}`, nil}, 415, "unsupported_media_type"},
+		{"form, mounted", browserRequest{"POST", "/api/v1/agent/open", "application/x-www-form-urlencoded", "text=open", nil}, 415, "unsupported_media_type"},
+		{"no type, mounted", browserRequest{"POST", "/api/v1/agent/open", "", "{}", nil}, 415, "unsupported_media_type"},
+		{"foreign origin", browserRequest{"POST", "/threads", "application/json", thread, []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
+		{"foreign origin, mounted", browserRequest{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
+		{"null origin, mounted", browserRequest{"POST", "/api/v1/agent/open", "application/json", "{}", []string{"Origin", "null"}}, 403, "cross_origin"},
+		{"cross-site fetch, mounted", browserRequest{"POST", "/api/v1/agent/open", "", "", []string{"Sec-Fetch-Site", "cross-site"}}, 403, "cross_origin"},
+		{"same-site other port", browserRequest{"POST", "/threads", "application/json", thread, []string{"Origin", "http://127.0.0.1:1", "Sec-Fetch-Site", "same-site"}}, 403, "cross_origin"},
+		{"foreign origin, delete", browserRequest{"DELETE", "/threads/x", "", "", []string{"Origin", "http://evil.example"}}, 403, "cross_origin"},
+		{"foreign origin, read", browserRequest{"GET", "/assistants/demo", "", "", []string{"Origin", "http://evil.example"}}, 200, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, calls := countRows(t, ts.Path, ""), reached.Load()
@@ -108,13 +108,13 @@ func TestBrowserSafety(t *testing.T) {
 
 	// The page's own requests: same origin, JSON.
 	self := []string{"Origin", ts.URL, "Sec-Fetch-Site", "same-origin"}
-	if st, code := (request{"POST", "/threads", "application/json", thread, self}).send(t, ts.URL); st != 200 {
+	if st, code := (browserRequest{"POST", "/threads", "application/json", thread, self}).send(t, ts.URL); st != 200 {
 		t.Errorf("same-origin thread: %d %s", st, code)
 	}
-	if st, code := (request{"POST", "/api/v1/agent/open", "application/json; charset=utf-8", "{}", self}).send(t, ts.URL); st != 200 || reached.Load() != 1 {
+	if st, code := (browserRequest{"POST", "/api/v1/agent/open", "application/json; charset=utf-8", "{}", self}).send(t, ts.URL); st != 200 || reached.Load() != 1 {
 		t.Errorf("same-origin mounted call: %d %s, reached %d times", st, code, reached.Load())
 	}
-	if st, code := (request{"POST", "/api/v1/agent/open", "", "", nil}).send(t, ts.URL); st != 200 {
+	if st, code := (browserRequest{"POST", "/api/v1/agent/open", "", "", nil}).send(t, ts.URL); st != 200 {
 		t.Errorf("empty body without a type: %d %s", st, code)
 	}
 }
@@ -123,7 +123,7 @@ func TestBrowserSafety(t *testing.T) {
 // served unless AllowedHosts lists some.
 func TestAllowedHosts(t *testing.T) {
 	get := func(ts *testServer, host, key string) int {
-		st, _ := request{"GET", "/assistants/demo", "", "", []string{"Host", host, "Authorization", "Bearer " + key}}.send(t, ts.URL)
+		st, _ := browserRequest{"GET", "/assistants/demo", "", "", []string{"Host", host, "Authorization", "Bearer " + key}}.send(t, ts.URL)
 		return st
 	}
 	listed := startServer(t, server.Options{AllowedHosts: []string{"loom.test", "*.example.org"}})

@@ -15,19 +15,19 @@ import (
 	"github.com/loomkit/loom/server"
 )
 
-// safety bounds how long a test waits for the server to do what it must;
+// cutBound bounds how long a test waits for the server to do what it must;
 // hitting it fails the test (it is never what passes it).
-const safety = time.Minute
+const cutBound = time.Minute
 
-// dial opens a raw TCP connection to the server of url.
-func dial(t *testing.T, url string) net.Conn {
+// dialRaw opens a raw TCP connection to the server of url.
+func dialRaw(t *testing.T, url string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(safety))
+	c.SetDeadline(time.Now().Add(cutBound))
 	return c
 }
 
@@ -39,7 +39,7 @@ func closedByServer(t *testing.T, c net.Conn) string {
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			t.Fatalf("the server kept the connection open for %v (got %q)", safety, b)
+			t.Fatalf("the server kept the connection open for %v (got %q)", cutBound, b)
 		}
 		if !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
 			t.Fatalf("read: %v", err)
@@ -58,7 +58,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 	got := make([]string, slow)
 	for i := range slow {
 		wg.Go(func() {
-			c := dial(t, ts.URL)
+			c := dialRaw(t, ts.URL)
 			fmt.Fprintf(c, "POST /threads HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{", strings.TrimPrefix(ts.URL, "http://"))
 			stop := make(chan struct{})
 			go func() { // a byte every 20 ms: 1 MB would take 5 hours
@@ -98,7 +98,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 // An idle keep-alive connection is closed after the idle timeout.
 func TestIdleConnectionIsClosed(t *testing.T) {
 	ts := startServer(t, server.Options{IdleTimeout: 200 * time.Millisecond})
-	c := dial(t, ts.URL)
+	c := dialRaw(t, ts.URL)
 	br := bufio.NewReader(c)
 	for i := range 2 { // served twice on one connection, then left idle
 		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(ts.URL, "http://"))
@@ -115,7 +115,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 	_, err := br.ReadByte()
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("the idle connection was open after %v", safety)
+		t.Fatalf("the idle connection was open after %v", cutBound)
 	}
 	if err != io.EOF {
 		t.Fatalf("idle connection: %v, want EOF", err)

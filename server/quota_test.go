@@ -28,14 +28,10 @@ func storedRows(t *testing.T, ts *testServer) rows {
 	}
 	defer db.Close()
 	var r rows
-	for q, dst := range map[string]*int{
-		"SELECT count(*) FROM loom_threads":     &r.threads,
-		"SELECT count(*) FROM loom_runs":        &r.runs,
-		"SELECT count(*) FROM loom_checkpoints": &r.checkpoints,
-	} {
-		if err := db.QueryRow(q).Scan(dst); err != nil {
-			t.Fatal(err)
-		}
+	err = db.QueryRow(`SELECT (SELECT count(*) FROM loom_threads), (SELECT count(*) FROM loom_runs), (SELECT count(*) FROM loom_checkpoints)`).
+		Scan(&r.threads, &r.runs, &r.checkpoints)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return r
 }
@@ -47,7 +43,7 @@ func refused(t *testing.T, ts *testServer, status int, method, path, key string,
 	t.Helper()
 	before := storedRows(t, ts)
 	resp := do(t, method, ts.URL+path, key, body)
-	b := readAll(t, resp)
+	b := readBody(t, resp)
 	code, _ := mustJSON(t, b)["error"].(map[string]any)["code"].(string)
 	want := map[int]string{http.StatusTooManyRequests: "quota_exceeded", http.StatusRequestEntityTooLarge: "too_large"}[status]
 	if resp.StatusCode != status || code != want {
@@ -62,7 +58,7 @@ func refused(t *testing.T, ts *testServer, status int, method, path, key string,
 	return string(b)
 }
 
-func readAll(t *testing.T, resp *http.Response) []byte {
+func readBody(t *testing.T, resp *http.Response) []byte {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -72,8 +68,8 @@ func readAll(t *testing.T, resp *http.Response) []byte {
 	return b
 }
 
-// ok makes a request that must succeed and returns its JSON object.
-func ok(t *testing.T, method, url, key string, body any) map[string]any {
+// mustOK makes a request that must succeed and returns its JSON object.
+func mustOK(t *testing.T, method, url, key string, body any) map[string]any {
 	t.Helper()
 	st, b := call(t, method, url, key, body)
 	if st != 200 {
@@ -109,7 +105,7 @@ func testQuotaCounts(t *testing.T, ts *testServer) {
 	// Two runs take key a's two running slots.
 	var running []string
 	for _, tid := range tids[:2] {
-		run := ok(t, "POST", ts.URL+"/threads/"+tid+"/runs", a, map[string]any{"assistant_id": "slow", "input": forever})
+		run := mustOK(t, "POST", ts.URL+"/threads/"+tid+"/runs", a, map[string]any{"assistant_id": "slow", "input": forever})
 		running = append(running, "/threads/"+tid+"/runs/"+run["run_id"].(string))
 	}
 	t.Cleanup(func() {
@@ -132,12 +128,12 @@ func testQuotaCounts(t *testing.T, ts *testServer) {
 		refused(t, ts, 429, "POST", "/runs/wait", a, map[string]any{"assistant_id": "demo", "input": map[string]any{}})
 		refused(t, ts, 429, "POST", "/v1/chat/completions", a, map[string]any{"model": "echo", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 		// Key b has slots of its own.
-		ok(t, "POST", ts.URL+"/runs/wait", b, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "b"}})
+		mustOK(t, "POST", ts.URL+"/runs/wait", b, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "b"}})
 	})
 	t.Run("queued per thread", func(t *testing.T) {
 		queue := map[string]any{"assistant_id": "slow", "input": forever, "multitask_strategy": "enqueue"}
 		for range 2 {
-			run := ok(t, "POST", ts.URL+"/threads/"+tids[0]+"/runs", a, queue)
+			run := mustOK(t, "POST", ts.URL+"/threads/"+tids[0]+"/runs", a, queue)
 			running = append(running, "/threads/"+tids[0]+"/runs/"+run["run_id"].(string))
 		}
 		msg := refused(t, ts, 429, "POST", "/threads/"+tids[0]+"/runs", a, queue)
@@ -151,7 +147,7 @@ func testQuotaCounts(t *testing.T, ts *testServer) {
 	})
 	t.Run("queued per key", func(t *testing.T) {
 		body := map[string]any{"assistant_id": "slow", "input": forever, "multitask_strategy": "enqueue"}
-		run := ok(t, "POST", ts.URL+"/threads/"+tids[1]+"/runs", a, body) // a's third waiting run
+		run := mustOK(t, "POST", ts.URL+"/threads/"+tids[1]+"/runs", a, body) // a's third waiting run
 		running = append(running, "/threads/"+tids[1]+"/runs/"+run["run_id"].(string))
 		msg := refused(t, ts, 429, "POST", "/threads/"+tids[1]+"/runs", a, body)
 		if !strings.Contains(msg, "queued runs per key") {
@@ -178,19 +174,19 @@ func TestQuotaSizes(t *testing.T) {
 	tid := createThread(t, ts.URL, "")
 	refused(t, ts, 413, "POST", "/threads/"+tid+"/runs/wait", "", map[string]any{"assistant_id": "demo", "input": map[string]string{"title": big}})
 	refused(t, ts, 413, "POST", "/threads/"+tid+"/runs/wait", "", map[string]any{"assistant_id": "demo", "input": map[string]string{}, "metadata": map[string]string{"note": big}})
-	ok(t, "PATCH", ts.URL+"/threads/"+tid, "", map[string]any{"metadata": map[string]string{"a": strings.Repeat("x", 40)}})
+	mustOK(t, "PATCH", ts.URL+"/threads/"+tid, "", map[string]any{"metadata": map[string]string{"a": strings.Repeat("x", 40)}})
 	refused(t, ts, 413, "PATCH", "/threads/"+tid, "", map[string]any{"metadata": map[string]string{"b": strings.Repeat("x", 40)}}) // merged: over
-	if m := ok(t, "GET", ts.URL+"/threads/"+tid, "", nil)["metadata"].(map[string]any); len(m) != 1 {
+	if m := mustOK(t, "GET", ts.URL+"/threads/"+tid, "", nil)["metadata"].(map[string]any); len(m) != 1 {
 		t.Errorf("metadata after the refused patch: %v", m)
 	}
 	tid = createThread(t, ts.URL, "")
-	asked := ok(t, "POST", ts.URL+"/threads/"+tid+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi", "ask": true}})
+	asked := mustOK(t, "POST", ts.URL+"/threads/"+tid+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "hi", "ask": true}})
 	if asked["__interrupt__"] == nil {
 		t.Fatalf("echo did not ask: %v", asked)
 	}
 	// An answer of the right shape, made long by the spaces in it.
 	refused(t, ts, 413, "POST", "/threads/"+tid+"/runs/wait", "", `{"assistant_id":"echo","command":{"resume":{"accept":`+strings.Repeat(" ", 100)+`true}}}`)
-	if st := ok(t, "GET", ts.URL+"/threads/"+tid, "", nil)["status"]; st != "interrupted" {
+	if st := mustOK(t, "GET", ts.URL+"/threads/"+tid, "", nil)["status"]; st != "interrupted" {
 		t.Errorf("after the refused resume the thread is %v, want it still asking", st)
 	}
 }
@@ -202,7 +198,7 @@ func TestQuotaRate(t *testing.T) {
 	slow := server.Quotas{RatePerKey: 0.001, Burst: 3} // one request in 1,000 s after the burst
 	ts := startServer(t, server.Options{Keys: []string{"key-a", "key-b"}, Quotas: slow})
 	for range 3 {
-		ok(t, "GET", ts.URL+"/assistants/demo", "key-a", nil)
+		mustOK(t, "GET", ts.URL+"/assistants/demo", "key-a", nil)
 	}
 	msg := refused(t, ts, 429, "POST", "/threads", "key-a", map[string]any{})
 	if !strings.Contains(msg, "rate limit") || !strings.Contains(msg, "0.001 requests a second") {
@@ -212,12 +208,12 @@ func TestQuotaRate(t *testing.T) {
 
 	keyless := startServer(t, server.Options{Quotas: slow})
 	for range 10 {
-		ok(t, "GET", keyless.URL+"/assistants/demo", "", nil)
+		mustOK(t, "GET", keyless.URL+"/assistants/demo", "", nil)
 	}
 	slow.Keyless = true
 	limited := startServer(t, server.Options{Quotas: slow})
 	for range 3 {
-		ok(t, "GET", limited.URL+"/assistants/demo", "", nil)
+		mustOK(t, "GET", limited.URL+"/assistants/demo", "", nil)
 	}
 	refused(t, limited, 429, "POST", "/threads", "", map[string]any{})
 }
