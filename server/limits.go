@@ -69,7 +69,8 @@ func (s *Server) guard(h http.Handler) http.Handler {
 		}
 		if err := cop.Check(r); err != nil {
 			writeError(w, errorf(http.StatusForbidden, "cross_origin",
-				"%s %s from another origin (Origin %q) is refused: a web page may change this server's data only from the server's own origin", r.Method, r.URL.Path, r.Header.Get("Origin")))
+				"%s %s from another site (Origin %q, Sec-Fetch-Site %q) is refused: a web page may change this server's data only from the server's own origin",
+				r.Method, r.URL.Path, r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")))
 			return
 		}
 		h.ServeHTTP(w, r)

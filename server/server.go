@@ -506,6 +506,7 @@ func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status, w.wrote = code, true
 	}
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
 
