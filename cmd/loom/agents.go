@@ -10,6 +10,7 @@ import (
 	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/schedule"
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
@@ -34,6 +35,9 @@ func agents() *server.Registry {
 		// the checkpoints; LOOM_CABIN_LOCALE (zh-CN, en) and
 		// LOOM_CABIN_CONFIG (a directory of YAML overrides) configure it.
 		cabin.ServerAgent(cabin.ServerOptions{Model: model}),
+		// The SQL explorer reads the databases LOOM_SQLAGENT_SOURCES lists,
+		// else a demo shop it writes beside the checkpoints on first start.
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Model: model}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above
@@ -46,7 +50,7 @@ func demoAgent() server.Agent {
 	return server.Agent{
 		Name:        "demo",
 		Description: "checklist with a bounded correction loop and an approval (no model needed)",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","description":"what the checklist is for, e.g. launch"}}}`),
+		InputSchema: server.InputSchemaFor[demo.Input](),
 		Build: func(s checkpoint.Saver) (graph.Runner, error) {
 			return demo.Graph().Compile(graph.WithSaver(s))
 		},

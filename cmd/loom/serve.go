@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -78,6 +79,8 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	defer srv.Close()
 	// The cabin agent's own endpoints (seed 003): /api/v1/agent/chat, …
 	cabin.Mount(srv)
+	// The SQL agent's CSV download: /api/v1/sqlagent/threads/{id}/result.csv
+	sqlagent.Mount(srv)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

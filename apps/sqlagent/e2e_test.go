@@ -1,0 +1,339 @@
+package sqlagent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store/storetest"
+)
+
+const (
+	keyA = "key-a-0123456789"
+	keyB = "key-b-0123456789"
+)
+
+// loom is Loom's server with the SQL agent on a loopback port, over a
+// model at an llmtest endpoint.
+type loom struct {
+	t    *testing.T
+	base string
+	stop func()
+}
+
+// serve starts Loom's server on the database file db with the agent.
+func serve(t *testing.T, model *llmtest.Server, db string, opts sqlagent.ServerOptions) *loom {
+	t.Helper()
+	if model != nil {
+		m, err := openai.New(openai.Config{BaseURL: model.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Model = m
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	var reg server.Registry
+	if err := reg.Register(sqlagent.ServerAgent(opts)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlagent.Mount(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	l := &loom{t: t, base: "http://" + ln.Addr().String()}
+	stopped := false
+	l.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	t.Cleanup(l.stop)
+	return l
+}
+
+// do sends a request with key and returns the status and body.
+func (l *loom) do(key, method, path string, body any) (int, []byte) {
+	l.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, l.base+path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// chat sends one chat message on a thread and returns the reply.
+func (l *loom) chat(thread, text string) string {
+	l.t.Helper()
+	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
+		"model": "sqlagent", "thread_id": thread,
+		"messages": []map[string]string{{"role": "user", "content": text}},
+	})
+	if code != 200 {
+		l.t.Fatalf("chat %q: %d %s", text, code, b)
+	}
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil || len(resp.Choices) == 0 {
+		l.t.Fatalf("chat: %v %s", err, b)
+	}
+	return resp.Choices[0].Message.Content
+}
+
+// state returns the thread's state values.
+func (l *loom) state(thread string) sqlagent.State {
+	l.t.Helper()
+	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
+	if code != 200 {
+		l.t.Fatalf("state: %d %s", code, b)
+	}
+	var st struct {
+		Values sqlagent.State `json:"values"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		l.t.Fatal(err)
+	}
+	return st.Values
+}
+
+func decide(format string, args ...any) llmtest.Reply {
+	return llmtest.Text("<DECISION>" + fmt.Sprintf(format, args...) + "</DECISION>")
+}
+
+func callTool(name string, args any) llmtest.Reply {
+	b, _ := json.Marshal(map[string]any{"thought": "look", "action": "call_tool", "tool": name, "args": args})
+	return llmtest.Text("<DECISION>" + string(b) + "</DECISION>")
+}
+
+func finish(answer string) llmtest.Reply {
+	b, _ := json.Marshal(map[string]any{"action": "finish", "answer": answer})
+	return llmtest.Text("<DECISION>" + string(b) + "</DECISION>")
+}
+
+// system returns a request's system message.
+func system(r llmtest.Request) string {
+	for _, m := range r.Messages() {
+		if m.Role == llm.RoleSystem {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+func allText(r llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages() {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
+}
+
+// TestDemoShopOverHTTP: a question on the demo shop goes list → describe
+// → query → answer with SQL and table; the CSV comes through the API; a
+// second question on the thread starts with the known tables in the
+// system prompt; the conversation is listed, renamed, tagged and deleted,
+// and is another key's 404.
+func TestDemoShopOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	model := llmtest.New(t,
+		callTool("list_tables", map[string]any{}),
+		callTool("describe_table", map[string]any{"table": "customers"}),
+		callTool("run_sql", map[string]any{"sql": "SELECT city, count(*) AS n FROM customers GROUP BY city ORDER BY n DESC, city LIMIT 3"}),
+		finish("San Francisco has the most customers: 23."),
+	)
+	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db")})
+	reply := l.chat("conv-1", "Which city has the most customers?")
+	for _, want := range []string{"San Francisco has the most customers: 23.", "```sql\nSELECT city, count(*) AS n FROM customers", "| city | n |", "| San Francisco | 23 |"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("reply lacks %q:\n%s", want, reply)
+		}
+	}
+	st := l.state("conv-1")
+	if len(st.Known.Tables) != 6 || st.Known.Schemas["customers"].Name != "customers" || len(st.Known.SQL) != 1 || st.Title != "Which city has the most customers?" {
+		t.Errorf("known %+v title %q", st.Known, st.Title)
+	}
+	if st.Answer == nil || len(st.Answer.Rows) != 3 {
+		t.Fatalf("answer %+v", st.Answer)
+	}
+	// The observation the model saw of list_tables was JSON; the second
+	// request carries it.
+	if reqs := model.Requests(); len(reqs) != 4 || !strings.Contains(allText(reqs[1]), `"order_items"`) {
+		t.Fatalf("%d requests", len(reqs))
+	}
+
+	code, csv := l.do(keyA, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil)
+	if code != 200 || !strings.HasPrefix(string(csv), "city,n\nSan Francisco,23\n") {
+		t.Errorf("csv %d %q", code, csv)
+	}
+	if code, _ := l.do(keyB, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil); code != 404 {
+		t.Errorf("csv for another key: %d", code)
+	}
+
+	// A second question: the first request already lists the known tables.
+	model.Add(
+		callTool("run_sql", map[string]any{"sql": "SELECT count(*) AS orders FROM orders"}),
+		finish("There are 1500 orders."),
+	)
+	reply = l.chat("conv-1", "How many orders are there?")
+	if !strings.Contains(reply, "There are 1500 orders.") || !strings.Contains(reply, "| 1500 |") {
+		t.Errorf("second reply:\n%s", reply)
+	}
+	first := model.Requests()[4]
+	sys := system(first)
+	for _, want := range []string{"do not call list_tables or describe_table again", "Tables: categories, customers, order_items, orders, payments, products", "customers(id integer PK"} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("the second question's first request lacks %q in its system prompt:\n%s", want, sys)
+		}
+	}
+
+	// Conversations: listed with their title, renamed, tagged, deleted.
+	code, b := l.do(keyA, "POST", "/threads/search", map[string]any{"metadata": map[string]any{}})
+	if code != 200 || !strings.Contains(string(b), `"title":"Which city has the most customers?"`) {
+		t.Errorf("search %d %s", code, b)
+	}
+	if code, b := l.do(keyB, "POST", "/threads/search", map[string]any{}); code != 200 || strings.Contains(string(b), "conv-1") {
+		t.Errorf("another key's search: %d %s", code, b)
+	}
+	if code, b := l.do(keyA, "PATCH", "/threads/conv-1", map[string]any{"metadata": map[string]any{"title": "Customers by city", "tags": []string{"sales", "demo"}}}); code != 200 {
+		t.Errorf("rename: %d %s", code, b)
+	}
+	code, b = l.do(keyA, "GET", "/threads/conv-1", nil)
+	if code != 200 || !strings.Contains(string(b), `"title":"Customers by city"`) || !strings.Contains(string(b), `"tags":["sales","demo"]`) {
+		t.Errorf("renamed thread: %d %s", code, b)
+	}
+	if code, _ := l.do(keyA, "DELETE", "/threads/conv-1", nil); code/100 != 2 {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _ := l.do(keyA, "GET", "/threads/conv-1", nil); code != 404 {
+		t.Errorf("deleted thread: %d", code)
+	}
+}
+
+// TestBudgetPauseSurvivesRestart: at the budget of 12 rounds the agent
+// summarises and pauses; the server restarts; "继续" continues, and round
+// 13 sees the summary.
+func TestBudgetPauseSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "loom.db")
+	opts := sqlagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db")}
+	var replies []llmtest.Reply
+	for i := range 12 {
+		replies = append(replies, callTool("sample_rows", map[string]any{"table": "products", "n": i%3 + 1}))
+	}
+	replies = append(replies, llmtest.Text("Question: the dearest product. Sampled products twelve times; found prices up to 99. Left: one query for the maximum."))
+	model := llmtest.New(t, replies...)
+	l := serve(t, model, db, opts)
+	reply := l.chat("budget-1", "哪个商品最贵？")
+	if !strings.Contains(reply, "已用完本轮的步数预算（12 轮）") || !strings.Contains(reply, "Sampled products twelve times") || !strings.Contains(reply, "继续") {
+		t.Fatalf("pause reply:\n%s", reply)
+	}
+	if n := len(model.Requests()); n != 13 {
+		t.Fatalf("%d model requests before the pause, want 12 rounds and a summary", n)
+	}
+	code, b := l.do(keyA, "GET", "/threads/budget-1", nil)
+	if code != 200 || !strings.Contains(string(b), `"status":"interrupted"`) {
+		t.Fatalf("thread %d %s", code, b)
+	}
+	l.stop()
+
+	model.Add(
+		callTool("run_sql", map[string]any{"sql": "SELECT name, price FROM products ORDER BY price DESC LIMIT 1"}),
+		finish("最贵的商品见下表。"),
+	)
+	l = serve(t, model, db, opts)
+	reply = l.chat("budget-1", "继续")
+	if !strings.Contains(reply, "最贵的商品见下表。") || !strings.Contains(reply, "| name | price |") {
+		t.Fatalf("after 继续:\n%s", reply)
+	}
+	round13 := model.Requests()[13]
+	if !strings.Contains(allText(round13), "Progress so far: Question: the dearest product. Sampled products twelve times") {
+		t.Errorf("round 13 does not see the summary:\n%s", allText(round13))
+	}
+	if st := l.state("budget-1"); st.ReAct.Rounds != 14 || len(st.Known.Samples) != 1 {
+		t.Errorf("rounds %d, samples %d", st.ReAct.Rounds, len(st.Known.Samples))
+	}
+}
+
+// TestDefogOnPostgres loads the defog restaurants database into a schema
+// of its own and asks a question of it.
+func TestDefogOnPostgres(t *testing.T) {
+	dump, err := os.ReadFile("../../../shared/data/defog/databases/restaurants.sql")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the defog data must be beside the repository under CI: %v", err)
+		}
+		t.Skipf("the defog data are not beside the repository: %v", err)
+	}
+	url := storetest.PostgresURL(t)
+	schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]
+	loadSQL(t, url, strings.ReplaceAll(string(dump), "public.", schema+"."))
+
+	dir := t.TempDir()
+	model := llmtest.New(t,
+		callTool("list_tables", map[string]any{}),
+		callTool("describe_table", map[string]any{"table": "restaurant"}),
+		callTool("run_sql", map[string]any{"sql": "SELECT food_type, count(*) AS n FROM restaurant GROUP BY food_type ORDER BY n DESC, food_type LIMIT 1"}),
+		finish("American food has the most restaurants (3)."),
+	)
+	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{
+		Sources: []sqlagent.SourceConfig{{Name: "restaurants", URL: url, Description: "restaurants by city"}},
+	})
+	reply := l.chat("defog-1", "Which food type has the most restaurants?")
+	if !strings.Contains(reply, "| American | 3 |") {
+		t.Errorf("reply:\n%s", reply)
+	}
+	if strings.Contains(reply, "postgres@") || strings.Contains(system(model.Requests()[0]), url) {
+		t.Errorf("the database URL was shown")
+	}
+	st := l.state("defog-1")
+	if strings.Join(st.Known.Tables, ",") != "geographic,location,restaurant" || len(st.Known.Schemas["restaurant"].Columns) != 5 {
+		t.Errorf("known %+v", st.Known)
+	}
+}

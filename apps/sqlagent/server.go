@@ -1,0 +1,309 @@
+package sqlagent
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
+)
+
+// EnvSources names the variable with the path of the sources file.
+const EnvSources = "LOOM_SQLAGENT_SOURCES"
+
+// ServerOptions configure the agent as Loom's server and command line
+// serve it.
+type ServerOptions struct {
+	// Model is the language model; nil answers SQL, list and describe
+	// only.
+	Model llm.Model
+	// Sources are the databases; nil reads the file EnvSources names, and
+	// without one the demo shop at DemoPath.
+	Sources []SourceConfig
+	// DemoPath is where the demo shop is written on first start (default
+	// LOOM_SQLAGENT_DEMO, else loom-shop.db beside the server's SQLite
+	// database, else ./loom-shop.db).
+	DemoPath string
+	// Limits bound each statement (default: 30 s, 200 rows, 1 MiB).
+	Limits datasource.Limits
+	// Budget is the round budget before a pause (default 12).
+	Budget int
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultLimits bound each statement the agent runs.
+var DefaultLimits = datasource.Limits{Timeout: 30 * time.Second, MaxRows: 200, MaxBytes: 1 << 20}
+
+// ServerAgent returns the agent as the server registers it, under the name
+// "sqlagent". Its Build opens the data sources (creating the demo shop on
+// first start when none are configured); a chat message is a question, or
+// the answer to a pause at the round budget.
+func ServerAgent(opts ServerOptions) server.Agent {
+	build := func(saver checkpoint.Saver, opts ServerOptions) (graph.Runner, error) {
+		if saver == nil { // drawing the graph: no sources needed
+			a, err := New(Config{Model: opts.Model, Budget: opts.Budget})
+			if err != nil {
+				return nil, err
+			}
+			return a.Graph().Compile()
+		}
+		a, err := open(context.Background(), opts)
+		if err != nil {
+			return nil, err
+		}
+		return a.Graph().Compile(graph.WithSaver(saver))
+	}
+	return server.Agent{
+		Name:        AgentName,
+		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"a question about the data, or a SQL query, e.g. which city has the most customers?"},"source":{"type":"string","description":"the data source to use (default: the first)"}}}`),
+		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
+			return build(saver, opts)
+		},
+		// On the server's database the demo shop is written beside a
+		// SQLite file of checkpoints.
+		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
+			o := opts
+			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" && os.Getenv("LOOM_SQLAGENT_DEMO") == "" {
+				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
+			}
+			return build(db.Saver(), o)
+		},
+		FromChat: FromChat,
+		Reply:    Reply,
+		Answer:   ChatAnswer,
+	}
+}
+
+// open opens the sources of opts and returns the agent on them.
+func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	cfgs := opts.Sources
+	if cfgs == nil {
+		if path := os.Getenv(EnvSources); path != "" {
+			var err error
+			if cfgs, err = ReadSources(path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if cfgs == nil {
+		path := demoPath(opts.DemoPath)
+		made, err := EnsureDemo(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlagent: %w", err)
+		}
+		if made {
+			log.Info("sqlagent: wrote the demo shop database", "path", path)
+		}
+		cfgs = []SourceConfig{{Name: "shop", URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}}
+	}
+	limits := opts.Limits
+	if limits == (datasource.Limits{}) {
+		limits = DefaultLimits
+	}
+	ss, err := OpenSources(ctx, cfgs, limits)
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget})
+}
+
+// demoPath returns where the demo shop lives.
+func demoPath(path string) string {
+	if path != "" {
+		return path
+	}
+	if p := os.Getenv("LOOM_SQLAGENT_DEMO"); p != "" {
+		return p
+	}
+	if db, err := server.SQLitePath(os.Getenv("LOOM_DATABASE_URL")); err == nil && db != "" {
+		return filepath.Join(filepath.Dir(db), "loom-shop.db")
+	}
+	return "loom-shop.db"
+}
+
+// FromChat turns a chat message into a run's input: the question.
+func FromChat(text string) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"question": strings.TrimSpace(text)})
+}
+
+// ChatAnswer turns a chat reply to the pause at the round budget into
+// its answer. The reply is read by the server's consent reader
+// (server.DefaultAnswer): "继续", "continue", "好的", "go on" … continue,
+// "停止", "no" … stop with the progress summary as the answer, and a reply
+// that is neither is asked again. A JSON object is the answer itself
+// ({"continue": true, "message": "look at refunds too"}).
+func ChatAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
+	raw, err := server.DefaultAnswer(text, pending)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw, nil
+	}
+	if _, ok := v["continue"]; ok {
+		return raw, nil
+	}
+	accept, _ := v["accept"].(bool)
+	note, _ := v["note"].(string)
+	return json.Marshal(agent.PauseAnswer{Continue: accept, Message: note})
+}
+
+// Reply is the assistant's text for a run: the answer with its SQL and
+// table, or the progress summary and the question while paused.
+func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	var s State
+	if err := json.Unmarshal(state, &s); err != nil {
+		return string(state)
+	}
+	q := s.question()
+	if pending != nil {
+		var p agent.PauseRequest
+		if json.Unmarshal(pending.Payload, &p) == nil && p.Summary != "" {
+			return say(q,
+				fmt.Sprintf("I have used my step budget (%d rounds) and paused. Progress so far:\n%s\n\nReply \"continue\" to go on, or \"stop\" to end here.", p.Rounds, p.Summary),
+				fmt.Sprintf("已用完本轮的步数预算（%d 轮），先暂停一下。目前进展：\n%s\n\n回复“继续”接着执行，回复“停止”到此为止。", p.Rounds, p.Summary))
+		}
+		return string(pending.Payload)
+	}
+	if s.Answer == nil {
+		return ""
+	}
+	return s.Answer.Markdown(q)
+}
+
+// Markdown writes the answer as text: the answer, the SQL in a fenced
+// block, and the result as a table (the first 20 rows, with the count).
+func (a *Answer) Markdown(question string) string {
+	return strings.TrimSpace(a.Text + a.tail(question))
+}
+
+// tail is what Markdown writes after the answer's text.
+func (a *Answer) tail(question string) string {
+	var b strings.Builder
+	if a.SQL != "" {
+		b.WriteString("\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```")
+	}
+	if len(a.Columns) > 0 {
+		b.WriteString("\n\n| " + strings.Join(escapeCells(a.Columns), " | ") + " |\n|")
+		b.WriteString(strings.Repeat("---|", len(a.Columns)))
+		const shown = 20
+		for _, row := range a.Rows[:min(len(a.Rows), shown)] {
+			cells := make([]string, len(row))
+			for i, v := range row {
+				cells[i] = cellText(v)
+			}
+			b.WriteString("\n| " + strings.Join(escapeCells(cells), " | ") + " |")
+		}
+		switch {
+		case len(a.Rows) > shown || a.Truncated:
+			more := ""
+			if a.Truncated {
+				more = "+"
+			}
+			b.WriteString("\n\n" + say(question, fmt.Sprintf("(%d of %d%s rows shown)", min(len(a.Rows), shown), len(a.Rows), more),
+				fmt.Sprintf("（显示 %d 行，共 %d%s 行）", min(len(a.Rows), shown), len(a.Rows), more)))
+		case len(a.Rows) == 0:
+			b.WriteString("\n\n" + say(question, "(no rows)", "（无结果）"))
+		}
+	}
+	return b.String()
+}
+
+func escapeCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(c)
+	}
+	return out
+}
+
+// cellText shows a value in a table cell; null is NULL.
+func cellText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	if f, ok := v.(float64); ok {
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.6f", f), "0"), ".")
+	}
+	return fmt.Sprint(v)
+}
+
+// Mount adds the agent's own endpoint to a server, behind its API keys:
+//
+//	GET /api/v1/sqlagent/threads/{id}/result.csv   the last answer's table as CSV
+//
+// A thread of another key, or without an answer with a table, is a 404.
+func Mount(srv *server.Server) {
+	srv.HandleAPI("GET /api/v1/sqlagent/threads/{id}/result.csv", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		cp, err := srv.Saver().Get(r.Context(), id, "")
+		if err == nil {
+			// The thread exists: TrackThread checks it is the caller's.
+			err = srv.TrackThread(r.Context(), id, AgentName, "")
+		}
+		var s State
+		if err == nil {
+			err = json.Unmarshal(cp.State, &s)
+		}
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
+			writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+			return
+		case err != nil:
+			writeError(w, http.StatusConflict, "not_sqlagent", err.Error())
+			return
+		case s.Answer == nil || len(s.Answer.Columns) == 0:
+			writeError(w, http.StatusNotFound, "no_result", "thread "+id+" has no answer with a table yet")
+			return
+		}
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="result.csv"`)
+		cw := csv.NewWriter(w)
+		cw.Write(s.Answer.Columns)
+		for _, row := range s.Answer.Rows {
+			cells := make([]string, len(row))
+			for i, v := range row {
+				if v != nil {
+					cells[i] = cellText(v)
+				}
+			}
+			cw.Write(cells)
+		}
+		cw.Flush()
+	}))
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// question returns the current turn's question.
+func (s *State) question() string {
+	if n := len(s.ReAct.Messages); s.TurnStart < n && s.ReAct.Messages[s.TurnStart].Role == llm.RoleUser {
+		return s.ReAct.Messages[s.TurnStart].Content
+	}
+	return s.Title
+}
