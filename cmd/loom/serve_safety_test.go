@@ -91,3 +91,36 @@ func TestServeRefusesOtherSites(t *testing.T) {
 		t.Errorf("from the server's own origin: %d, windows %v", st, windows())
 	}
 }
+
+// The quota flags reach the server, from the environment too: with one
+// thread allowed and the quotas applied to keyless use, a second thread
+// is refused with 429 and Retry-After; a malformed value is an error.
+func TestServeQuotaFlags(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("LOOM_DATABASE_URL", "")
+	t.Setenv("LOOM_MAX_THREADS", "1")
+	t.Setenv("LOOM_QUOTA_KEYLESS", "true")
+	line, stop := startServe(t)
+	url := strings.Fields(line)[3]
+	var got []string
+	for range 2 {
+		resp, err := http.Post(url+"threads", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got = append(got, resp.Status+" "+resp.Header.Get("Retry-After"))
+	}
+	if err := stop(); err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if got[0] != "200 OK " || !strings.HasPrefix(got[1], "429 Too Many Requests ") || strings.HasSuffix(got[1], " ") {
+		t.Errorf("two threads: %q, want 200, then 429 with Retry-After", got)
+	}
+
+	t.Setenv("LOOM_MAX_THREADS", "many")
+	if err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "$LOOM_MAX_THREADS") {
+		t.Errorf("malformed LOOM_MAX_THREADS: %v", err)
+	}
+}
