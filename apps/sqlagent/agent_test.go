@@ -1,0 +1,274 @@
+package sqlagent_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
+)
+
+// newGraph compiles the agent on the demo shop, over model (nil: none).
+func newGraph(t *testing.T, model *llmtest.Server, cfg sqlagent.Config) *graph.Compiled[sqlagent.State] {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shop.db")
+	if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := sqlagent.OpenSources(ctx, []sqlagent.SourceConfig{{Name: "shop", URL: path}}, sqlagent.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cfg.Sources = ss
+	if model != nil {
+		m, err := openai.New(openai.Config{BaseURL: model.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Model = m
+	}
+	a, err := sqlagent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := a.Graph().Compile(graph.WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func ask(q string) func(*sqlagent.State) { return func(s *sqlagent.State) { s.Question = q } }
+
+func TestWithoutModel(t *testing.T) {
+	g := newGraph(t, nil, sqlagent.Config{})
+	ctx := context.Background()
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"list tables", []string{"shop has 6 tables and views:", "- customers (200 rows)", "- order_items (3733 rows)"}},
+		{"有哪些表？", []string{"shop 共有 6 个表和视图", "- orders（1500 行）"}},
+		{"describe orders", []string{"Table orders(", "| customer_id | INTEGER | no | → customers.id |", "| id | INTEGER | yes | PK |"}},
+		{"products 表结构", []string{"表 products(", "| category_id | INTEGER | 否 | → categories.id |"}},
+		{"SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY n DESC LIMIT 1", []string{"Here is the result.", "| status | n |", "| delivered |"}},
+		{"select count(*) from payments", []string{"| 1064 |"}},
+		{"DELETE FROM orders", []string{"only one read-only statement is allowed; found DELETE"}},
+		{"describe nope", []string{"no such table: nope (the tables are: categories, customers"}},
+		{"Which product sells best?", []string{"No language model is configured", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LOOM_MODEL"}},
+		{"哪个商品卖得最好？", []string{"尚未配置语言模型", "OPENAI_API_KEY", "LOOM_MODEL"}},
+	} {
+		res, err := g.Invoke(ctx, "t", ask(c.q))
+		if err != nil {
+			t.Fatalf("%q: %v", c.q, err)
+		}
+		got := sqlagent.Reply(mustJSON(t, res.State), nil)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q: reply lacks %q:\n%s", c.q, w, got)
+			}
+		}
+	}
+	res, err := g.Invoke(ctx, "t", ask("select 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := res.State.Known
+	if len(k.Tables) != 6 || k.Schemas["orders"].Name != "orders" || k.Schemas["products"].Name != "products" ||
+		len(k.SQL) != 3 || len(k.Errors) != 2 || res.State.Title != "list tables" {
+		t.Errorf("known %+v, title %q", k, res.State.Title)
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMalformedAnswers: malformed answers are fed back with the format;
+// the third in a row ends the run with an error carrying all three.
+func TestMalformedAnswers(t *testing.T) {
+	model := llmtest.New(t,
+		llmtest.Text("I think the answer is 42."),
+		decide(`{"action":"call_tool","tool":"list_tables"`),
+		finish("Six tables."),
+	)
+	g := newGraph(t, model, sqlagent.Config{})
+	ctx := context.Background()
+	res, err := g.Invoke(ctx, "ok", ask("How many tables?"))
+	if err != nil || res.State.Answer == nil || res.State.Answer.Text != "Six tables." {
+		t.Fatalf("%+v %v", res, err)
+	}
+	fb := allText(model.Requests()[1])
+	if !strings.Contains(fb, "I think the answer is 42.") || !strings.Contains(fb, "did not contain a JSON object") || !strings.Contains(fb, `"action"`) {
+		t.Errorf("feedback lacks the raw answer or the format:\n%s", fb)
+	}
+
+	model.Add(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), finish("never"))
+	_, err = g.Invoke(ctx, "bad", ask("How many tables?"))
+	var me *agent.MalformedError
+	if !errors.As(err, &me) || strings.Join(me.Answers, ",") != "one,two,three" {
+		t.Fatalf("err = %v, want a MalformedError with the three answers", err)
+	}
+	if model.Pending() != 1 {
+		t.Errorf("%d replies left, want the fourth unasked", model.Pending())
+	}
+}
+
+// TestCompressedView: the model sees a window of the history bounded in
+// characters, with observations cut to 10 items and a cached summary of
+// older turns; the state keeps everything.
+func TestCompressedView(t *testing.T) {
+	t.Setenv("MESSAGE_COMPRESS_RECENT_WINDOW", "4")
+	t.Setenv("MESSAGE_COMPRESS_MAX_LENGTH", "6000")
+	model := llmtest.New(t,
+		callTool("run_sql", map[string]any{"sql": "SELECT id, name FROM customers ORDER BY id LIMIT 50"}),
+		callTool("describe_table", map[string]any{"table": "orders"}),
+		callTool("list_tables", map[string]any{}),
+		finish("Done."),
+	)
+	g := newGraph(t, model, sqlagent.Config{})
+	res, err := g.Invoke(context.Background(), "c", ask("Show me some customers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := model.Requests()
+	// The second request sees the 50-row observation cut to 10 items.
+	obs := ""
+	for _, m := range reqs[1].Messages() {
+		if m.Role == llm.RoleTool {
+			obs = m.Content
+		}
+	}
+	if !strings.Contains(obs, "(+40 more)") || strings.Contains(obs, `[11,`) || !strings.Contains(obs, `[10,`) {
+		t.Errorf("observation not cut to 10 rows: %s", obs)
+	}
+	// The last request has a window of 4 messages and the summary.
+	last := reqs[len(reqs)-1].Messages()
+	if len(last) > 6 || last[0].Role != llm.RoleSystem || !strings.Contains(last[0].Content, "earlier messages of this conversation") ||
+		!strings.Contains(last[0].Content, "question: Show me some customers") {
+		t.Errorf("last request: %d messages, system:\n%s", len(last), last[0].Content)
+	}
+	chars := 0
+	for _, m := range last {
+		chars += len([]rune(m.Content))
+	}
+	if chars > 6000 {
+		t.Errorf("the view has %d characters", chars)
+	}
+	st := res.State
+	if st.ReAct.Summary.Count == 0 || st.ReAct.Summary.ConfigHash == "" || len(st.ReAct.Messages) != 8 {
+		t.Errorf("summary %+v, %d messages kept", st.ReAct.Summary, len(st.ReAct.Messages))
+	}
+	if full := st.ReAct.Messages[2].Content; !strings.Contains(full, `[50,`) {
+		t.Errorf("the state lost rows: %.300s", full)
+	}
+}
+
+func TestDemoIsDeterministic(t *testing.T) {
+	ctx := context.Background()
+	var sums [2][32]byte
+	for i := range sums {
+		path := filepath.Join(t.TempDir(), "shop.db")
+		if made, err := sqlagent.EnsureDemo(ctx, path); err != nil || !made {
+			t.Fatalf("EnsureDemo: %v %v", made, err)
+		}
+		if made, err := sqlagent.EnsureDemo(ctx, path); err != nil || made {
+			t.Fatalf("second EnsureDemo wrote again: %v %v", made, err)
+		}
+		src, err := datasource.Open(ctx, path, datasource.Limits{MaxRows: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, err := src.Schema(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fks, rows := 0, int64(0)
+		for _, tb := range schema {
+			fks += len(tb.ForeignKeys)
+			rows += tb.Rows
+		}
+		if len(schema) < 5 || fks < 5 || rows < 3000 {
+			t.Errorf("%d tables, %d foreign keys, %d rows", len(schema), fks, rows)
+		}
+		h := sha256.New()
+		for _, tb := range schema {
+			res, err := src.Query(ctx, "SELECT * FROM "+tb.Name+" ORDER BY id")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(mustJSON(t, res.Rows))
+		}
+		copy(sums[i][:], h.Sum(nil))
+		src.Close()
+	}
+	if sums[0] != sums[1] {
+		t.Error("two demo databases differ")
+	}
+}
+
+func TestReadSources(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	got, err := sqlagent.ReadSources(write("a.yaml", "- name: shop\n  url: ./shop.db\n  description: the shop\n- name: dw\n  url: postgres://u:p@h/db\n"))
+	if err != nil || len(got) != 2 || got[1].URL != "postgres://u:p@h/db" || got[0].Description != "the shop" {
+		t.Errorf("yaml list: %+v %v", got, err)
+	}
+	got, err = sqlagent.ReadSources(write("b.json", `{"sources":[{"name":"x","url":"mysql://root@127.0.0.1:3306/x"}]}`))
+	if err != nil || len(got) != 1 || got[0].Name != "x" {
+		t.Errorf("json object: %+v %v", got, err)
+	}
+	for _, bad := range []string{"[]", "- name: 'a b'\n  url: x\n", "- name: a\n", "- {name: a, url: x}\n- {name: a, url: y}\n", "{{{"} {
+		if _, err := sqlagent.ReadSources(write("bad.yaml", bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestChatAnswer(t *testing.T) {
+	pause := &checkpoint.Interrupt{ID: "i", Node: "pause", Payload: json.RawMessage(`{"summary":"s","rounds":12}`)}
+	for _, c := range []struct {
+		text string
+		want string // "" means an error: asked again
+	}{
+		{"继续", `{"continue":true}`},
+		{"continue", `{"continue":true}`},
+		{"好的", `{"continue":true}`},
+		{"停止", `{"continue":false}`},
+		{"no", `{"continue":false}`},
+		{`{"continue":true,"message":"look at refunds"}`, `{"continue":true,"message":"look at refunds"}`},
+		{"也许吧？", ""},
+	} {
+		got, err := sqlagent.ChatAnswer(c.text, pause)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("%q: %s, want it asked again", c.text, got)
+		case c.want != "" && (err != nil || string(got) != c.want):
+			t.Errorf("%q: %s %v, want %s", c.text, got, err, c.want)
+		}
+	}
+}
