@@ -42,6 +42,8 @@ func TestBadInput(t *testing.T) {
 		{"wrong content type", "POST", runs(fresh), keyA, `{"assistant_id":"demo"}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", "must be application/json"},
 		{"input does not fit", "POST", runs(fresh), keyA, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": 5}}, nil, 422, "invalid_input", "input does not fit agent demo"},
 		{"input not an object", "POST", runs(fresh), keyA, map[string]any{"assistant_id": "demo", "input": []int{1}}, nil, 422, "invalid_input", "must be a JSON object"},
+		{"unknown input field", "POST", ts.URL + "/runs/wait", keyA, `{"assistant_id":"demo","input":{"titel":5}}`, nil, 422, "invalid_input", `input field "titel" is not one of agent demo's: title`},
+		{"unknown input field on a thread", "POST", runs(fresh), keyA, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "x", "approved": true}}, nil, 422, "invalid_input", `input field "approved"`},
 		{"bad stream mode", "POST", ts.URL + "/threads/" + fresh + "/runs/stream", keyA, map[string]any{"assistant_id": "demo", "input": map[string]any{}, "stream_mode": "everything"}, nil, 422, "invalid_stream_mode", `"everything"`},
 		{"bad multitask strategy", "POST", runs(fresh), keyA, map[string]any{"assistant_id": "demo", "input": map[string]any{}, "multitask_strategy": "shove"}, nil, 422, "invalid_strategy", `"shove"`},
 		{"second run on a busy thread", "POST", runs(busy), keyA, map[string]any{"assistant_id": "slow", "input": map[string]int{"steps": 1}}, nil, 409, "busy", "thread is busy"},

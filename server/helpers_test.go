@@ -29,7 +29,7 @@ func testAgents(t testing.TB) *server.Registry {
 	for _, a := range []server.Agent{
 		{
 			Name: "demo", Description: "the demo checklist",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}}}`),
+			InputSchema: server.InputSchemaFor[demo.Input](),
 			Build: func(s checkpoint.Saver) (graph.Runner, error) {
 				return demo.Graph().Compile(graph.WithSaver(s))
 			},

@@ -904,13 +904,8 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	if !present(req.Input) {
 		return in, nil // continue where the thread stopped
 	}
-	if bytes.TrimSpace(req.Input)[0] != '{' {
-		return in, unprocessable("input must be a JSON object")
-	}
-	if a.schema != nil {
-		if err := a.schema.Validate(req.Input); err != nil {
-			return in, unprocessable("input does not fit agent %s: %v", a.Name, err)
-		}
+	if err := checkInput(a.Agent, a.schema, req.Input); err != nil {
+		return in, unprocessable("%v", err)
 	}
 	in.Update = req.Input
 	return in, nil

@@ -29,14 +29,15 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
-// inputSchema is a run's input: the first string field is what the web
-// page fills with a chat message.
-const inputSchema = `{"type":"object","properties":{
-"text":{"type":"string","description":"what the driver or customer says, e.g. 打开车窗 or 查订单A123，如果没发货就取消"},
-"fill_slots":{"type":"object","additionalProperties":{"type":"string"},"description":"slot values for a pending question, e.g. {\"destination\":\"公司\"}"},
-"accept":{"type":"boolean","description":"a direct yes or no to a pending confirmation"},
-"user_id":{"type":"string"},
-"vehicle_id":{"type":"string","description":"the simulated car, default car-1"}}}`
+// Input is a run's input, decoded over State: the first string field is
+// what the web page fills with a chat message.
+type Input struct {
+	Text      string            `json:"text,omitempty" jsonschema_description:"what the driver or customer says, e.g. 打开车窗 or 查订单A123，如果没发货就取消"`
+	FillSlots map[string]string `json:"fill_slots,omitempty" jsonschema_description:"slot values for a pending question, e.g. {\"destination\":\"公司\"}"`
+	Accept    *bool             `json:"accept,omitempty" jsonschema_description:"a direct yes or no to a pending confirmation"`
+	UserID    string            `json:"user_id,omitempty"`
+	VehicleID string            `json:"vehicle_id,omitempty" jsonschema_description:"the simulated car, default car-1"`
+}
 
 // built holds the App each saver's Build made, for Mount.
 var built sync.Map // checkpoint.Saver → *App
@@ -49,7 +50,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:        AgentName,
 		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
-		InputSchema: json.RawMessage(inputSchema),
+		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
 			return build(context.Background(), opts, saver, nil) // nil saver (drawing the graph): in memory
 		},

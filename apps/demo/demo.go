@@ -25,6 +25,11 @@ type Doc struct {
 	Note     string   `json:"note,omitempty"`
 }
 
+// Input is what a run of the demo starts from; it is decoded over Doc.
+type Input struct {
+	Title string `json:"title,omitempty" jsonschema_description:"what the checklist is for, e.g. launch"`
+}
+
 // Question is what the confirm node asks.
 type Question struct {
 	Summary string   `json:"summary"`

@@ -32,6 +32,11 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
+// Input is a run's input, decoded over State.
+type Input struct {
+	Message string `json:"message,omitempty" jsonschema_description:"what the student asks, e.g. 帮我安排下周的复习"`
+}
+
 // ServerAgent returns the agent as the server registers it, under the name
 // "schedule". Its Build opens the schedule store and creates the sample
 // schedule on first start; a chat message starts a task or answers the
@@ -40,7 +45,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:        "schedule",
 		Description: "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what the student asks, e.g. 帮我安排下周的复习"}}}`),
+		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
 			if saver == nil { // drawing the graph: no store needed
 				a, err := New(Config{Model: opts.Model})

@@ -50,7 +50,7 @@ func demoAgent() server.Agent {
 	return server.Agent{
 		Name:        "demo",
 		Description: "checklist with a bounded correction loop and an approval (no model needed)",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","description":"what the checklist is for, e.g. launch"}}}`),
+		InputSchema: server.InputSchemaFor[demo.Input](),
 		Build: func(s checkpoint.Saver) (graph.Runner, error) {
 			return demo.Graph().Compile(graph.WithSaver(s))
 		},

@@ -122,6 +122,8 @@ func TestUsageErrorsNameWhatIsWrong(t *testing.T) {
 		{[]string{"run", "demo", "--bogus"}, []string{"flag provided but not defined: -bogus", "-input JSON", "-resume JSON"}},
 		{[]string{"run", "demo"}, []string{"give one of --input JSON, --resume JSON or --continue"}},
 		{[]string{"run", "demo", "--input", `{"title":`}, []string{"not valid JSON"}},
+		{[]string{"run", "demo", "-input", `{"titel":"x"}`}, []string{`input field "titel" is not one of agent demo's: title`}},
+		{[]string{"run", "demo", "--input", `["launch"]`}, []string{"input must be a JSON object"}},
 		{[]string{"graph", "svg", "demo"}, []string{`unknown drawing "svg"`, "mermaid and scenarios"}},
 		{[]string{"graph", "mermaid", "nope"}, []string{`unknown agent "nope"`, agents}},
 		{[]string{"graph"}, []string{"mermaid or scenarios", agents}},

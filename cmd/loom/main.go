@@ -195,6 +195,11 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 			return usageErrorf("run: not valid JSON: %s", v)
 		}
 	}
+	if in.Update != nil {
+		if err := a.CheckInput(in.Update); err != nil {
+			return usageErrorf("run: %v", err)
+		}
+	}
 	saver, err := sqlite.Open(ctx, *db)
 	if err != nil {
 		return err
