@@ -151,13 +151,50 @@ func (s *Source) catalog(ctx context.Context, query string, args []any, scan fun
 // introspect lists the tables (only the one called name, when name is
 // not empty), with their details when full.
 func (s *Source) introspect(ctx context.Context, name string, full bool) ([]Table, error) {
+	// Each dialect lists the tables, then adds the details to them; both
+	// read only the table called name when it is set.
+	list, details := s.liteTables, s.liteDetails
 	switch s.dialect {
 	case Postgres:
-		return s.pgIntrospect(ctx, name, full)
+		list, details = s.pgTables, s.pgDetails
 	case MySQL:
-		return s.myIntrospect(ctx, name, full)
+		list, details = s.myTables, s.myDetails
 	}
-	return s.liteIntrospect(ctx, name, full)
+	filter := dialectFilter[s.dialect]
+	var args []any
+	if name == "" {
+		filter = ""
+	} else {
+		args = []any{name}
+	}
+	ts, err := list(ctx, filter, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.countRows(ctx, ts); err != nil {
+		return nil, err
+	}
+	if !full || len(ts) == 0 {
+		return ts, nil
+	}
+	return ts, details(ctx, ts, index(ts), filter, args)
+}
+
+// dialectFilter is the condition that keeps one table, per dialect.
+var dialectFilter = map[Dialect]string{
+	Postgres: `AND (CASE WHEN n.nspname = current_schema() THEN c.relname ELSE n.nspname || '.' || c.relname END) = $1`,
+	MySQL:    "AND TABLE_NAME = ?",
+	SQLite:   "AND m.name = ?",
+}
+
+// addIndexColumn adds a column to the table's index called name, which
+// starts when it is not the table's last.
+func addIndexColumn(t *Table, name string, unique bool, col string) {
+	if n := len(t.Indexes); n > 0 && t.Indexes[n-1].Name == name {
+		t.Indexes[n-1].Columns = append(t.Indexes[n-1].Columns, col)
+		return
+	}
+	t.Indexes = append(t.Indexes, Index{Name: name, Unique: unique, Columns: []string{col}})
 }
 
 // countRows counts the rows of the tables whose count is unknown, up to
@@ -236,12 +273,7 @@ JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class c ON c.oid = i.indrelid 
 WHERE n.nspname = ANY (current_schemas(false)) %s
 ORDER BY 1, 2`
 
-func (s *Source) pgIntrospect(ctx context.Context, name string, full bool) ([]Table, error) {
-	filter, args := "", []any(nil)
-	if name != "" {
-		filter = `AND (CASE WHEN n.nspname = current_schema() THEN c.relname ELSE n.nspname || '.' || c.relname END) = $1`
-		args = []any{name}
-	}
+func (s *Source) pgTables(ctx context.Context, filter string, args []any) ([]Table, error) {
 	var ts []Table
 	err := s.catalog(ctx, fmt.Sprintf(pgTables, filter), args, func(r *sql.Rows) error {
 		var t Table
@@ -255,17 +287,11 @@ func (s *Source) pgIntrospect(ctx context.Context, name string, full bool) ([]Ta
 		ts = append(ts, t)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.countRows(ctx, ts); err != nil {
-		return nil, err
-	}
-	if !full || len(ts) == 0 {
-		return ts, nil
-	}
-	find := index(ts)
-	err = s.catalog(ctx, fmt.Sprintf(pgColumns, filter), args, func(r *sql.Rows) error {
+	return ts, err
+}
+
+func (s *Source) pgDetails(ctx context.Context, ts []Table, find func(string) *Table, filter string, args []any) error {
+	err := s.catalog(ctx, fmt.Sprintf(pgColumns, filter), args, func(r *sql.Rows) error {
 		var tn string
 		var c Column
 		var def sql.NullString
@@ -281,7 +307,7 @@ func (s *Source) pgIntrospect(ctx context.Context, name string, full bool) ([]Ta
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = s.catalog(ctx, fmt.Sprintf(pgKeys, filter), args, func(r *sql.Rows) error {
 		var tn, kind, cols, ref, refCols string
@@ -308,7 +334,7 @@ func (s *Source) pgIntrospect(ctx context.Context, name string, full bool) ([]Ta
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = s.catalog(ctx, fmt.Sprintf(pgIndexes, filter), args, func(r *sql.Rows) error {
 		var tn, cols string
@@ -324,14 +350,10 @@ func (s *Source) pgIntrospect(ctx context.Context, name string, full bool) ([]Ta
 		}
 		return nil
 	})
-	return ts, err
+	return err
 }
 
-func (s *Source) myIntrospect(ctx context.Context, name string, full bool) ([]Table, error) {
-	filter, args := "", []any(nil)
-	if name != "" {
-		filter, args = "AND TABLE_NAME = ?", []any{name}
-	}
+func (s *Source) myTables(ctx context.Context, filter string, args []any) ([]Table, error) {
 	var ts []Table
 	err := s.catalog(ctx, `SELECT TABLE_NAME, TABLE_TYPE, TABLE_COMMENT, COALESCE(TABLE_ROWS, -1)
 		FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() `+filter+` ORDER BY TABLE_NAME`, args,
@@ -349,11 +371,11 @@ func (s *Source) myIntrospect(ctx context.Context, name string, full bool) ([]Ta
 			ts = append(ts, t)
 			return nil
 		})
-	if err != nil || !full || len(ts) == 0 {
-		return ts, err
-	}
-	find := index(ts)
-	err = s.catalog(ctx, `SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES', COLUMN_DEFAULT, COLUMN_COMMENT
+	return ts, err
+}
+
+func (s *Source) myDetails(ctx context.Context, ts []Table, find func(string) *Table, filter string, args []any) error {
+	err := s.catalog(ctx, `SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'YES', COLUMN_DEFAULT, COLUMN_COMMENT
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() `+filter+` ORDER BY TABLE_NAME, ORDINAL_POSITION`, args,
 		func(r *sql.Rows) error {
 			var tn string
@@ -371,7 +393,7 @@ func (s *Source) myIntrospect(ctx context.Context, name string, full bool) ([]Ta
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	type fkKey struct{ table, name string }
 	fks := map[fkKey]*ForeignKey{}
@@ -400,9 +422,9 @@ func (s *Source) myIntrospect(ctx context.Context, name string, full bool) ([]Ta
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = s.catalog(ctx, `SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE = 0, COLUMN_NAME
+	return s.catalog(ctx, `SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE = 0, COLUMN_NAME
 		FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() `+filter+` ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`, args,
 		func(r *sql.Rows) error {
 			var tn, in, col string
@@ -414,24 +436,22 @@ func (s *Source) myIntrospect(ctx context.Context, name string, full bool) ([]Ta
 			if t == nil {
 				return nil
 			}
-			if n := len(t.Indexes); n > 0 && t.Indexes[n-1].Name == in {
-				t.Indexes[n-1].Columns = append(t.Indexes[n-1].Columns, col)
-			} else {
-				t.Indexes = append(t.Indexes, Index{Name: in, Unique: unique, Columns: []string{col}})
-			}
+			addIndexColumn(t, in, unique, col)
 			return nil
 		})
-	return ts, err
 }
 
-func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]Table, error) {
-	filter, args := "", []any(nil)
-	if name != "" {
-		filter, args = "AND m.name = ?", []any{name}
-	}
-	const tables = `FROM sqlite_schema m WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\' `
+// liteSchema selects the tables and views of a SQLite file as m.
+const liteSchema = `FROM sqlite_schema m WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\' `
+
+// liteJoin is liteSchema with m joined to a table-valued pragma.
+func liteJoin(join string) string {
+	return strings.Replace(liteSchema, "m WHERE", "m "+join+" WHERE", 1)
+}
+
+func (s *Source) liteTables(ctx context.Context, filter string, args []any) ([]Table, error) {
 	var ts []Table
-	err := s.catalog(ctx, `SELECT m.name, m.type `+tables+filter+` ORDER BY m.name`, args, func(r *sql.Rows) error {
+	err := s.catalog(ctx, `SELECT m.name, m.type `+liteSchema+filter+` ORDER BY m.name`, args, func(r *sql.Rows) error {
 		t := Table{Rows: -1}
 		if err := r.Scan(&t.Name, &t.Kind); err != nil {
 			return err
@@ -439,18 +459,12 @@ func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]
 		ts = append(ts, t)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.countRows(ctx, ts); err != nil {
-		return nil, err
-	}
-	if !full || len(ts) == 0 {
-		return ts, nil
-	}
-	find := index(ts)
-	err = s.catalog(ctx, `SELECT m.name, p.name, p.type, p."notnull", p.dflt_value, p.pk `+
-		strings.Replace(tables, "m WHERE", "m JOIN pragma_table_info(m.name) p WHERE", 1)+filter+` ORDER BY m.name, p.cid`, args,
+	return ts, err
+}
+
+func (s *Source) liteDetails(ctx context.Context, ts []Table, find func(string) *Table, filter string, args []any) error {
+	err := s.catalog(ctx, `SELECT m.name, p.name, p.type, p."notnull", p.dflt_value, p.pk `+
+		liteJoin("JOIN pragma_table_info(m.name) p")+filter+` ORDER BY m.name, p.cid`, args,
 		func(r *sql.Rows) error {
 			var tn string
 			var c Column
@@ -473,10 +487,10 @@ func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = s.catalog(ctx, `SELECT m.name, f.id, f."table", f."from", coalesce(f."to", '') `+
-		strings.Replace(tables, "m WHERE", "m JOIN pragma_foreign_key_list(m.name) f WHERE", 1)+filter+` ORDER BY m.name, f.id, f.seq`, args,
+		liteJoin("JOIN pragma_foreign_key_list(m.name) f")+filter+` ORDER BY m.name, f.id, f.seq`, args,
 		func(r *sql.Rows) error {
 			var tn, ref, from, to string
 			var id int
@@ -496,10 +510,10 @@ func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = s.catalog(ctx, `SELECT m.name, l.name, l."unique", i.name `+
-		strings.Replace(tables, "m WHERE", "m JOIN pragma_index_list(m.name) l JOIN pragma_index_info(l.name) i WHERE", 1)+filter+` ORDER BY m.name, l.name, i.seqno`, args,
+		liteJoin("JOIN pragma_index_list(m.name) l JOIN pragma_index_info(l.name) i")+filter+` ORDER BY m.name, l.name, i.seqno`, args,
 		func(r *sql.Rows) error {
 			var tn, in string
 			var col sql.NullString
@@ -511,11 +525,7 @@ func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]
 			if t == nil {
 				return nil
 			}
-			if n := len(t.Indexes); n > 0 && t.Indexes[n-1].Name == in {
-				t.Indexes[n-1].Columns = append(t.Indexes[n-1].Columns, col.String)
-			} else {
-				t.Indexes = append(t.Indexes, Index{Name: in, Unique: unique, Columns: []string{col.String}})
-			}
+			addIndexColumn(t, in, unique, col.String)
 			return nil
 		})
 	for i := range ts {
@@ -528,5 +538,5 @@ func (s *Source) liteIntrospect(ctx context.Context, name string, full bool) ([]
 			}
 		}
 	}
-	return ts, err
+	return err
 }

@@ -322,14 +322,7 @@ func listText(q string, l tableList) string {
 func describeText(q string, t datasource.Table) string {
 	var b strings.Builder
 	b.WriteString(say(q, "Table ", "表 ") + schemaLine(t.Name, datasource.Table{Rows: t.Rows}) + "\n")
-	fks := map[string]string{}
-	for _, fk := range t.ForeignKeys {
-		for i, c := range fk.Columns {
-			if i < len(fk.RefColumns) {
-				fks[c] = fk.RefTable + "." + fk.RefColumns[i]
-			}
-		}
-	}
+	fks := references(t)
 	b.WriteString(say(q, "| column | type | null | key |\n", "| 列 | 类型 | 可空 | 键 |\n"))
 	b.WriteString("|---|---|---|---|\n")
 	for _, c := range t.Columns {

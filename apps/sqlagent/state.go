@@ -244,14 +244,7 @@ func (k *Known) render(maxChars int) string {
 // schemaLine writes a table in one line: name(col type PK, col type →
 // other.col, …).
 func schemaLine(name string, t datasource.Table) string {
-	fks := map[string]string{}
-	for _, fk := range t.ForeignKeys {
-		for i, c := range fk.Columns {
-			if i < len(fk.RefColumns) {
-				fks[c] = fk.RefTable + "." + fk.RefColumns[i]
-			}
-		}
-	}
+	fks := references(t)
 	cols := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		s := c.Name + " " + strings.ToLower(c.Type)
@@ -268,6 +261,20 @@ func schemaLine(name string, t datasource.Table) string {
 		rows = fmt.Sprintf(" [%d rows]", t.Rows)
 	}
 	return name + "(" + strings.Join(cols, ", ") + ")" + rows
+}
+
+// references maps each foreign-key column of t to the TABLE.COLUMN it
+// references.
+func references(t datasource.Table) map[string]string {
+	fks := map[string]string{}
+	for _, fk := range t.ForeignKeys {
+		for i, c := range fk.Columns {
+			if i < len(fk.RefColumns) {
+				fks[c] = fk.RefTable + "." + fk.RefColumns[i]
+			}
+		}
+	}
+	return fks
 }
 
 func oneLine(s string, n int) string {
