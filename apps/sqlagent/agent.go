@@ -321,7 +321,14 @@ func listText(q string, l tableList) string {
 
 func describeText(q string, t datasource.Table) string {
 	var b strings.Builder
-	b.WriteString(say(q, "Table ", "表 ") + schemaLine(t.Name, datasource.Table{Rows: t.Rows}) + "\n")
+	switch {
+	case t.Kind == "view":
+		b.WriteString(say(q, "View "+t.Name+"\n", "视图 "+t.Name+"\n"))
+	case t.Rows >= 0:
+		b.WriteString(say(q, fmt.Sprintf("Table %s (%d rows)\n", t.Name, t.Rows), fmt.Sprintf("表 %s（%d 行）\n", t.Name, t.Rows)))
+	default:
+		b.WriteString(say(q, "Table "+t.Name+"\n", "表 "+t.Name+"\n"))
+	}
 	fks := references(t)
 	b.WriteString(say(q, "| column | type | null | key |\n", "| 列 | 类型 | 可空 | 键 |\n"))
 	b.WriteString("|---|---|---|---|\n")
