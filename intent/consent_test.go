@@ -166,3 +166,22 @@ func TestReadConsentTo(t *testing.T) {
 		}
 	}
 }
+
+// Any text gets a verdict without a panic; the note is a piece of the
+// reply; a reply with a question mark is never a yes or a no.
+func FuzzReadConsent(f *testing.F) {
+	for _, r := range readConsentCorpus(f) {
+		f.Add("", r.text)
+	}
+	f.Add("确认要取消订单吗？", "确认取消")
+	f.Add("", "\xff好的\xfe, \u3000 ")
+	f.Fuzz(func(t *testing.T, question, reply string) {
+		v := intent.ReadConsentTo(question, reply)
+		if !strings.Contains(reply, v.Note) || v.Cue == "" {
+			t.Errorf("ReadConsentTo(%q, %q) = %+v: the note is not part of the reply, or no cue", question, reply, v)
+		}
+		if strings.ContainsAny(reply, "?？") && v.Consent != intent.Unclear {
+			t.Errorf("ReadConsentTo(%q, %q) = %+v: a question answered", question, reply, v)
+		}
+	})
+}
