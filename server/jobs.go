@@ -99,7 +99,6 @@ type jobs struct {
 	client  *river.Client[pgx.Tx]
 	channel string // the LISTEN/NOTIFY channel of this schema
 	hub     *hub
-	timeout time.Duration // a job attempt's bound
 
 	stopHub  context.CancelFunc
 	hubDone  chan struct{}
@@ -174,8 +173,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{},
-		timeout: s.opts.RescueAfter - min(s.opts.RescueAfter/10, 10*time.Second)}
+	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}}
 	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	j.stopHub, j.hubDone = stopHub, make(chan struct{})
@@ -198,7 +196,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	j.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: s.opts.Workers}},
 		Workers:              workers,
-		JobTimeout:           j.timeout,
+		JobTimeout:           -1, // a live replica beats for its jobs (see beat); steps have their own timeouts
 		RescueStuckJobsAfter: s.opts.RescueAfter,
 		RetryPolicy:          retrySoon{},
 		FetchCooldown:        min(poll, river.FetchCooldownDefault),
@@ -301,8 +299,12 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		return ErrClosing
 	}
 	spec := r.spec()
+	seq, err := j.s.checkPending(ctx, r)
+	if err != nil {
+		return err
+	}
 	var notes []string
-	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
 		notes = nil
 		if err := lockThread(ctx, tx, r.thread); err != nil {
 			return err
@@ -311,7 +313,7 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		if err != nil {
 			return err
 		}
-		if err := j.checkAnswering(ctx, tx, r, len(busy) > 0); err != nil {
+		if err := j.checkAnswering(ctx, tx, r, len(busy) > 0, seq); err != nil {
 			return err
 		}
 		if len(busy) > 0 {
@@ -359,22 +361,27 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 // checkAnswering, in a transaction that holds r's thread's lock, refuses
 // a resume whose question another run answers, or answered: with busy, a
 // pending or running run names the same interrupt; without, no run holds
-// the thread, so its head is the one the runs before r left.
-func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool) error {
+// the thread, so its head must still be the one, of sequence number
+// seq, on which the question was found pending before the transaction
+// (the head is read outside it: the saver's reads take connections of
+// their own, which submits waiting on the lock could leave none of).
+func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool, seq int64) error {
 	if r.input.Interrupt == "" {
 		return nil
 	}
-	if !busy {
-		return j.s.checkPending(ctx, r)
+	var refused bool
+	var err error
+	if busy {
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
+			AND convert_from(job, 'UTF8')::jsonb -> 'input' ->> 'interrupt' = $2)`, r.thread, r.input.Interrupt).Scan(&refused)
+	} else {
+		err = tx.QueryRow(ctx, `SELECT coalesce(max(seq), -1) <> $2 FROM loom_checkpoints WHERE thread = $1`, r.thread, seq).Scan(&refused)
 	}
-	var answering bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
-		AND convert_from(job, 'UTF8')::jsonb -> 'input' ->> 'interrupt' = $2)`, r.thread, r.input.Interrupt).Scan(&answering)
 	if err != nil {
 		return fmt.Errorf("resume thread %s: %w", r.thread, err)
 	}
-	if answering {
-		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+	if refused {
+		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
 	}
 	return nil
 }

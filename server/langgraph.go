@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
@@ -90,8 +92,7 @@ type assistantQuery struct {
 	GraphID  string                     `json:"graph_id"`
 	Name     string                     `json:"name"`
 	Metadata map[string]json.RawMessage `json:"metadata"`
-	Limit    int                        `json:"limit"`
-	Offset   int                        `json:"offset"`
+	page
 }
 
 func (s *Server) findAssistants(r *http.Request) ([]lgAssistant, assistantQuery, error) {
@@ -138,10 +139,10 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request, _ stri
 	if err != nil {
 		return err
 	}
-	if q.Limit <= 0 {
-		q.Limit = 10
+	if err := q.check(); err != nil {
+		return err
 	}
-	as = as[min(max(q.Offset, 0), len(as)):]
+	as = as[min(q.Offset, len(as)):]
 	writeJSON(w, http.StatusOK, as[:min(q.Limit, len(as))])
 	return nil
 }
@@ -405,6 +406,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, owner stri
 	if len(req.Supersteps) > 0 && string(req.Supersteps) != "null" {
 		return errorf(http.StatusUnprocessableEntity, "unsupported", "supersteps are not supported; create the thread, then start runs")
 	}
+	if err := checkMetadata(req.Metadata); err != nil {
+		return err
+	}
 	meta, _ := json.Marshal(orEmptyMap(req.Metadata))
 	t, err := s.newThread(r.Context(), req.ThreadID, owner, meta)
 	if errors.Is(err, ErrExists) {
@@ -457,6 +461,9 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, owner strin
 		Metadata map[string]json.RawMessage `json:"metadata"`
 	}
 	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := checkMetadata(req.Metadata); err != nil {
 		return err
 	}
 	meta := map[string]json.RawMessage{}
@@ -571,11 +578,10 @@ type threadSearch struct {
 	IDs       []string                   `json:"ids"`
 	Metadata  map[string]json.RawMessage `json:"metadata"`
 	Status    string                     `json:"status"`
-	Limit     int                        `json:"limit"`
-	Offset    int                        `json:"offset"`
 	SortBy    string                     `json:"sort_by"`
 	SortOrder string                     `json:"sort_order"`
 	Values    json.RawMessage            `json:"values"`
+	page
 }
 
 func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
@@ -586,11 +592,20 @@ func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
 	if len(q.Values) > 0 && string(q.Values) != "null" && string(q.Values) != "{}" {
 		return threadQuery{}, errorf(http.StatusUnprocessableEntity, "unsupported", "searching threads by values is not supported")
 	}
-	tq := threadQuery{IDs: q.IDs, Status: q.Status, Metadata: orEmptyMap(q.Metadata), Limit: min(max(q.Limit, 1), 1000), Offset: max(q.Offset, 0),
-		SortBy: q.SortBy, Desc: q.SortOrder != "asc"}
-	if q.Limit == 0 {
-		tq.Limit = 10
+	for _, err := range []error{q.check(), oneOf("status", q.Status, threadStatuses...), oneOf("sort_by", q.SortBy, threadSorts...),
+		oneOf("sort_order", q.SortOrder, "asc", "desc"), checkMetadata(q.Metadata)} {
+		if err != nil {
+			return threadQuery{}, err
+		}
 	}
+	// An id that is not a thread id names no thread.
+	ids := slices.DeleteFunc(slices.Clone(q.IDs), func(id string) bool { return checkThreadID(id) != nil })
+	if len(q.IDs) > 0 && len(ids) == 0 {
+		ids = []string{""} // matches nothing
+	}
+	q.IDs = ids
+	tq := threadQuery{IDs: q.IDs, Status: q.Status, Metadata: orEmptyMap(q.Metadata), Limit: q.Limit, Offset: q.Offset,
+		SortBy: q.SortBy, Desc: q.SortOrder != "asc"}
 	if q.Status == StatusBusy && s.jobs == nil {
 		// Busy lives in the run lanes, not in the table.
 		tq.Status = ""
@@ -790,20 +805,24 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 
 func (s *Server) history(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req struct {
-		Limit  int            `json:"limit"`
+		page
 		Before *checkpointRef `json:"before"`
 	}
+	var err error
 	if r.Method == http.MethodGet {
-		req.Limit, _ = strconv.Atoi(r.URL.Query().Get("limit"))
-	} else if err := decode(r, &req); err != nil {
-		return err
+		req.Limit, err = queryInt(r, "limit", 0, 0, maxPage)
+	} else if err = decode(r, &req); err == nil {
+		err = req.check()
 	}
-	if req.Limit <= 0 {
-		req.Limit = 10
+	if err != nil {
+		return err
 	}
 	t, err := s.thread(r.Context(), r.PathValue("tid"), owner)
 	if err != nil {
 		return err
+	}
+	if req.Limit == 0 {
+		req.Limit = defaultPage
 	}
 	before := req.Before.id()
 	limit := req.Limit
@@ -1082,11 +1101,17 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	if _, err := s.thread(r.Context(), tid, owner); err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	offset, _ := strconv.Atoi(q.Get("offset"))
-	if limit <= 0 {
-		limit = 10
+	limit, err := queryInt(r, "limit", defaultPage, 1, maxPage)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if err := oneOf("query parameter status", status, runStatuses...); err != nil {
+		return err
 	}
 	var out []lgRun
 	s.mu.Lock()
@@ -1108,8 +1133,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 			out = append(out, runJSON(rec))
 		}
 	}
-	if st := q.Get("status"); st != "" {
-		out = slices.DeleteFunc(out, func(x lgRun) bool { return x.Status != st })
+	if status != "" {
+		out = slices.DeleteFunc(out, func(x lgRun) bool { return x.Status != status })
 	}
 	out = out[min(offset, len(out)):]
 	out = out[:min(limit, len(out))]
@@ -1157,13 +1182,17 @@ func (s *Server) cancelRunAPI(w http.ResponseWriter, r *http.Request, owner stri
 	if action != "" && action != "interrupt" && action != "rollback" {
 		return errorf(http.StatusUnprocessableEntity, "invalid_action", "action %q: want interrupt or rollback", action)
 	}
+	wait, err := queryBool(r, "wait")
+	if err != nil {
+		return err
+	}
 	if run == nil {
 		return errorf(http.StatusConflict, "not_running", "run %s is %s already", rec.ID, rec.Status)
 	}
 	if err := s.cancelRun(r.Context(), run); err != nil {
 		return err
 	}
-	if action == "rollback" || r.URL.Query().Get("wait") == "1" || r.URL.Query().Get("wait") == "true" {
+	if action == "rollback" || wait {
 		if _, err := s.result(r.Context(), run); err != nil {
 			if r.Context().Err() == nil {
 				return fmt.Errorf("wait for run %s: %w", run.id, err)
@@ -1246,6 +1275,10 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 	if err != nil {
 		return err
 	}
+	cancelOnDisconnect, err := queryBool(r, "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
 	if run == nil {
 		startStream(w, r, nil, `{"event":"heartbeat"}`)
 		return nil
@@ -1254,7 +1287,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 		modes = run.modes
 	}
 	err = s.streamRun(w, r, run, modes, lastEventID(r))
-	if r.URL.Query().Get("cancel_on_disconnect") == "1" && r.Context().Err() != nil {
+	if cancelOnDisconnect && r.Context().Err() != nil {
 		return s.cancelRun(context.WithoutCancel(r.Context()), run)
 	}
 	return err
@@ -1312,4 +1345,161 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, mod
 		sw.flush()
 	}
 	return nil // the client went away, or the server stops: the run is not affected
+}
+
+// ---- parameters ----
+
+// Bounds of the list endpoints' pages.
+const (
+	defaultPage = 10
+	maxPage     = 1000
+	maxOffset   = 1 << 30
+)
+
+// page is the limit and offset of a list request's body; a limit of 0
+// means defaultPage.
+type page struct {
+	Limit  int `json:"limit"`
+	Offset int `json:"offset"`
+}
+
+// check checks p and fills in the default limit.
+func (p *page) check() error {
+	if err := inRange("limit", p.Limit, 0, maxPage); err != nil {
+		return err
+	}
+	if err := inRange("offset", p.Offset, 0, maxOffset); err != nil {
+		return err
+	}
+	if p.Limit == 0 {
+		p.Limit = defaultPage
+	}
+	return nil
+}
+
+// invalidParameter is the error for a parameter the request gave wrong.
+func invalidParameter(name, got, want string) error {
+	return errorf(http.StatusUnprocessableEntity, "invalid_parameter", "%s: want %s, not %s", name, want, got)
+}
+
+// inRange checks the number n that a request gave for name.
+func inRange(name string, n, lo, hi int) error {
+	if n < lo || n > hi {
+		return invalidParameter(name, strconv.Itoa(n), fmt.Sprintf("a whole number from %d to %d", lo, hi))
+	}
+	return nil
+}
+
+// queryInt reads the query parameter name: a whole number from lo to hi,
+// or dflt when it is absent.
+func queryInt(r *http.Request, name string, dflt, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return dflt, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, invalidParameter("query parameter "+name, strconv.Quote(v), fmt.Sprintf("a whole number from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+// queryBool reads the query parameter name: true, false, 1 or 0 (false
+// when it is absent).
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalidParameter("query parameter "+name, strconv.Quote(v), "true or false")
+	}
+	return b, nil
+}
+
+// oneOf checks that v, which a request gave for name, is "" or one of
+// choices.
+func oneOf(name, v string, choices ...string) error {
+	if v == "" || slices.Contains(choices, v) {
+		return nil
+	}
+	return invalidParameter(name, strconv.Quote(v), "one of "+strings.Join(choices, ", "))
+}
+
+// What thread searches and run lists may filter and sort by.
+var (
+	threadStatuses = []string{StatusIdle, StatusBusy, StatusInterrupted, StatusError}
+	threadSorts    = []string{"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
+	runStatuses    = []string{runPending, runRunning, runSuccess, runError, runInterrupted}
+)
+
+// checkMetadata refuses thread metadata holding the character NUL
+// (\u0000), which PostgreSQL's jsonb cannot hold: searching threads by
+// metadata works alike on every database.
+func checkMetadata(m map[string]json.RawMessage) error {
+	for k, v := range m {
+		var x any
+		if strings.ContainsRune(k, 0) || (json.Unmarshal(v, &x) == nil && hasNUL(x)) {
+			return errorf(http.StatusUnprocessableEntity, "invalid_metadata", "metadata %q: keys and values may not contain the character NUL (\\u0000)", k)
+		}
+	}
+	return nil
+}
+
+// hasNUL reports whether a decoded JSON value has a string or key that
+// holds NUL.
+func hasNUL(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsRune(v, 0)
+	case []any:
+		return slices.ContainsFunc(v, hasNUL)
+	case map[string]any:
+		for k, x := range v {
+			if strings.ContainsRune(k, 0) || hasNUL(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errNotUTF8 is what a request body that is not UTF-8 fails with: JSON
+// is UTF-8, and PostgreSQL refuses text that is not.
+var errNotUTF8 = errors.New("the body is not UTF-8")
+
+// utf8Reader reads r and fails with errNotUTF8 at the first bytes that
+// are not UTF-8; a character split between two reads is checked whole.
+type utf8Reader struct {
+	r    io.Reader
+	tail []byte // the start of a character the last read split
+}
+
+func (u *utf8Reader) Read(p []byte) (int, error) {
+	n, err := u.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, err // too large, too slow: that, not what was cut
+	}
+	b := p[:n]
+	if len(u.tail) > 0 {
+		b = append(u.tail, b...)
+	}
+	end := len(b)
+	if err == nil {
+		// Leave a character begun at the end for the next read.
+		for i := len(b) - 1; i >= max(len(b)-utf8.UTFMax+1, 0); i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					end = i
+				}
+				break
+			}
+		}
+	}
+	if !utf8.Valid(b[:end]) {
+		return 0, errNotUTF8
+	}
+	u.tail = append([]byte(nil), b[end:]...)
+	return n, err
 }

@@ -194,7 +194,7 @@ func TestPostgresMigrate(t *testing.T) {
 		}
 		v, err := server.Migrate(ctx, db, listAgents(t))
 		db.Close()
-		if err != nil || v["server"] != 1 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
+		if err != nil || v["server"] != 2 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
 			t.Fatalf("versions %v, %v", v, err)
 		}
 	}

@@ -17,9 +17,8 @@ import (
 // that comes too late is refused, not applied to a later question) and
 // the value fits the type the node asked for (422 with the schema's
 // message otherwise). The LangGraph form {"<interrupt id>": value} names
-// the interrupt; an id that is not pending is refused. On a busy thread
-// the question may not be asked yet: the runtime checks the answer when
-// its run starts.
+// the interrupt; an id that is not pending is refused. A resume answers
+// the question pending now, not one a running run may ask later.
 func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput) error {
 	head, err := s.head(ctx, t.ID)
 	if err != nil {
@@ -36,9 +35,6 @@ func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput
 		in.Resume = value
 	}
 	if pending == nil {
-		if t.Status == StatusBusy {
-			return nil
-		}
 		return fmt.Errorf("resume thread %s: %w", t.ID, graph.ErrNoInterrupt)
 	}
 	if in.Interrupt != "" && in.Interrupt != pending.ID {

@@ -173,7 +173,7 @@ func (s *Server) submit(ctx context.Context, r *run) error {
 	case answering:
 		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
 	case l == nil:
-		if err := s.checkPending(ctx, r); err != nil {
+		if _, err := s.checkPending(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -185,19 +185,20 @@ func (s *Server) submit(ctx context.Context, r *run) error {
 }
 
 // checkPending returns graph.ErrNoInterrupt when r answers a question
-// that the thread no longer asks. Call it when no run holds the thread.
-func (s *Server) checkPending(ctx context.Context, r *run) error {
+// that the thread no longer asks; else the sequence number of the head
+// that asks it. On SQLite call it when no run holds the thread.
+func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 	if r.input.Resume == nil || r.input.Interrupt == "" {
-		return nil
+		return 0, nil
 	}
 	head, err := s.head(ctx, r.thread)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if head == nil || head.Interrupt == nil || head.Interrupt.ID != r.input.Interrupt {
-		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+		return 0, fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
 	}
-	return nil
+	return head.Seq, nil
 }
 
 // answers reports whether a run of the lane answers interrupt id.

@@ -117,13 +117,12 @@ type Options struct {
 	// replica to go on with (default 30s). Short leases spread long runs
 	// over replicas and keep the queue's view of them fresh.
 	Lease time.Duration
-	// RescueAfter is how long a run's job may go without a new lease
+	// RescueAfter is how long a run's job may go without a heartbeat
 	// before the queue takes its replica for dead and gives the job to
-	// another, which goes on from the last checkpoint (default 3m); the
-	// queue looks for such jobs every 30 s. A lease's last step must end
-	// before RescueAfter less a tenth (at most 10 s), when its context is
-	// cancelled and the step runs again later: node steps should take well
-	// under RescueAfter - Lease.
+	// another, which goes on from the last checkpoint (default 20s). A
+	// replica beats for its jobs every RescueAfter/5 while it works them,
+	// however long a step takes; the queue looks for jobs without a beat
+	// every 30 s, so a dead replica's runs go on within RescueAfter + 30 s.
 	RescueAfter time.Duration
 }
 
@@ -190,12 +189,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Lease = 30 * time.Second
 	}
 	if opts.RescueAfter <= 0 {
-		opts.RescueAfter = 3 * time.Minute
+		opts.RescueAfter = 20 * time.Second
 	}
 	limitDefaults(&opts)
-	if opts.RescueAfter <= opts.Lease {
-		return nil, fmt.Errorf("server: RescueAfter %v must be longer than Lease %v", opts.RescueAfter, opts.Lease)
-	}
 	s := &Server{opts: opts, log: opts.Logger, agents: map[string]*builtAgent{}, keys: map[string]string{},
 		lanes: map[string]*lane{}, runs: map[string]*run{}, metrics: newMetrics()}
 	s.baseCtx, s.stopAll = context.WithCancel(context.Background())

@@ -221,19 +221,25 @@ func (q *threadQuery) where(d store.Dialect, owner string) (string, []any) {
 		args = append(args, q.Status)
 	}
 	if len(q.IDs) > 0 {
-		b.WriteString(` AND id IN (?` + strings.Repeat(`, ?`, len(q.IDs)-1) + `)`)
-		for _, id := range q.IDs {
-			args = append(args, id)
+		// One parameter, a JSON array, however many ids there are: a
+		// parameter per id runs into the database's limit on them.
+		ids, _ := json.Marshal(q.IDs)
+		if d == store.Postgres {
+			b.WriteString(` AND id IN (SELECT jsonb_array_elements_text(?::jsonb))`)
+		} else {
+			b.WriteString(` AND id IN (SELECT value FROM json_each(?))`)
 		}
+		args = append(args, string(ids))
 	}
 	for _, k := range sortedKeys(q.Metadata) {
 		if d == store.Postgres {
 			b.WriteString(` AND (metadata::jsonb -> ?::text) IS NOT DISTINCT FROM ?::jsonb`)
-			args = append(args, k, string(q.Metadata[k]))
-			continue
+		} else {
+			// json_each compares the key itself, whatever it holds (a JSON
+			// path would need it quoted).
+			b.WriteString(` AND EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND value IS json_extract(?, '$'))`)
 		}
-		b.WriteString(` AND json_extract(metadata, ?) IS json_extract(?, '$')`)
-		args = append(args, `$."`+strings.ReplaceAll(k, `"`, `""`)+`"`, string(q.Metadata[k]))
+		args = append(args, k, string(q.Metadata[k]))
 	}
 	return b.String(), args
 }

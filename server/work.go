@@ -27,9 +27,31 @@ type threadWorker struct {
 	j *jobs
 }
 
-// Timeout implements river.Worker: an attempt ends within its lease plus
-// a step; past this the job's context is cancelled.
-func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return w.j.timeout }
+// Timeout implements river.Worker: an attempt has no bound of the
+// queue's; it ends at the first step boundary after its lease, and beats
+// meanwhile (see beat).
+func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return -1 }
+
+// beat tells the queue that this replica is alive and works job, every
+// RescueAfter/5, until ctx is done: River's rescuer takes a running job
+// whose attempted_at is older than RescueAfter for one whose replica
+// died, so the beat moves attempted_at on. A step may thus take longer
+// than RescueAfter, and a dead replica's runs still go on elsewhere
+// within RescueAfter plus the rescuer's 30 s period.
+func (j *jobs) beat(ctx context.Context, job *river.Job[threadJob]) {
+	t := time.NewTicker(j.s.opts.RescueAfter / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := j.pool.Exec(ctx, `UPDATE river_job SET attempted_at = now() WHERE id = $1 AND state = 'running'`, job.ID); err != nil && ctx.Err() == nil {
+			j.s.log.Warn("job heartbeat", "thread", job.Args.Thread, "err", err)
+		}
+	}
+}
 
 // nextSQL selects a thread's oldest unfinished run, with its job spec.
 const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
@@ -38,6 +60,9 @@ const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AN
 func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) error {
 	j := w.j
 	lease := time.Now().Add(j.s.opts.Lease)
+	beating, stopBeat := context.WithCancel(ctx)
+	defer stopBeat()
+	go j.beat(beating, job)
 	for {
 		var rec RunRecord
 		var raw []byte
