@@ -58,7 +58,7 @@ type Verdict struct {
 
 // ErrUnclear is what Verdict.Err wraps for a reply that is neither a yes
 // nor a no: the caller asks again and keeps the question pending.
-var ErrUnclear = errors.New("the reply is neither a clear yes nor a clear no")
+var ErrUnclear = errors.New("intent: the reply is neither a clear yes nor a clear no")
 
 // Err returns nil for a yes or a no, and for an unclear reply an error
 // wrapping ErrUnclear that says why.
@@ -74,15 +74,17 @@ func (v Verdict) Err() error {
 // phrase at each place, so "不同意" is a no and "对不起" is not a yes:
 //
 //   - a question anywhere ("可以吗？", "是不是搞错了", X不X, "?", "is
-//     that right") or a hedge ("好像", "可能", "maybe", "I guess", "…")
-//     makes it Unclear: never a yes, never a no;
+//     that right") makes it Unclear: never a yes, never a no;
 //   - a refusal or a negation anywhere (不, 没, 别, 取消, 算了, 行不通,
-//     not, don't, no way, go away) makes it Rejected, unless a clause of
-//     the reply is a plain yes as well ("ok no"), which makes it Unclear;
-//   - a clause that holds nothing but yeses and fillers ("好的", "那就执行吧",
-//     "没问题", "yep", "sounds good to me", 👍) makes it Accepted;
-//   - anything else is Unclear: a yes inside other words ("可以改到周三")
-//     is not a yes.
+//     not, don't, no way, go away) makes it Rejected, hedged or not
+//     ("好像不对", "maybe not"), unless the reply also says a plain yes
+//     ("ok no", "好的，不过别执行"), which makes it Unclear;
+//   - a hedge ("好像", "可能", "maybe", "I guess", "…") makes it Unclear;
+//   - a reply whose clauses hold nothing but yeses, fillers and polite
+//     words ("好的", "那就执行吧", "没问题，谢谢", "yep", "sounds good to
+//     me", 👍) is Accepted;
+//   - anything else is Unclear: a yes with more in it ("好的，改到周三") or
+//     inside other words ("可以改到周三") is not a yes.
 func ReadConsent(text string) Verdict { return ReadConsentTo("", text) }
 
 // ReadConsentTo is ReadConsent for a reply to question, which may name
