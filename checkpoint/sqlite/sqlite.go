@@ -133,6 +133,7 @@ type Saver struct {
 	path    string        // the database file; its WAL is path + "-wal"
 	commits atomic.Int64  // commits since the last WAL checkpoint
 	kick    chan struct{} // wakes the checkpointer
+	stalled atomic.Bool   // tests: the checkpointer is never woken
 	done    chan struct{} // closed when the checkpointer has stopped
 }
 
@@ -200,12 +201,42 @@ func (s *Saver) walSequence() uint32 {
 	return binary.BigEndian.Uint32(b[:])
 }
 
-// committed counts a commit and wakes the checkpointer when due.
+// walHardCap is the WAL size, in bytes, that the writer itself enforces:
+// past it (the checkpointer fell behind, say on a busy machine) the
+// writer that notices copies the WAL back before anyone writes again, so
+// the WAL stays within about this size, whatever the load.
+const walHardCap = 2 * walCap * 4096
+
+// walCheckEvery is how many commits go between the writer's looks at the
+// WAL's size; each adds a few pages, so the WAL passes walHardCap by at
+// most about a megabyte.
+const walCheckEvery = 64
+
+// committed counts a commit and wakes the checkpointer when due. It is
+// called with the write lock held: when the WAL has passed walHardCap,
+// writes wait here for a checkpoint.
 func (s *Saver) committed() {
-	if s.commits.Add(1) == checkpointEvery {
+	n := s.commits.Add(1)
+	if n == checkpointEvery && !s.stalled.Load() {
 		select {
 		case s.kick <- struct{}{}:
 		default:
+		}
+	}
+	if n%walCheckEvery != 0 {
+		return
+	}
+	if fi, err := os.Stat(s.path + "-wal"); err != nil || fi.Size() < walHardCap {
+		return
+	}
+	// PASSIVE copies every frame no reader still needs; RESTART then
+	// waits (busy_timeout) for readers of old frames, so that the next
+	// write starts the WAL over from its beginning.
+	ctx := context.Background()
+	var busy, log, done int
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done); err != nil || done < log {
+		if _, err := s.wconn.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)"); err != nil {
+			slog.Debug("checkpoint sqlite: WAL checkpoint at the hard cap", "err", err)
 		}
 	}
 }
