@@ -365,11 +365,12 @@ func (l *lexicon) rest(s string, best []int, clauses []clause, yes bool) int {
 	return start
 }
 
-// aNotA finds a question of the form X不X or X没X (好不好, 是不是, 有没有).
+// aNotA finds a question of the form X不X or X没X (好不好, 是不是, 有没有),
+// where X is no negation or particle (不不不 and 不了不了 are noes).
 func aNotA(s string) string {
 	rs := []rune(s)
 	for i := 1; i+1 < len(rs); i++ {
-		if (rs[i] == '不' || rs[i] == '没') && rs[i-1] == rs[i+1] && rs[i-1] != '不' && rs[i-1] != '没' && isHan(rs[i-1]) {
+		if (rs[i] == '不' || rs[i] == '没') && rs[i-1] == rs[i+1] && !strings.ContainsRune("不没了的吧啊呀呢嘛", rs[i-1]) && isHan(rs[i-1]) {
 			return string(rs[i-1 : i+2])
 		}
 	}
