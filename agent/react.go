@@ -1,5 +1,5 @@
-// Package agent holds prebuilt node sets for graphs. ReAct is the loop of
-// seeds 001 and 004: the model decides, read tools run at once, write tools
+// Package agent holds prebuilt node sets for graphs. ReAct is the loop
+// of a tool-using agent: the model decides, read tools run at once, write tools
 // wait for a person's confirmation, malformed answers are fed back, and at
 // the round budget the agent summarises, pauses, and goes on when resumed.
 package agent

@@ -12,7 +12,7 @@ import (
 // Asker asks the model once and returns its answer. feedback is empty on the
 // first call; on later calls it is the correction message for the previous
 // answer, which the Asker adds to the conversation (after the previous
-// answer, as seeds 001 and 004 do) before asking again.
+// answer) before asking again.
 type Asker func(ctx context.Context, feedback string) (string, error)
 
 // Chat is the Asker of a conversation with model: it sends *msgs, and adds

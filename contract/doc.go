@@ -6,7 +6,7 @@
 // the format it was shown, or breaks a string over two lines. Decode finds
 // the object, repairs those slips where the repair cannot change the meaning,
 // validates it against the JSON schema derived from T and decodes it. Ask
-// wraps Decode in the correction loop of seeds 001 and 004: when an answer
+// wraps Decode in a correction loop: when an answer
 // cannot be used, the problems and the expected format go back to the model
 // and it is asked again, up to a bound. Splitter does the same on a stream:
 // it parses the decision block as soon as it is complete and passes the free

@@ -86,7 +86,7 @@ type RetrievalConfig struct {
 }
 
 // FusionConfig weighs the stages' candidates into one ranking and decides
-// what to do with it (seed 003 §12.4–12.6).
+// what to do with it: execute, clarify, route_to_cloud or reject.
 type FusionConfig struct {
 	// Stages maps a stage name to its weight and acceptance rule. A stage
 	// given here replaces its defaults whole.
@@ -130,7 +130,7 @@ type StageConfig struct {
 }
 
 // SplitConfig says where a multi-intent utterance splits into clauses
-// (seed 003 §17.2) and what makes it conditional (§17.5).
+// and what makes it conditional.
 type SplitConfig struct {
 	// Connectives split clauses: 然后, 并且, "and then", …
 	Connectives []string `yaml:"connectives" json:"connectives"`
@@ -143,7 +143,7 @@ type SplitConfig struct {
 }
 
 // DefaultConfig returns the defaults every zero field of a Config takes:
-// the weights and thresholds of seed 003 §12.4–12.5.
+// the stages' weights and the decision thresholds.
 func DefaultConfig() Config {
 	return Config{
 		OutOfScope: "oos",

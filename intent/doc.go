@@ -1,7 +1,7 @@
 // Package intent is a local-first intent engine: it tells which of an
 // agent's intents a user's words ask for, in Chinese or English, without a
 // model, and says whether to execute, clarify, route to the cloud or
-// reject (the router of seed 003 §12).
+// reject.
 //
 // New builds an Engine from a Config (YAML or JSON) at start-up, with
 // nothing downloaded:
@@ -31,7 +31,7 @@
 // Calibrate tunes the thresholds on examples held out from the training
 // data.
 //
-// Before routing, Understand applies the rules of seed 003 §9–§11, all
+// Before routing, Understand applies rules, all
 // from Config.Rules: the dialog act, stop phrases (only with an active
 // task), social routing, and rewrites of short follow-ups from the
 // session's intent and slots ("低一点" → "把空调调到21度"). RouteClauses

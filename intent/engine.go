@@ -32,7 +32,7 @@ type Candidate struct {
 // Decision is what the agent should do with a routed request.
 type Decision string
 
-// The four decisions of seed 003 §12.6.
+// The four decisions.
 const (
 	Execute      Decision = "execute"        // confident: run the intent locally
 	Clarify      Decision = "clarify"        // two or more intents compete: ask which
@@ -41,7 +41,7 @@ const (
 )
 
 // Result is a routed request: the decision, the ranked intents and the
-// routing-debug record of every stage (seed 003 §12.8).
+// routing-debug record of every stage.
 type Result struct {
 	// Text is the normalized text that was routed.
 	Text string `json:"text"`

@@ -41,7 +41,7 @@ const (
 // fuse ranks intents over res.Stages into res.Candidates and returns the
 // signals for the decision. Each intent scores the sum over stages of the
 // stage's weight times its score for that intent, plus the stage's bonus
-// where an accepted stage selected it (seed 003 §12.4).
+// where an accepted stage selected it.
 func (f FusionConfig) fuse(res *Result, outOfScope string, topK int) signals {
 	fused := map[string]float64{}
 	for _, s := range res.Stages {
@@ -86,7 +86,7 @@ func (f FusionConfig) fuse(res *Result, outOfScope string, topK int) signals {
 	return sig
 }
 
-// rule decides (seed 003 §12.5–12.6), trying in order:
+// rule decides, trying in order:
 //
 //   - nothing proposed, or the out-of-scope class on top: reject;
 //   - top score ≥ ExecuteThreshold: execute;

@@ -14,8 +14,7 @@ import (
 )
 
 // RemoteClassifier is a classification service over HTTP, the optional
-// remote stage (WithRemote; the "remote" classifier backend of seed 003
-// §13.1), such as a fine-tuned BERT served elsewhere. It can be read from
+// remote stage (WithRemote), such as a fine-tuned BERT served elsewhere. It can be read from
 // YAML or JSON.
 //
 // Each Match POSTs {"text": …, "top_k": …, "labels": […]} to URL and reads

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// Rules are the checks made before routing (seed 003 §9–§11), all data:
+// Rules are the checks made before routing, all data:
 // dialog acts, stop phrases, social routing and follow-up rewrites.
 type Rules struct {
 	// Acts are tried in order; the first that matches names the turn's
@@ -47,7 +47,7 @@ type ActRule struct {
 	Phrases `yaml:",inline" json:",inline"`
 }
 
-// SocialRules route small talk away from tasks (seed 003 §10.2).
+// SocialRules route small talk away from tasks.
 type SocialRules struct {
 	// Task phrases make a text a task, never social; so does any intent
 	// keyword.
@@ -63,7 +63,7 @@ type SocialRules struct {
 	FollowUpRunes int `yaml:"follow_up_runes" json:"follow_up_runes"`
 }
 
-// RewriteRule turns a short follow-up into a full command (seed 003 §11):
+// RewriteRule turns a short follow-up into a full command:
 // "低一点" while the air conditioning is the current intent becomes
 // "把空调调到 21 度".
 type RewriteRule struct {
@@ -210,8 +210,10 @@ func (r *rules) act(text string) string {
 	return r.defaultAct
 }
 
-// social decides whether normalized text is small talk, in the order of
-// seed 003 §10.2, and says why.
+// social decides whether normalized text is small talk, and says why:
+// not when it looks like a task; yes for a short social phrase, a
+// question about what the assistant can do, open chit-chat, or a short
+// follow-up of a social turn.
 func (r *rules) social(text string, looksLikeTask bool, lastSocial bool) (bool, string) {
 	if _, _, ok := r.task.match(text); ok || looksLikeTask {
 		return false, "looks like a task"

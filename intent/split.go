@@ -8,8 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// splitter cuts an utterance into clauses at connectives and punctuation
-// (seed 003 §17.2).
+// splitter cuts an utterance into clauses at connectives and punctuation.
 type splitter struct {
 	connectives *automaton
 	punct       string
@@ -89,7 +88,7 @@ func (s *splitter) long(clause string) bool {
 	return utf8.RuneCountInString(trimPunct(clause)) >= s.minRunes
 }
 
-// MultiIntent is an utterance read as several requests (seed 003 §17).
+// MultiIntent is an utterance read as several requests.
 type MultiIntent struct {
 	// Kind is "single" (fewer than two clauses route to an intent),
 	// "sequence", or "conditional" (a conditional phrase such as 如果).

@@ -20,8 +20,8 @@ type Turn struct {
 	LastSocial bool `json:"last_social,omitempty"`
 }
 
-// Understanding is what the engine made of a turn, following seed 003
-// §8.1: dialog act, stop, social, rewrite, routing, clauses.
+// Understanding is what the engine made of a turn, in the order it is
+// made: dialog act, stop, social, rewrite, routing, clauses.
 type Understanding struct {
 	// Act is the turn's dialog act.
 	Act string `json:"act"`
@@ -40,7 +40,7 @@ type Understanding struct {
 	Route *Result `json:"route,omitempty"`
 	// Multi is set when the text holds two or more routable clauses.
 	Multi *MultiIntent `json:"multi,omitempty"`
-	// Times are what each rule took (seed 003 §8.3); Elapsed is the
+	// Times are what each rule took; Elapsed is the
 	// whole turn, routing included.
 	Times   RuleTimes     `json:"rule_times"`
 	Elapsed time.Duration `json:"elapsed_ns"`

@@ -2,8 +2,8 @@
 // JSON schema for the arguments generated from a Go struct, a kind (Read or
 // Write) and a call. Tools live in a Registry under domains and packs; a
 // per-run View, kept in graph state, says which of them the model sees, and
-// the context_tools_add / context_tools_remove tools let the model change it
-// (seed 001). Write tools need a person's confirmation unless a Policy lets
+// the context_tools_add / context_tools_remove tools let the model change
+// it. Write tools need a person's confirmation unless a Policy lets
 // them run; this package provides the request and answer types, and the
 // agent package does the interrupt.
 //

@@ -191,7 +191,7 @@ func (a *App) Store() Store { return a.store }
 // replace the built-in ones.
 func (a *App) Plugins() *Registry { return a.plugins }
 
-// ChatRequest is one user turn (seed §6.1).
+// ChatRequest is one user turn, as POST /api/v1/agent/chat takes it.
 type ChatRequest struct {
 	// SessionID names the session; empty starts a new one.
 	SessionID string `json:"session_id"`
@@ -203,7 +203,8 @@ type ChatRequest struct {
 }
 
 // FillRequest continues a session that waits for slots or a confirmation
-// (seed §6.3): slot values, a text reply, or a direct yes or no.
+// (POST /api/v1/agent/fill-slots): slot values, a text reply, or a direct
+// yes or no.
 type FillRequest struct {
 	SessionID string            `json:"session_id"`
 	Slots     map[string]string `json:"slots"`
@@ -233,7 +234,7 @@ func (a *App) Chat(ctx context.Context, req ChatRequest) (*Reply, error) {
 
 // FillSlots continues a session with slot values, a text or a direct
 // confirmation. A session that does not exist, or has no current intent,
-// gets a fallback reply (seed §27.1).
+// gets a fallback reply.
 func (a *App) FillSlots(ctx context.Context, req FillRequest) (*Reply, error) {
 	start := time.Now()
 	if req.SessionID == "" || (len(req.Slots) == 0 && strings.TrimSpace(req.Text) == "" && req.Confirm == nil) {

@@ -19,7 +19,7 @@ import (
 	"github.com/loomkit/loom/intent"
 )
 
-// The seven configuration files (seed 003 §5), in the order they load.
+// The seven configuration files, in the order they load.
 const (
 	FileDomain     = "domain.yml"
 	FileActions    = "actions.yml"
@@ -213,16 +213,16 @@ type Rules struct {
 	Social intent.SocialRules `yaml:"social"`
 	// Rewrite completes short follow-ups from the session.
 	Rewrite []intent.RewriteRule `yaml:"rewrite"`
-	// Routing holds fusion weights and thresholds (seed §12.4–12.5);
+	// Routing holds fusion weights and thresholds;
 	// zero fields take intent's defaults.
 	Routing intent.FusionConfig `yaml:"routing"`
 	// RemoteClassifier, when given, is a classification service asked on
-	// every turn beside the local stages (seed §13.1's remote backend):
-	// url, top_k, timeout.
+	// every turn beside the local stages, such as a fine-tuned BERT served
+	// elsewhere: url, top_k, timeout.
 	RemoteClassifier *intent.RemoteClassifier `yaml:"remote_classifier"`
 }
 
-// Confirmation rules (seed §21.2): which steps ask first. A reply to
+// Confirmation rules: which steps ask first. A reply to
 // the question is read by intent.ReadConsent, as every agent's is.
 type Confirmation struct {
 	// Intents always ask first.
@@ -244,10 +244,10 @@ type Workflows struct {
 	// Split says where an utterance splits into clauses and what makes it
 	// conditional.
 	Split intent.SplitConfig `yaml:"split"`
-	// Templates are fixed workflows tried first (seed §16).
+	// Templates are fixed workflows, tried before any other planner.
 	Templates []TemplateSpec `yaml:"templates"`
 	// Conditions turn a clause into a condition on an earlier step's
-	// result (seed §17.6).
+	// result ("如果没发货就取消": cancel only if not shipped).
 	Conditions []ConditionHint `yaml:"conditions"`
 }
 

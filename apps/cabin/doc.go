@@ -1,5 +1,5 @@
-// Package cabin is the in-car assistant and customer-service agent of
-// seed 003, built on Loom: local-first understanding, multi-step
+// Package cabin is the in-car assistant and customer-service agent, built
+// on Loom: local-first understanding, multi-step
 // workflows with conditions and confirmations, and plugins that act on a
 // simulated vehicle, a simulated order service or real backends over
 // HTTP.

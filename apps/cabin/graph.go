@@ -69,8 +69,7 @@ func (a *App) takeInput(s *State) turnInput {
 }
 
 // understand starts a turn: it answers what the session waits for, or
-// reads a new request (seed §8.1: dialog act, stop, social, rewrite,
-// route).
+// reads a new request: dialog act, stop, social, rewrite, route.
 func (a *App) understand(ctx context.Context, s State) (State, error) {
 	t := a.takeInput(&s)
 	s.Reply = Reply{Debug: Debug{Text: t.text}}
@@ -154,7 +153,7 @@ func (a *App) newTurn(ctx context.Context, s *State, t turnInput) error {
 			return nil
 		}
 		// fill-slots on a finished task runs its intent again with the
-		// new values (seed §22.1).
+		// new values.
 		slots := maps.Clone(sess.Slots)
 		if slots == nil {
 			slots = map[string]string{}
@@ -185,7 +184,7 @@ func (a *App) newTurn(ctx context.Context, s *State, t turnInput) error {
 }
 
 // continueTurn answers what the session waits for: a slot or a
-// confirmation (seed §22). A stop phrase stops the task, small talk gets
+// confirmation. A stop phrase stops the task, small talk gets
 // a reply with a reminder, and a clear new request replaces the task.
 func (a *App) continueTurn(ctx context.Context, s *State, t turnInput) error {
 	wf := s.Session.Workflow
@@ -304,7 +303,7 @@ func (a *App) newRequest(u intent.Understanding, pending *Step) bool {
 	return r != nil && r.Decision == intent.Execute && a.cat.known(r.Intent) && r.Intent != pending.Intent
 }
 
-// stop ends the active task (seed §9.2).
+// stop ends the active task: its workflow and what it waited for.
 func (a *App) stop(s *State) {
 	wf := s.Session.Workflow
 	for i := range wf.Steps {
@@ -320,7 +319,7 @@ func (a *App) stop(s *State) {
 //go:embed prompts/social.md
 var socialPrompt string
 
-// social answers small talk (seed §10), with the model when there is one,
+// social answers small talk, with the model when there is one,
 // and reminds the user of a pending task.
 func (a *App) social(ctx context.Context, s *State, text string, u intent.Understanding) {
 	start := time.Now()
@@ -361,7 +360,7 @@ func (a *App) modelSocial(ctx context.Context, text string) string {
 
 // planStep makes the turn's workflow: the planner for a complex or
 // unsure request, else the routed intent; or answers clarify, reject or
-// fallback (seed §8.2, §27).
+// fallback.
 func (a *App) planStep(ctx context.Context, s State) (State, error) {
 	s.Next = ""
 	d, lat := &s.Reply.Debug, &s.Reply.Latency
@@ -415,7 +414,8 @@ func (a *App) planStep(ctx context.Context, s State) (State, error) {
 	return s, nil
 }
 
-// plannerTrigger says why the planner should run (seed §15.1), or "".
+// plannerTrigger says why the planner should run (a text of several
+// clauses, a local decision other than execute), or "".
 func plannerTrigger(in planInput) string {
 	switch {
 	case len(in.clauses) > 1:
@@ -427,7 +427,7 @@ func plannerTrigger(in planInput) string {
 }
 
 // clarifyOptions are the in-scope intents a clarify question offers: the
-// top two for clarify, the top one for route_to_cloud (seed §27.2).
+// top two for clarify, the top one for route_to_cloud.
 func (a *App) clarifyOptions(r *intent.Result) []string {
 	n := 2
 	if r.Decision == intent.RouteToCloud {

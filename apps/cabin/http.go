@@ -20,7 +20,8 @@ import (
 // maxBody bounds a request body.
 const maxBody = 64 << 10
 
-// Routes returns the assistant's HTTP API (seed §6), to mount beside
+// Routes returns the assistant's HTTP API (chat, streamed chat, fill-slots,
+// sessions, the simulated vehicles and orders), to mount beside
 // Loom's own API (for instance with server.Server.Handle("/api/v1/", …)):
 //
 //	POST /api/v1/agent/chat           one turn: ChatRequest → Reply
@@ -139,7 +140,7 @@ type StreamLine struct {
 }
 
 // chatStream runs a turn and streams NDJSON: the final reply at once when
-// it comes within Options.AckAfter, else an ack first (seed §6.2).
+// it comes within Options.AckAfter, else an ack line first.
 func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 	var req ChatRequest
 	if !decodeBody(w, r, &req) {

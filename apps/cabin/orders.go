@@ -68,7 +68,7 @@ func SampleOrders(now time.Time) []Order {
 var cancellable = []string{OrderPendingPayment, OrderPendingShipment}
 
 // OrderPlugins returns the simulated order service's plugins by
-// plugin_id (seed §23.2), over store.
+// plugin_id (plugin.order.*), over store.
 func OrderPlugins(store OrderStore) map[string]Plugin {
 	return map[string]Plugin{
 		"plugin.order.query":            PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryOrder(ctx, store, c) }),

@@ -31,7 +31,7 @@ type plan struct {
 	outOfScope bool // the model said the request is out of scope
 }
 
-// plan runs the planners in turn (seed §15.3): templates, heuristics, then
+// plan runs the planners in turn: templates, heuristics, then
 // the model when there is one; a model that fails leaves the local
 // answer.
 func (a *App) plan(ctx context.Context, in planInput) plan {
@@ -69,7 +69,7 @@ func (a *App) clauseSteps(in planInput) []clauseStep {
 	return out
 }
 
-// templatePlan matches the fixed workflows of workflows.yml (seed §16).
+// templatePlan matches the fixed workflows of workflows.yml.
 func (a *App) templatePlan(in planInput) (plan, bool) {
 	cs := a.clauseSteps(in)
 	if len(cs) < 2 {
@@ -117,7 +117,7 @@ func containsAny(text string, words []string) bool {
 }
 
 // heuristicPlan makes a workflow of the clauses' intents in order, with
-// the conditions workflows.yml reads into a conditional text (seed §17).
+// the conditions workflows.yml reads into a conditional text.
 func (a *App) heuristicPlan(in planInput) plan {
 	cs := a.clauseSteps(in)
 	if len(cs) < 2 {
@@ -166,7 +166,8 @@ func (a *App) heuristicPlan(in planInput) plan {
 //go:embed prompts/planner.md
 var plannerPrompt string
 
-// modelPlanJSON is the model planner's answer (seed §18.2).
+// modelPlanJSON is the model planner's answer: the steps, each an intent
+// of the catalogue with its slots.
 type modelPlanJSON struct {
 	Kind  string          `json:"kind" enum:"single,sequence,conditional,out_of_scope" jsonschema:"description=out_of_scope when no intent of the catalogue fits"`
 	Steps []modelStepJSON `json:"steps,omitempty"`
@@ -267,7 +268,7 @@ func (a *App) checkModelPlan(mp modelPlanJSON) []string {
 }
 
 // modelWorkflow turns a checked model plan into a workflow: the model's
-// slots, normalized, over the slots read from the text (seed §18.3).
+// slots, normalized, over the slots read from the text.
 func (a *App) modelWorkflow(in planInput, mp modelPlanJSON) plan {
 	if mp.Kind == "out_of_scope" {
 		return plan{outOfScope: true, debug: PlannerDebug{Backend: "model", Kind: mp.Kind, Reason: "the model found no intent for the request"}}

@@ -30,7 +30,7 @@ type Call struct {
 	Vehicle string `json:"vehicle_id"`
 }
 
-// Result is what a plugin returns (seed §23.3). Data fields feed reply
+// Result is what a plugin returns. Data fields feed reply
 // templates and workflow conditions; a failed result's data may carry a
 // "reason" that names the reply in responses.yml errors.
 type Result struct {

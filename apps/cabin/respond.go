@@ -140,7 +140,7 @@ func trimEnd(s string) string {
 
 // report tells the outcomes of the workflow's finished steps not yet
 // reported, and marks them reported: a lone done step with its own reply,
-// several as a summary (seed §24.2). vars maps a step id to its template
+// several as a summary. vars maps a step id to its template
 // names.
 func (p *replies) report(wf *Workflow, vars func(*Step) map[string]string) string {
 	var news []*Step

@@ -42,7 +42,7 @@ type Answer struct {
 	Accept *bool `json:"accept,omitempty"`
 }
 
-// Session statuses (seed §7.2).
+// Session statuses.
 const (
 	StatusIdle                = "idle"
 	StatusWaitingSlot         = "waiting_slot"
@@ -55,7 +55,7 @@ const (
 	StatusClarify             = "clarify"
 )
 
-// Reply types (seed §27.1); TypeAck is the early line of a stream.
+// Reply types; TypeAck is the early line of a stream.
 const (
 	TypeWorkflowResult  = "workflow_result"
 	TypeAskSlot         = "ask_slot"
@@ -91,7 +91,7 @@ const (
 	pendingConfirmation = "confirmation"
 )
 
-// Session is the assistant's memory of a conversation (seed §7.1).
+// Session is the assistant's memory of a conversation.
 type Session struct {
 	ID        string `json:"session_id"`
 	UserID    string `json:"user_id"`
@@ -135,7 +135,7 @@ type TurnRecord struct {
 // confirmation.
 func (s *Session) waiting() bool { return s.Workflow != nil && s.Workflow.Pending != nil }
 
-// Workflow is a plan of steps (seed §20.2).
+// Workflow is a plan of steps.
 type Workflow struct {
 	// Kind is single, sequence or conditional.
 	Kind string `json:"kind"`
@@ -201,9 +201,9 @@ type Reply struct {
 	PendingSlots []string          `json:"pending_slots,omitempty"`
 	// Workflow is the workflow the turn ran or waits in.
 	Workflow *Workflow `json:"workflow,omitempty"`
-	// Debug is how the turn was understood and routed (seed §12.8).
+	// Debug is how the turn was understood and routed.
 	Debug Debug `json:"routing_debug"`
-	// Latency is the per-stage time breakdown (seed §8.3).
+	// Latency is the per-stage time breakdown.
 	Latency Latency `json:"latency"`
 }
 

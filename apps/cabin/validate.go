@@ -27,7 +27,7 @@ const (
 	slotBool   = "bool"
 )
 
-// Condition operators (seed §21.1).
+// Condition operators.
 const (
 	opEquals    = "equals"
 	opNotEquals = "not_equals"

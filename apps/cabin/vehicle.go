@@ -105,7 +105,7 @@ func (r *refusal) Error() string { return r.message }
 type vehicleOp func(v *Vehicle, slots map[string]string) (map[string]any, error)
 
 // VehiclePlugins returns the simulated vehicle's plugins by plugin_id
-// (seed §23.2), over store.
+// (plugin.cabin.*), over store.
 func VehiclePlugins(store VehicleStore) map[string]Plugin {
 	ops := map[string]vehicleOp{
 		"plugin.cabin.navigation": navigate,

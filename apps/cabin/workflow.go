@@ -82,7 +82,7 @@ func (a *App) sharedSlots(wf *Workflow, i int) {
 }
 
 // advance runs the workflow's pending steps in order until every step is
-// finished or one waits for a slot or a confirmation (seed §20.3).
+// finished or one waits for a slot or a confirmation.
 func (a *App) advance(ctx context.Context, s *State) {
 	wf := s.Session.Workflow
 	wf.Pending = nil

@@ -16,7 +16,7 @@ import (
 	"github.com/loomkit/loom/tool"
 )
 
-// Phases of a conversation; the routes follow them (seed 001 §3.2).
+// Phases of a conversation; the routes follow them.
 const (
 	PhaseChatting  = "chatting"        // a chat reply, no task
 	PhasePlanning  = "planning"        // Plan works on the plan
@@ -153,7 +153,7 @@ func New(cfg Config) (*Agent, error) {
 // Tools returns the agent's tool registry.
 func (a *Agent) Tools() *tool.Registry { return a.tools }
 
-// Graph builds the agent's graph (seed 001 §2.2):
+// Graph builds the agent's graph:
 //
 //	chat → plan ⟲ → confirm → interrupt → chat (resume) → step → execute (ReAct) → advance → step … → deliver
 func (a *Agent) Graph() *graph.Graph[State] {
@@ -429,8 +429,7 @@ func waiting(st *agent.State) bool {
 }
 
 // resumeExecution answers the question the ReAct loop stopped on with the
-// new message, when the person wrote instead of resuming (seed 001 §3.3
-// B and C): a tool card runs on accept and is rejected with the message
+// new message, when the person wrote instead of resuming: a tool card runs on accept and is rejected with the message
 // as the reason otherwise; ask_user gets the message as its answer; the
 // pause goes on or, refused, ends in Deliver.
 func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {

@@ -16,7 +16,7 @@ import (
 // pending items, and a chooser that drives the ReAct loop by taking the
 // optimiser's best candidate.
 
-// Plan actions (seed 001's plan contract).
+// Plan actions: what a plan decision may say to do.
 const (
 	planContinue = "continue"
 	planAskUser  = "ask_user"
@@ -29,7 +29,8 @@ type stepSpec struct {
 	DoneWhen string `json:"done_when,omitempty"`
 }
 
-// planDecision is Plan's contract (seed 001 §5.1).
+// planDecision is the plan step's decision, from the model or the
+// heuristic.
 type planDecision struct {
 	Speak        string     `json:"speak,omitempty"`
 	Action       string     `json:"action" enum:"continue,ask_user,plan_done"`

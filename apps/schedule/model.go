@@ -85,7 +85,7 @@ func (a *Agent) intent(ctx context.Context, s *State, sch *Schedule) (task bool,
 }
 
 // modelPlan is Plan with a model: a quick assessment, then for a complex
-// task a deeper plan with thinking on (seed 001 §4.2).
+// task a deeper plan with thinking on.
 func (a *Agent) modelPlan(ctx context.Context, s *State, sch *Schedule) (planDecision, error) {
 	user := fmt.Sprintf("用户请求:%s\n\n日程概况:\n%s", s.Plan.Goal, briefing(sch))
 	if len(s.Notes) > 0 {

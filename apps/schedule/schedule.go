@@ -1,4 +1,4 @@
-// Package schedule is Loom's scheduling agent (seed 001): a student's week
+// Package schedule is Loom's scheduling agent: a student's week
 // of courses and study tasks, arranged by a graph that plans, asks for
 // confirmation, and executes through tools, with a backend optimiser that
 // proposes moves and swaps for the model (or, without a model, a

@@ -10,8 +10,8 @@ import (
 	"github.com/loomkit/loom/graph"
 )
 
-// DefaultStreamDelay is the pause between pseudo-stream chunks (seed 001:
-// 40 ms).
+// DefaultStreamDelay is the pause between pseudo-stream chunks, so that a
+// reply the agent has whole still reads as typed.
 const DefaultStreamDelay = 40 * time.Millisecond
 
 // Sizes of pseudo-stream chunks, in characters.

@@ -13,7 +13,7 @@ import (
 	"github.com/loomkit/loom/tool"
 )
 
-// Tool domains and packs (seed 001's 工具域与二级包). The model sees the
+// Tool domains and packs (工具域与二级包). The model sees the
 // schedule domain's read tools and the optimize pack by default; it adds
 // the edit pack or the taskclass domain with context_tools_add when the
 // person asks for a change by hand.

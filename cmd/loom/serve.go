@@ -77,7 +77,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	// The cabin agent's own endpoints (seed 003): /api/v1/agent/chat, …
+	// The cabin agent's own endpoints: /api/v1/agent/chat, …
 	cabin.Mount(srv)
 	// The SQL agent's CSV download: /api/v1/sqlagent/threads/{id}/result.csv
 	sqlagent.Mount(srv)
