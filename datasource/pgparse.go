@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	"google.golang.org/protobuf/reflect/protoreflect"
+	"github.com/tidwall/gjson"
 )
 
 // pgParser reports that Postgres statements are read by PostgreSQL's own
@@ -16,40 +16,45 @@ const pgParser = true
 // checkPostgres reads stmt with PostgreSQL's parser: it must be exactly
 // one SELECT (VALUES and TABLE are SELECTs too), EXPLAIN of one, or SHOW,
 // and nowhere in its tree a write (a data-modifying CTE), SELECT INTO, a
-// locking clause, or a call of a Denylist function.
+// locking clause, or a call of a Denylist function. The tree is read as
+// the JSON libpg_query writes, which costs a fraction of its protobuf
+// form.
 func checkPostgres(stmt string) error {
-	tree, err := pg.Parse(stmt)
+	tree, err := pg.ParseToJSON(stmt)
 	if err != nil {
 		return refuse("the statement does not parse: %s", firstLine(err.Error()))
 	}
-	if n := len(tree.GetStmts()); n != 1 {
-		return refuse("only one read-only statement is allowed; found %d statements", n)
+	stmts := gjson.Get(tree, "stmts").Array()
+	if len(stmts) != 1 {
+		return refuse("only one read-only statement is allowed; found %d statements", len(stmts))
 	}
-	root := tree.GetStmts()[0].GetStmt()
-	switch {
-	case root.GetSelectStmt() != nil, root.GetVariableShowStmt() != nil:
-	case root.GetExplainStmt() != nil:
-		if root.GetExplainStmt().GetQuery().GetSelectStmt() == nil {
-			return refuse("only one read-only statement is allowed; found EXPLAIN %s", nodeName(root.GetExplainStmt().GetQuery()))
+	root := stmts[0].Get("stmt")
+	kind := nodeKind(root)
+	switch kind {
+	case "SelectStmt", "VariableShowStmt":
+	case "ExplainStmt":
+		if q := nodeKind(root.Get("ExplainStmt.query")); q != "SelectStmt" {
+			return refuse("only one read-only statement is allowed; found EXPLAIN %s", statementName(q))
 		}
 	default:
-		return refuse("only one read-only statement is allowed; found %s", nodeName(root))
+		return refuse("only one read-only statement is allowed; found %s", statementName(kind))
 	}
-	return walkPG(root.ProtoReflect())
+	return walkPG(root)
 }
 
-// nodeName names the statement in a parse node: DeleteStmt gives DELETE.
-func nodeName(n *pg.Node) string {
-	if n == nil {
-		return "nothing"
-	}
-	m := n.ProtoReflect()
-	var name string
-	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
-		name = string(fd.Message().Name())
+// nodeKind returns the type of a parse node: the one key of its object.
+func nodeKind(n gjson.Result) string {
+	var kind string
+	n.ForEach(func(k, _ gjson.Result) bool {
+		kind = k.String()
 		return false
 	})
-	switch name {
+	return kind
+}
+
+// statementName names a statement's node type: DeleteStmt gives DELETE.
+func statementName(kind string) string {
+	switch kind {
 	case "InsertStmt":
 		return "INSERT"
 	case "UpdateStmt":
@@ -64,46 +69,45 @@ func nodeName(n *pg.Node) string {
 		return "a transaction statement"
 	case "VariableSetStmt":
 		return "SET"
+	case "":
+		return "nothing"
 	}
-	return strings.TrimSuffix(name, "Stmt") + " statement"
+	return strings.TrimSuffix(kind, "Stmt") + " statement"
 }
 
 // walkPG walks a parse tree and refuses what may not appear in a query.
-func walkPG(m protoreflect.Message) error {
-	switch x := m.Interface().(type) {
-	case *pg.InsertStmt:
-		return refuse("only one read-only statement is allowed; found INSERT")
-	case *pg.UpdateStmt:
-		return refuse("only one read-only statement is allowed; found UPDATE")
-	case *pg.DeleteStmt:
-		return refuse("only one read-only statement is allowed; found DELETE")
-	case *pg.MergeStmt:
-		return refuse("only one read-only statement is allowed; found MERGE")
-	case *pg.IntoClause:
-		return refuse("INTO writes the result to a table; it is not allowed in a read-only query")
-	case *pg.LockingClause:
-		return refuse("FOR UPDATE/SHARE locks rows; it is not allowed in a read-only query")
-	case *pg.FuncCall:
-		if names := x.GetFuncname(); len(names) > 0 {
-			name := names[len(names)-1].GetString_().GetSval()
-			if den := deniedFunction(Postgres, name); den != nil {
-				return refuse("%s() %s; it is not allowed in a read-only query", den.Name, den.Why)
-			}
-		}
-	}
+func walkPG(n gjson.Result) error {
 	var err error
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := 0; i < l.Len() && err == nil; i++ {
-				err = walkPG(l.Get(i).Message())
+	switch {
+	case n.IsArray():
+		n.ForEach(func(_, v gjson.Result) bool {
+			err = walkPG(v)
+			return err == nil
+		})
+	case n.IsObject():
+		n.ForEach(func(k, v gjson.Result) bool {
+			switch k.String() {
+			case "InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt":
+				err = refuse("only one read-only statement is allowed; found %s", statementName(k.String()))
+			case "intoClause", "IntoClause":
+				err = refuse("INTO writes the result to a table; it is not allowed in a read-only query")
+			case "lockingClause", "LockingClause":
+				err = refuse("FOR UPDATE/SHARE locks rows; it is not allowed in a read-only query")
+			case "FuncCall":
+				names := v.Get("funcname").Array()
+				if len(names) > 0 {
+					if den := deniedFunction(Postgres, names[len(names)-1].Get("String.sval").String()); den != nil {
+						err = refuse("%s() %s; it is not allowed in a read-only query", den.Name, den.Why)
+						break
+					}
+				}
+				err = walkPG(v)
+			default:
+				err = walkPG(v)
 			}
-		case fd.Message() != nil && !fd.IsMap():
-			err = walkPG(v.Message())
-		}
-		return err == nil
-	})
+			return err == nil
+		})
+	}
 	return err
 }
 
