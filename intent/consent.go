@@ -44,6 +44,17 @@ func (c Consent) String() string {
 // MarshalText writes the Consent as its String.
 func (c Consent) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
+// UnmarshalText reads "accepted", "rejected" or "unclear".
+func (c *Consent) UnmarshalText(b []byte) error {
+	for _, k := range []Consent{Unclear, Accepted, Rejected} {
+		if string(b) == k.String() {
+			*c = k
+			return nil
+		}
+	}
+	return fmt.Errorf("intent: consent %q: want accepted, rejected or unclear", b)
+}
+
 // Verdict is how ReadConsent reads a reply.
 type Verdict struct {
 	// Consent is the answer.

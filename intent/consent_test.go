@@ -2,6 +2,7 @@ package intent_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -124,6 +125,22 @@ func TestConsentNote(t *testing.T) {
 		if err := v.Err(); (err != nil) != (tc.consent == intent.Unclear) || (err != nil && !errors.Is(err, intent.ErrUnclear)) {
 			t.Errorf("ReadConsent(%q).Err() = %v", tc.text, err)
 		}
+	}
+}
+
+// A Verdict is JSON with its consent spelled out, and reads back.
+func TestVerdictJSON(t *testing.T) {
+	v := intent.ReadConsent("取消，周三不行")
+	b, err := json.Marshal(v)
+	if err != nil || !strings.Contains(string(b), `"consent":"rejected"`) {
+		t.Fatalf("%s, %v", b, err)
+	}
+	var back intent.Verdict
+	if err := json.Unmarshal(b, &back); err != nil || back != v {
+		t.Errorf("read back %+v, %v; want %+v", back, err, v)
+	}
+	if err := json.Unmarshal([]byte(`{"consent":"maybe"}`), &back); err == nil {
+		t.Error(`consent "maybe" read without an error`)
 	}
 }
 
