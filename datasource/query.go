@@ -13,6 +13,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Result is the result of a statement, with values typed for JSON:
@@ -80,7 +83,7 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 	defer cancel()
 	conn, err := s.db.Conn(qctx)
 	if err != nil {
-		return nil, s.timeoutOr(qctx, ctx, fmt.Errorf("connect: %w", err))
+		return nil, timeoutOr(qctx, ctx, l.Timeout, fmt.Errorf("connect: %w", err))
 	}
 	defer conn.Close()
 	ms := max(1, l.Timeout.Milliseconds())
@@ -100,7 +103,7 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 	case Postgres:
 		tx, err := conn.BeginTx(qctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
-			return nil, s.timeoutOr(qctx, ctx, fmt.Errorf("begin a read-only transaction: %w", err))
+			return nil, timeoutOr(qctx, ctx, l.Timeout, fmt.Errorf("begin a read-only transaction: %w", err))
 		}
 		defer tx.Rollback()
 		if s.dialect == Postgres {
@@ -112,7 +115,7 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 	}
 	rows, err := q.QueryContext(qctx, stmt)
 	if err != nil {
-		return nil, s.timeoutOr(qctx, ctx, err)
+		return nil, timeoutOr(qctx, ctx, l.Timeout, err)
 	}
 	defer rows.Close()
 	res, err := collect(rows, l)
@@ -123,21 +126,22 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 		err = nil
 	}
 	if err != nil {
-		return nil, s.timeoutOr(qctx, ctx, err)
+		return nil, timeoutOr(qctx, ctx, l.Timeout, err)
 	}
 	res.MS = math.Round(float64(time.Since(start).Microseconds())/100) / 10
 	res.SQL = stmt
 	return res, nil
 }
 
-// timeoutOr returns ErrTimeout, with the engine's message, when the
-// statement ran past its timeout, else err.
-func (s *Source) timeoutOr(qctx, parent context.Context, err error) error {
-	msg := strings.ToLower(err.Error())
-	engine := strings.Contains(msg, "statement timeout") || strings.Contains(msg, "max_statement_time") ||
-		strings.Contains(msg, "max_execution_time") || strings.Contains(msg, "interrupted")
+// timeoutOr returns ErrTimeout, naming the timeout, when the statement
+// ran past it (the engine said so, or the context ended), else err.
+func timeoutOr(qctx, parent context.Context, timeout time.Duration, err error) error {
+	var pgErr *pgconn.PgError
+	var myErr *mysql.MySQLError
+	engine := (errors.As(err, &pgErr) && pgErr.Code == "57014") || // query_canceled by statement_timeout
+		(errors.As(err, &myErr) && (myErr.Number == 1969 || myErr.Number == 3024)) // MariaDB, MySQL
 	if parent.Err() == nil && (engine || errors.Is(qctx.Err(), context.DeadlineExceeded)) {
-		return fmt.Errorf("%w (%s)", ErrTimeout, s.limits.Timeout)
+		return fmt.Errorf("%w (%s)", ErrTimeout, timeout)
 	}
 	return err
 }
