@@ -1,0 +1,49 @@
+package jrxml
+
+import "fmt"
+
+// Severity says whether a Problem makes a template unusable.
+type Severity string
+
+const (
+	// Error is a problem JasperReports refuses the template for.
+	Error Severity = "error"
+	// Warning is a problem that is likely a mistake but compiles.
+	Warning Severity = "warning"
+)
+
+// Problem is one thing wrong with a template, where it is and what to do
+// about it.
+type Problem struct {
+	// Element is the local name of the element the problem is about.
+	Element string `json:"element,omitempty"`
+	// Line and Column are where that element starts, from 1 (Column 0
+	// when only the line is known).
+	Line   int `json:"line"`
+	Column int `json:"column,omitempty"`
+	// Message says what is wrong; Hint what to do about it.
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+	// Severity is Error or Warning.
+	Severity Severity `json:"severity"`
+	// Check names the check that found it: syntax, reference, query,
+	// page, bounds, band, required, order, value, namespace or xsd.
+	Check string `json:"check"`
+}
+
+// Error formats the problem as line:column: <element> message (hint).
+func (p *Problem) Error() string {
+	pos := fmt.Sprint(p.Line)
+	if p.Column > 0 {
+		pos += fmt.Sprintf(":%d", p.Column)
+	}
+	s := pos + ": "
+	if p.Element != "" {
+		s += "<" + p.Element + "> "
+	}
+	s += p.Message
+	if p.Hint != "" {
+		s += " (" + p.Hint + ")"
+	}
+	return s
+}
