@@ -162,17 +162,17 @@ func wrap(words []string, first, rest string, width int) string {
 func parseFlags(c string, fs *flag.FlagSet, args []string, out io.Writer) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
+	if err == nil {
+		return nil
+	}
 	var b strings.Builder
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
-	switch {
-	case err == flag.ErrHelp:
+	if err == flag.ErrHelp {
 		fmt.Fprint(out, b.String())
 		return err
-	case err != nil:
-		return usageErrorf("%s: %v; its flags are:\n%s", c, err, strings.TrimRight(b.String(), "\n"))
 	}
-	return nil
+	return usageErrorf("%s: %v; its flags are:\n%s", c, err, strings.TrimRight(b.String(), "\n"))
 }
 
 // usageErrorf is an error in how loom was called: it exits 2, as the flag
