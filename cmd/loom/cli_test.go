@@ -150,6 +150,21 @@ func TestUsageErrorsNameWhatIsWrong(t *testing.T) {
 	}
 }
 
+// A data set loom cannot read is an error that names the formats it can.
+func TestEvalNamesTheFormats(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "other.json")
+	if err := os.WriteFile(data, []byte(`[{"question":"a","label":"x"},{"question":"b","label":"y"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := loom(t, dir, "eval", "intent", "--train", data)
+	for _, want := range []string{"smp2019: item 0 has no text or no domain", "the formats are clinc150, smp2019, banking77, csv"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 1 and %q:\n%s", code, want, stderr)
+		}
+	}
+}
+
 // The command printed after a question runs as shown: through a shell, it
 // answers the question.
 func TestPrintedResumeCommandRuns(t *testing.T) {

@@ -70,7 +70,9 @@ func runEval(ctx context.Context, args []string, out io.Writer) error {
 		return usageErrorf("eval intent: unknown format %q; the formats are %s", *format, strings.Join(formatNames(), ", "))
 	}
 	train, test, source, err := evalData(*trainPath, *testPath, dataset.Format(*format))
-	if err != nil {
+	if errors.Is(err, dataset.ErrFormat) {
+		return fmt.Errorf("%w\nthe formats are %s; --format names one when detection guesses wrong", err, strings.Join(formatNames(), ", "))
+	} else if err != nil {
 		return err
 	}
 	cfg := intent.Config{Intents: intent.IntentsFrom(train)}

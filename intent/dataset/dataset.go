@@ -118,7 +118,10 @@ func Parse(b []byte, f Format) (*Set, error) {
 		if err := json.Unmarshal(b, &raw); err != nil {
 			return nil, fmt.Errorf("%w: smp2019: %v", ErrFormat, err)
 		}
-		for _, r := range raw {
+		for i, r := range raw {
+			if r.Text == "" || r.Domain == "" {
+				return nil, fmt.Errorf("%w: smp2019: item %d has no text or no domain", ErrFormat, i)
+			}
 			s.Train = append(s.Train, intent.Example{Text: r.Text, Intent: r.Domain + "." + r.Intent})
 		}
 	case BANKING77, CSV:

@@ -58,6 +58,7 @@ func TestParseRejects(t *testing.T) {
 		{"clinc150 pair", `{"train": [["only text"]]}`, CLINC150},
 		{"clinc150 no examples", `{"other": []}`, CLINC150},
 		{"smp2019 object", `{"text": "x"}`, SMP2019},
+		{"another JSON list, detected as smp2019", `[{"question": "a", "label": "x"}, {"question": "b", "label": "y"}]`, ""},
 		{"csv short row", "text,category\nhello\n", BANKING77},
 		{"unknown format", "a,b\n", "xml"},
 	} {
