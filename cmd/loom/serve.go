@@ -23,6 +23,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	keysFile := fs.String("keys", os.Getenv("LOOM_API_KEYS_FILE"), "file of API keys, one a line (default $LOOM_API_KEYS_FILE)")
+	sqlSources := fs.String("sqlagent-sources", os.Getenv(sqlagent.EnvSources), "YAML or JSON file of the SQL agent's data sources ($LOOM_SQLAGENT_SOURCES; without one, a demo shop)")
 	hosts := fs.String("allowed-hosts", "", "Host names served besides localhost, 127.0.0.1 and [::1], comma separated (*.example.com: the names under it; *: any); with keys, every Host is served unless some are listed ($LOOM_ALLOWED_HOSTS)")
 	q := server.Quotas{}.WithDefaults()
 	fs.IntVar(&q.ThreadsPerKey, "max-threads", q.ThreadsPerKey, "threads one API key may hold; -1: no limit ($LOOM_MAX_THREADS)")
@@ -46,6 +47,9 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *sqlSources != "" {
+		os.Setenv(sqlagent.EnvSources, *sqlSources) // the agent reads it when it is built
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q\n%s", fs.Arg(0), usage)
