@@ -250,6 +250,8 @@ func jsonValue(v any, k valueKind) (any, int) {
 		return x, len(x)
 	case int32:
 		return int64(x), 8
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10)), 8
 	case float32:
 		return jsonValue(float64(x), k)
 	}
