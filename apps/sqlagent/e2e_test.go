@@ -301,9 +301,10 @@ func TestBudgetPauseSurvivesRestart(t *testing.T) {
 	}
 }
 
-// TestDefogOnPostgres loads the defog restaurants database into a schema
-// of its own and asks a question of it.
-func TestDefogOnPostgres(t *testing.T) {
+// TestDefog loads the defog restaurants database into PostgreSQL (a schema
+// of its own) and into MySQL (a database of its own) and asks a question
+// of each.
+func TestDefog(t *testing.T) {
 	dump, err := os.ReadFile("../../../shared/data/defog/databases/restaurants.sql")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -311,10 +312,18 @@ func TestDefogOnPostgres(t *testing.T) {
 		}
 		t.Skipf("the defog data are not beside the repository: %v", err)
 	}
-	url := storetest.PostgresURL(t)
-	schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]
-	loadSQL(t, url, strings.ReplaceAll(string(dump), "public.", schema+"."))
+	t.Run("postgres", func(t *testing.T) {
+		url := storetest.PostgresURL(t)
+		schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]
+		loadPostgres(t, url, strings.ReplaceAll(string(dump), "public.", schema+"."))
+		askDefog(t, url)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		askDefog(t, mysqlDatabase(t, strings.ReplaceAll(string(dump), "public.", "")))
+	})
+}
 
+func askDefog(t *testing.T, url string) {
 	dir := t.TempDir()
 	model := llmtest.New(t,
 		callTool("list_tables", map[string]any{}),
@@ -329,8 +338,10 @@ func TestDefogOnPostgres(t *testing.T) {
 	if !strings.Contains(reply, "| American | 3 |") {
 		t.Errorf("reply:\n%s", reply)
 	}
-	if strings.Contains(reply, "postgres@") || strings.Contains(system(model.Requests()[0]), url) {
-		t.Errorf("the database URL was shown")
+	for _, r := range model.Requests() {
+		if strings.Contains(allText(r), url) {
+			t.Errorf("the database URL was shown to the model")
+		}
 	}
 	st := l.state("defog-1")
 	if strings.Join(st.Known.Tables, ",") != "geographic,location,restaurant" || len(st.Known.Schemas["restaurant"].Columns) != 5 {
