@@ -77,6 +77,8 @@ func toAPI(err error) *apiError {
 		return errorf(http.StatusConflict, "conflict", "%v", err)
 	case errors.Is(err, ErrClosing):
 		return errorf(http.StatusServiceUnavailable, "closing", "%v", err)
+	case store.IsInvalidText(err):
+		return errorf(http.StatusBadRequest, "invalid_text", "ids and text may not contain the character NUL (\\u0000)")
 	case store.IsUnavailable(err):
 		return errorf(http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again shortly: %v", err)
 	}

@@ -68,6 +68,14 @@ func IsUnique(err error) bool {
 	return false
 }
 
+// IsInvalidText reports whether err is PostgreSQL refusing text it cannot
+// hold (the character NUL): an error in what was asked, which names
+// nothing that is stored.
+func IsInvalidText(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "22021" || pe.Code == "22P05") // character_not_in_repertoire, untranslatable_character
+}
+
 // IsUnavailable reports whether err says the database could not be
 // reached, or went away during the request (a restart, a failover, a
 // network fault): a condition that passes, for which a server answers 503
