@@ -306,6 +306,9 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 	var notes []string
 	err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
 		notes = nil
+		if err := holdLock(ctx, tx, r.thread); err != nil { // waits for a turn (HoldThread)
+			return err
+		}
 		if err := lockThread(ctx, tx, r.thread); err != nil {
 			return err
 		}
@@ -384,6 +387,42 @@ func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool,
 		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
 	}
 	return nil
+}
+
+// holdLock takes thread's turn lock in tx, until tx ends: a transaction
+// advisory lock that HoldThread keeps for a turn and every submit takes
+// first, so that submits wait for turns. It is not the thread's row lock,
+// because the turn itself updates the row.
+func holdLock(ctx context.Context, tx pgx.Tx, thread string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, thread); err != nil {
+		return fmt.Errorf("hold thread %s: %w", thread, err)
+	}
+	return nil
+}
+
+// hold holds thread's turn lock (holdLock) until release, once no run of
+// the thread is pending or running (see Server.HoldThread).
+func (j *jobs) hold(ctx context.Context, thread string) (release func(), err error) {
+	tx, err := j.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("hold thread %s: %w", thread, err)
+	}
+	fail := func(err error) (func(), error) {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := holdLock(ctx, tx, thread); err != nil {
+		return fail(err)
+	}
+	busy, err := unfinished(ctx, tx, thread)
+	if err != nil {
+		return fail(err)
+	}
+	if len(busy) > 0 {
+		return fail(fmt.Errorf("thread %s: %w (a run is going on it)", thread, ErrBusy))
+	}
+	var once sync.Once
+	return func() { once.Do(func() { tx.Rollback(context.WithoutCancel(ctx)) }) }, nil
 }
 
 // cancel cancels run id of thread.

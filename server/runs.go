@@ -276,7 +276,7 @@ func (s *Server) activeRun(ctx context.Context, thread string) (*run, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.lanes[thread]; l != nil {
+	if l := s.lanes[thread]; l != nil && l.cur.feed != nil { // not a turn (HoldThread)
 		return l.cur, nil
 	}
 	return nil, nil
@@ -615,4 +615,40 @@ func (s *Server) drain(grace time.Duration) {
 	case <-time.After(2 * time.Second):
 		s.log.Error("runs did not stop after cancel; exiting anyway")
 	}
+}
+
+// HoldThread gives the caller thread id for a turn of code outside the
+// server's runs, such as an agent's own endpoints mounted with
+// HandleAPI, so that such turns and the thread's runs never run at once,
+// whichever entry point they come through: it fails with an error
+// wrapping ErrBusy (409) while a run holds the thread, and until release
+// is called, runs submitted for the thread wait (enqueue) or are refused
+// (reject) as they are behind any run. Call release once, when the turn
+// is over.
+func (s *Server) HoldThread(ctx context.Context, id string) (release func(), err error) {
+	if s.jobs != nil {
+		return s.jobs.hold(ctx, id)
+	}
+	defer s.threadLocks.lock(id)()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, ErrClosing
+	}
+	if s.lanes[id] != nil {
+		return nil, fmt.Errorf("thread %s: %w (a run is going on it)", id, ErrBusy)
+	}
+	// The turn stands in the thread's lane as its running run: a run
+	// with strategy rollback waits for its done, and undoes nothing of it.
+	turn := &run{id: "turn:" + checkpoint.NewID(), thread: id, status: runRunning, done: make(chan struct{})}
+	turn.ctx, turn.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	s.lanes[id] = &lane{cur: turn}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			turn.cancel(nil)
+			close(turn.done)
+			s.release(turn)
+		})
+	}, nil
 }

@@ -285,6 +285,11 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 		if err := a.threads.TrackThread(ctx, id, AgentName, before); err != nil {
 			return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 		}
+		release, err := a.threads.HoldThread(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("cabin: session %s: %w", id, err)
+		}
+		defer release()
 	}
 	var res *graph.Result[State]
 	if head != nil && head.Interrupt != nil {

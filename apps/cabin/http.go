@@ -115,6 +115,9 @@ type Threads interface {
 	// thread on first use, fails for another caller's thread, and sets the
 	// thread's status when status is not "" (see server.Server.TrackThread).
 	TrackThread(ctx context.Context, id, agent, status string) error
+	// HoldThread gives the turn thread id, so that no run of Loom's API
+	// goes on it at the same time (see server.Server.HoldThread).
+	HoldThread(ctx context.Context, id string) (release func(), err error)
 }
 
 // turnTimeout bounds a turn that runs on after its client went away.
@@ -269,6 +272,8 @@ func classify(err error) (int, httpError) {
 		return http.StatusNotFound, httpError{"not_found", err.Error()}
 	case errors.Is(err, checkpoint.ErrConflict):
 		return http.StatusConflict, httpError{"conflict", err.Error()}
+	case errors.Is(err, server.ErrBusy):
+		return http.StatusConflict, httpError{"busy", err.Error()}
 	case store.IsUnavailable(err):
 		return http.StatusServiceUnavailable, httpError{"database_unavailable", err.Error()}
 	case errors.As(err, &api): // Loom's server's, from Threads
