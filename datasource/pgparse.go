@@ -9,10 +9,6 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// pgParser reports that Postgres statements are read by PostgreSQL's own
-// parser (libpg_query) as well as by the lexer.
-const pgParser = true
-
 // checkPostgres reads stmt with PostgreSQL's parser: it must be exactly
 // one SELECT (VALUES and TABLE are SELECTs too), EXPLAIN of one, or SHOW,
 // and nowhere in its tree a write (a data-modifying CTE), SELECT INTO, a
