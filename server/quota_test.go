@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"database/sql"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -216,4 +217,12 @@ func TestQuotaRate(t *testing.T) {
 		mustOK(t, "GET", limited.URL+"/assistants/demo", "", nil)
 	}
 	refused(t, limited, 429, "POST", "/threads", "", map[string]any{})
+}
+
+// Quotas left zero take their defaults; -1 turns one off. A server gets
+// them as Options.Quotas (loom serve: --max-threads, --rate, …).
+func ExampleQuotas() {
+	q := server.Quotas{ThreadsPerKey: 1000, RatePerKey: 20, Burst: 40, QueuedPerKey: -1}.WithDefaults()
+	fmt.Println(q.ThreadsPerKey, q.RunningPerKey, q.QueuedPerThread, q.QueuedPerKey, q.RatePerKey, q.Burst, q.MaxInput, q.MaxMetadata)
+	// Output: 1000 50 50 -1 20 40 262144 16384
 }
