@@ -31,6 +31,9 @@ type Element struct {
 	// Prefix is the namespace prefix as written ("" for none), Name the
 	// local name.
 	Prefix, Name string
+	// Space is the namespace URL the prefix stands for where the element
+	// is ("" for none).
+	Space string
 	// Attrs are the attributes as written: Name.Space holds the prefix,
 	// not the namespace URL.
 	Attrs []xml.Attr
@@ -55,6 +58,30 @@ func (e *Element) Attr(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// namespace resolves the element's prefix: from its parent's namespace
+// when it declares none and has its parent's prefix, else from the
+// nearest declaration.
+func (e *Element) namespace() string {
+	declares := false
+	for _, a := range e.Attrs {
+		if a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns" {
+			declares = true
+			break
+		}
+	}
+	if !declares && e.Parent != nil && e.Parent.Prefix == e.Prefix {
+		return e.Parent.Space
+	}
+	for x := e; x != nil; x = x.Parent {
+		for _, a := range x.Attrs {
+			if e.Prefix == "" && a.Name.Space == "" && a.Name.Local == "xmlns" || e.Prefix != "" && a.Name.Space == "xmlns" && a.Name.Local == e.Prefix {
+				return a.Value
+			}
+		}
+	}
+	return ""
 }
 
 // Source is the element's text as written in the document.
@@ -183,6 +210,7 @@ func Parse(src []byte) (*Document, error) {
 				e.Parent = stack[len(stack)-1]
 				e.Parent.Children = append(e.Parent.Children, e)
 			}
+			e.Space = e.namespace()
 			stack = append(stack, e)
 			selfClosing = end >= 2 && src[end-2] == '/'
 		case xml.EndElement:
@@ -244,11 +272,9 @@ func (d *Document) syntaxProblem(err error, off int, stack []*Element) *Problem 
 			name = stack[len(stack)-1].Name
 		}
 	}
-	p := d.problemAt(off, name, "%s", hint, msg)
-	if se != nil && se.Line > p.Line {
-		p.Line, p.Column = se.Line, 0
-	}
-	return p
+	// the position is where the token at fault starts (an unterminated
+	// CDATA section, say), not where the decoder gave up
+	return d.problemAt(off, name, "%s", hint, msg)
 }
 
 // problemAt is an error-level Problem at byte offset off.
