@@ -33,6 +33,7 @@ func commands() []command {
 		{name: "graph", args: "mermaid|scenarios AGENT", does: "draw an agent's graph as a Mermaid flowchart, or list its paths", run: graphCommand},
 		{name: "run", args: "AGENT", does: "run an agent on the command line, checkpointed in a SQLite file: give one of --input, --resume or --continue", run: runAgent},
 		{name: "eval", args: "intent --train FILE", does: "measure the intent engine on a labelled data set (" + strings.Join(formatNames(), ", ") + ")", about: evalAbout, run: runEval},
+		{name: "report", args: "check", after: "PATH...", does: "check JasperReports templates: parse, round trip through header and bands, structural checks and XSD validation", about: reportAbout, run: runReport},
 		{name: "sql", after: `"STATEMENT"`, does: "run one read-only SQL statement through the guard the agents' tools use", run: runSQL},
 		{name: "version", does: "print loom's version", run: printVersion},
 		{name: "help", args: "[COMMAND]", does: "show this, or what a command's flags mean"},
@@ -82,10 +83,10 @@ func topUsage(ctx context.Context) string {
 	b.WriteString(`
 loom help COMMAND (or loom COMMAND --help) says what a command's flags mean.
 
-serve, migrate and run keep threads, runs and checkpoints in ./loom.db, or
-in the database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
-plain path) or PostgreSQL (postgres://…), which replicas of serve share.
-API keys come from --keys FILE, LOOM_API_KEYS_FILE (one a line) or
+serve and migrate keep threads, runs and checkpoints in ./loom.db, or in
+the database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
+plain path) or PostgreSQL (postgres://…), which replicas of serve share;
+run checkpoints in the SQLite file --db names (./loom.db). API keys come from --keys FILE, LOOM_API_KEYS_FILE (one a line) or
 LOOM_API_KEYS (comma separated); without keys serve answers on loopback
 only. A model is used when LOOM_MODEL and OPENAI_API_KEY (or
 OPENAI_BASE_URL for a local endpoint) name one; every agent works without.
