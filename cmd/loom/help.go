@@ -86,10 +86,11 @@ loom help COMMAND (or loom COMMAND --help) says what a command's flags mean.
 serve and migrate keep threads, runs and checkpoints in ./loom.db, or in
 the database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
 plain path) or PostgreSQL (postgres://…), which replicas of serve share;
-run checkpoints in the SQLite file --db names (./loom.db). API keys come from --keys FILE, LOOM_API_KEYS_FILE (one a line) or
-LOOM_API_KEYS (comma separated); without keys serve answers on loopback
-only. A model is used when LOOM_MODEL and OPENAI_API_KEY (or
-OPENAI_BASE_URL for a local endpoint) name one; every agent works without.
+run checkpoints in the SQLite file --db names (./loom.db). API keys come
+from --keys FILE, LOOM_API_KEYS_FILE (one a line) or LOOM_API_KEYS (comma
+separated); without keys serve answers on loopback only. A model is used
+when LOOM_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a local
+endpoint) name one; every agent works without.
 `)
 	return b.String()
 }
