@@ -49,6 +49,12 @@ type ServerOptions struct {
 // DefaultLimits bound each statement the agent runs.
 var DefaultLimits = datasource.Limits{Timeout: 30 * time.Second, MaxRows: 200, MaxBytes: 1 << 20}
 
+// Input is a run's input, decoded over State.
+type Input struct {
+	Question string `json:"question,omitempty" jsonschema_description:"a question about the data, or a SQL query, e.g. which city has the most customers?"`
+	Source   string `json:"source,omitempty" jsonschema_description:"the data source to use (default: the first)"`
+}
+
 // ServerAgent returns the agent as the server registers it, under the name
 // "sqlagent". Its Build opens the data sources (creating the demo shop on
 // first start when none are configured); a chat message is a question, or
@@ -71,7 +77,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:        AgentName,
 		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"a question about the data, or a SQL query, e.g. which city has the most customers?"},"source":{"type":"string","description":"the data source to use (default: the first)"}}}`),
+		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
 			return build(saver, opts)
 		},
