@@ -212,3 +212,16 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// Every agent loom serves refuses an input field its input type does not
+// have, naming it, and takes an empty input.
+func TestEveryAgentRefusesUnknownInputFields(t *testing.T) {
+	for _, a := range agents().All() {
+		if err := a.CheckInput([]byte(`{"no_such_field":1}`)); err == nil || !strings.Contains(err.Error(), `"no_such_field"`) {
+			t.Errorf("agent %s: unknown field: %v", a.Name, err)
+		}
+		if err := a.CheckInput([]byte(`{}`)); err != nil {
+			t.Errorf("agent %s: empty input: %v", a.Name, err)
+		}
+	}
+}
