@@ -810,7 +810,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, owner string) e
 	}
 	var err error
 	if r.Method == http.MethodGet {
-		req.Limit, err = queryInt(r, "limit", 0, 0, maxPage)
+		req.Limit, err = queryInt(r, "limit", defaultPage, 1, maxPage)
 	} else if err = decode(r, &req); err == nil {
 		err = req.check()
 	}
@@ -820,9 +820,6 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request, owner string) e
 	t, err := s.thread(r.Context(), r.PathValue("tid"), owner)
 	if err != nil {
 		return err
-	}
-	if req.Limit == 0 {
-		req.Limit = defaultPage
 	}
 	before := req.Before.id()
 	limit := req.Limit

@@ -41,7 +41,7 @@ func TestBadParameters(t *testing.T) {
 		{"limit over the maximum", "GET", thread + "/runs?limit=5000", nil, "from 1 to 1000"},
 		{"huge offset", "GET", thread + "/runs?offset=99999999999999999999", nil, "query parameter offset"},
 		{"unknown run status", "GET", thread + "/runs?status=done", nil, `query parameter status: want one of pending, running, success, error, interrupted, not "done"`},
-		{"history limit", "GET", thread + "/history?limit=-3", nil, `query parameter limit: want a whole number from 0 to 1000, not "-3"`},
+		{"history limit", "GET", thread + "/history?limit=-3", nil, `query parameter limit: want a whole number from 1 to 1000, not "-3"`},
 		{"history body limit", "POST", thread + "/history", map[string]int{"limit": -1}, "limit: want a whole number from 0 to 1000, not -1"},
 		{"cancel wait", "POST", run + "/cancel?wait=maybe", nil, `query parameter wait: want true or false, not "maybe"`},
 		{"stream cancel_on_disconnect", "GET", thread + "/stream?cancel_on_disconnect=sometimes", nil, "query parameter cancel_on_disconnect: want true or false"},

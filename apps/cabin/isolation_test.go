@@ -6,15 +6,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
 )
@@ -118,34 +117,15 @@ func TestFirstUseAtOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := serveLoomOn(t, url(t), "key-a")
-			const n = 20
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for i := range n {
-				wg.Go(func() {
-					path := "/api/v1/cabin/orders"
-					if i%2 == 1 {
-						path += "/A123"
-					}
-					req, _ := http.NewRequest("GET", a.url+path, nil)
-					req.Header.Set("Authorization", "Bearer key-a")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						errs <- err
-						return
-					}
-					defer resp.Body.Close()
-					b, _ := io.ReadAll(resp.Body)
-					if resp.StatusCode != http.StatusOK {
-						errs <- fmt.Errorf("GET %s: HTTP %d %s", path, resp.StatusCode, b)
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			servertest.AtOnce(t, 20, func(i int) *http.Request {
+				path := "/api/v1/cabin/orders"
+				if i%2 == 1 {
+					path += "/A123"
+				}
+				req, _ := http.NewRequest("GET", a.url+path, nil)
+				req.Header.Set("Authorization", "Bearer key-a")
+				return req
+			})
 			a.key = "key-a"
 			if l := get[struct{ Orders []Order }](a, "/api/v1/cabin/orders"); len(l.Orders) != len(SampleOrders(time.Now())) {
 				t.Errorf("%d orders after the first use, want %d", len(l.Orders), len(SampleOrders(time.Now())))

@@ -91,16 +91,17 @@ func (d storeDB) Write(ctx context.Context, fn func(ctx context.Context, tx *sql
 	return d.db.Write(ctx, fn)
 }
 
-// schemaSQL is the tables, keyed by owner (the API key's id).
-const schemaSQL = `
-CREATE TABLE IF NOT EXISTS cabin_vehicles (
+// The keyed tables' columns, for creating them and for moving those of
+// earlier builds to them.
+const (
+	vehicleColumns = `(
 	owner TEXT NOT NULL,
 	id TEXT NOT NULL,
 	state TEXT NOT NULL,
 	updated_at TEXT NOT NULL,
 	PRIMARY KEY (owner, id)
-);
-CREATE TABLE IF NOT EXISTS cabin_orders (
+)`
+	orderColumns = `(
 	owner TEXT NOT NULL,
 	id TEXT NOT NULL,
 	user_id TEXT NOT NULL,
@@ -108,7 +109,13 @@ CREATE TABLE IF NOT EXISTS cabin_orders (
 	doc TEXT NOT NULL,
 	updated_at TEXT NOT NULL,
 	PRIMARY KEY (owner, id)
-);
+)`
+)
+
+// schemaSQL is the tables, keyed by owner (the API key's id).
+const schemaSQL = `
+CREATE TABLE IF NOT EXISTS cabin_vehicles ` + vehicleColumns + `;
+CREATE TABLE IF NOT EXISTS cabin_orders ` + orderColumns + `;
 CREATE INDEX IF NOT EXISTS cabin_orders_owner_user ON cabin_orders(owner, user_id, id);
 CREATE TABLE IF NOT EXISTS cabin_handoffs (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -126,25 +133,11 @@ var schemaPostgres = strings.Replace(schemaSQL, "id INTEGER PRIMARY KEY AUTOINCR
 // the keyed ones; their rows become the data of owner "" (no keys). It is
 // the same in SQLite and PostgreSQL.
 const upgradeSQL = `
-CREATE TABLE cabin_vehicles_owned (
-	owner TEXT NOT NULL,
-	id TEXT NOT NULL,
-	state TEXT NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (owner, id)
-);
+CREATE TABLE cabin_vehicles_owned ` + vehicleColumns + `;
 INSERT INTO cabin_vehicles_owned (owner, id, state, updated_at) SELECT '', id, state, updated_at FROM cabin_vehicles;
 DROP TABLE cabin_vehicles;
 ALTER TABLE cabin_vehicles_owned RENAME TO cabin_vehicles;
-CREATE TABLE cabin_orders_owned (
-	owner TEXT NOT NULL,
-	id TEXT NOT NULL,
-	user_id TEXT NOT NULL,
-	status TEXT NOT NULL,
-	doc TEXT NOT NULL,
-	updated_at TEXT NOT NULL,
-	PRIMARY KEY (owner, id)
-);
+CREATE TABLE cabin_orders_owned ` + orderColumns + `;
 INSERT INTO cabin_orders_owned (owner, id, user_id, status, doc, updated_at) SELECT '', id, user_id, status, doc, updated_at FROM cabin_orders;
 DROP TABLE cabin_orders;
 ALTER TABLE cabin_orders_owned RENAME TO cabin_orders;

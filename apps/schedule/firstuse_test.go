@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
 )
@@ -26,32 +25,14 @@ func TestFirstRunsAtOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := db(t)
 			url := serve(t, db, "key-a")
-			const n = 20
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for i := range n {
-				wg.Go(func() {
-					body, _ := json.Marshal(map[string]any{"model": "schedule", "thread_id": fmt.Sprint("first-", i),
-						"messages": []map[string]string{{"role": "user", "content": "帮我安排下周的复习"}}})
-					req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
-					req.Header.Set("Content-Type", "application/json")
-					req.Header.Set("Authorization", "Bearer key-a")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						errs <- err
-						return
-					}
-					defer resp.Body.Close()
-					if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
-						errs <- fmt.Errorf("run %d: HTTP %d %s", i, resp.StatusCode, b)
-					}
-				})
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
+			servertest.AtOnce(t, 20, func(i int) *http.Request {
+				body, _ := json.Marshal(map[string]any{"model": "schedule", "thread_id": fmt.Sprint("first-", i),
+					"messages": []map[string]string{{"role": "user", "content": "帮我安排下周的复习"}}})
+				req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer key-a")
+				return req
+			})
 			d, err := store.Open(context.Background(), db)
 			if err != nil {
 				t.Fatal(err)

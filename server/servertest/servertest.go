@@ -3,7 +3,11 @@ package servertest
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/loomkit/loom/server"
@@ -31,4 +35,32 @@ func Serve(t testing.TB, srv *server.Server) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// AtOnce sends n requests at the same time, request(i) making the i-th,
+// and fails the test for each that gets no answer or one other than 200
+// OK, with the answer's body.
+func AtOnce(t testing.TB, n int, request func(i int) *http.Request) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			req := request(i)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("%s %s: HTTP %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
