@@ -32,16 +32,22 @@ type Problem struct {
 }
 
 // Error formats the problem as line:column: <element> message (hint).
-func (p *Problem) Error() string {
-	pos := fmt.Sprint(p.Line)
+func (p *Problem) Error() string { return p.Where() + ": " + p.Describe() }
+
+// Where is line:column, or the line alone when the column is unknown.
+func (p *Problem) Where() string {
 	if p.Column > 0 {
-		pos += fmt.Sprintf(":%d", p.Column)
+		return fmt.Sprintf("%d:%d", p.Line, p.Column)
 	}
-	s := pos + ": "
+	return fmt.Sprint(p.Line)
+}
+
+// Describe is <element> message (hint).
+func (p *Problem) Describe() string {
+	s := p.Message
 	if p.Element != "" {
-		s += "<" + p.Element + "> "
+		s = "<" + p.Element + "> " + s
 	}
-	s += p.Message
 	if p.Hint != "" {
 		s += " (" + p.Hint + ")"
 	}
