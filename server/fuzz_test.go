@@ -152,7 +152,11 @@ func startFuzzServer(t testing.TB, url string) *fuzzServer {
 		}
 	}
 	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: url,
-		Keys: []string{"fuzz-key"}, Logger: quiet})
+		Keys: []string{"fuzz-key"}, Logger: quiet,
+		// Not the request rate (the fuzzer sends thousands a second) nor
+		// the count of threads (it makes them by the thousand): every
+		// request gets to its endpoint.
+		Quotas: server.Quotas{RatePerKey: -1, Burst: -1, ThreadsPerKey: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
