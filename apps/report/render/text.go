@@ -1,0 +1,142 @@
+package render
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"strings"
+	"unicode"
+)
+
+// DefaultFont is the font the renderer draws with when LOOM_REPORT_FONT
+// names none: AR PL SungtiL GB (Debian package fonts-arphic-gbsn00lp), a
+// TrueType font with Latin and simplified Chinese glyphs, which the PDF
+// embeds (the PDF library takes TrueType, not OpenType CFF or
+// collections).
+const DefaultFont = "/usr/share/fonts/truetype/arphic-gbsn00lp/gbsn00lp.ttf"
+
+// FontPath is the TrueType font to draw with: LOOM_REPORT_FONT, else
+// DefaultFont.
+func FontPath() string {
+	if p := os.Getenv("LOOM_REPORT_FONT"); p != "" {
+		return p
+	}
+	return DefaultFont
+}
+
+func readFont(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("render: read font (install fonts-arphic-gbsn00lp, or set LOOM_REPORT_FONT to a TrueType font): %w", err)
+	}
+	return b, nil
+}
+
+// line is one line of text placed in points from the page's top left, its
+// top at Y.
+type line struct {
+	text string
+	x, y float64
+}
+
+// lineHeight is the height of a line of text of the size.
+func lineHeight(size float64) float64 { return size * 1.2 }
+
+// textLines wraps item's text to its box (at spaces where it can, else
+// between characters, as CJK text wraps), aligns it, and drops lines that
+// fall below the box. measure gives a string's width in points.
+func textLines(it Item, measure func(string) float64) []line {
+	st := it.Style
+	maxW := it.W - st.LeftPadding - st.RightPadding
+	var lines []string
+	for _, para := range strings.Split(strings.ReplaceAll(it.Text, "\r\n", "\n"), "\n") {
+		rs := []rune(para)
+		for len(rs) > 0 {
+			n := len(rs)
+			for n > 1 && measure(string(rs[:n])) > maxW {
+				n--
+			}
+			if n < len(rs) {
+				// break at the last space within the line, if any
+				for k := n; k > 0; k-- {
+					if unicode.IsSpace(rs[k-1]) {
+						n = k
+						break
+					}
+				}
+			}
+			lines = append(lines, strings.TrimRightFunc(string(rs[:n]), unicode.IsSpace))
+			rs = rs[n:]
+		}
+		if len(para) == 0 {
+			lines = append(lines, "")
+		}
+	}
+	lh := lineHeight(st.FontSize)
+	if fit := max(int(it.H/lh+0.2), 1); len(lines) > fit {
+		lines = lines[:fit]
+	}
+	total := lh * float64(len(lines))
+	y := it.Y
+	switch st.VAlign {
+	case "Middle":
+		y += (it.H - total) / 2
+	case "Bottom":
+		y += it.H - total
+	}
+	out := make([]line, 0, len(lines))
+	for i, s := range lines {
+		x := it.X + st.LeftPadding
+		switch st.HAlign {
+		case "Center":
+			x += (maxW - measure(s)) / 2
+		case "Right":
+			x += maxW - measure(s)
+		}
+		out = append(out, line{text: s, x: x, y: y + lh*float64(i)})
+	}
+	return out
+}
+
+// area is a filled rectangle in points.
+type area struct {
+	x, y, w, h float64
+	c          color.RGBA
+}
+
+// fills are the rectangles an item's background and borders fill.
+func fills(it Item) []area {
+	st := it.Style
+	var out []area
+	if st.Opaque && it.Kind != Placeholder {
+		out = append(out, area{it.X, it.Y, it.W, it.H, st.Back})
+	}
+	b, bc := st.Border, st.BorderColor
+	for i, a := range []area{
+		{it.X, it.Y, it.W, b[0], bc[0]},
+		{it.X, it.Y, b[1], it.H, bc[1]},
+		{it.X, it.Y + it.H - b[2], it.W, b[2], bc[2]},
+		{it.X + it.W - b[3], it.Y, b[3], it.H, bc[3]},
+	} {
+		if b[i] > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// textStyle is the item with the style its text is drawn in: a
+// placeholder's label small, grey and centred, an expression the
+// renderer does not read muted.
+func textStyle(it Item) Item {
+	st := it.Style
+	if it.Kind == Placeholder {
+		st.HAlign, st.VAlign, st.Fore, st.FontSize = "Center", "Middle", color.RGBA{128, 128, 128, 255}, 8
+		it.Text = "[" + it.Text + "]"
+	}
+	if st.Muted {
+		st.Fore = color.RGBA{150, 150, 150, 255}
+	}
+	it.Style = st
+	return it
+}
