@@ -1,63 +1,94 @@
 // graph.js draws a Loom graph spec ({nodes, edges: [{from, to, conditional,
-// max, exit}]}) as SVG with a simple layered layout:
+// max, exit}]}) as SVG with a layered (Sugiyama) layout:
 //
-//   - back edges are found by a depth-first walk from Start; the rest form
-//     a DAG whose nodes are put in rows by longest path from Start;
-//   - edges to the next row are short curves, edges that skip rows go
-//     straight when nothing is in the way, else round a lane on the left;
-//   - back edges (loops) go round a lane on the right, labelled with their
-//     bound; route targets and loop exits are dashed.
+//  1. cycles are broken by reversing the back edges of a depth-first walk
+//     from Start (self-loops are set aside and drawn beside their node);
+//  2. nodes get layers by longest path; the ranks are doubled, so every
+//     edge spans at least one rank between its ends, and long edges get a
+//     dummy node on each rank they cross. A labelled edge's label is a
+//     node of its own, as wide as the measured text, on the middle rank;
+//  3. crossings are reduced by barycentre sweeps down and up, keeping the
+//     order with the fewest crossings;
+//  4. x coordinates pull each node toward the weighted mean of its
+//     neighbours (long edges weigh most, so they run straight), and each
+//     rank is then placed exactly: the positions nearest those wishes that
+//     keep the rank's order and spacing (weighted isotonic regression by
+//     pool-adjacent-violators).
+//
+// Labels are nodes of the layout, so no label can overlap another label or
+// a node: ranks are apart vertically and a rank's members are apart by
+// construction.
 
 export const START = '__start__';
 export const END = '__end__';
 
 const NODE_H = 34;
-const ROW_GAP = 36;
-const COL_GAP = 28;
-const LANE_GAP = 16;
-const PAD = 16;
+const LABEL_H = 16;
+const NODE_SEP = 18;   // between neighbours on a rank
+const EDGE_SEP = 10;   // between an edge's dummy and its neighbours
+const RANK_SEP = 14;   // between ranks
+const PAD = 14;
+const LOOP_W = 26;     // a self-loop's width beside its node
+const SWEEPS = 8;
 
-// label is the text a node shows.
-function label(n) {
-  if (n === START) return 'start';
-  if (n === END) return 'end';
-  return n;
-}
-
-function nodeWidth(n) {
-  if (n === START || n === END) return 64;
-  return Math.max(84, Math.round(label(n).length * 7.8) + 28);
-}
-
-// edgeLabel is the bound an edge carries, if any.
-export function edgeLabel(e) {
-  if (e.exit) return `after ${e.max}×`;
-  if (e.max > 0) return `max ${e.max}×`;
+// edgeLabel is the bound an edge carries, if any, in the page's words:
+// t(key, params) translates.
+export function edgeLabel(e, t = defaultT) {
+  if (e.exit) return t('graph.after', { n: e.max });
+  if (e.max > 0) return t('graph.max', { n: e.max });
   return '';
 }
 
-// layout places the spec's nodes and routes its edges; it returns
-// {nodes: Map(name → {x, y, w, h, layer}), edges: [{edge, path, label,
-// lx, ly, anchor, kind}], width, height}.
-export function layout(spec) {
-  const names = [START, ...(spec.nodes || [])];
+function defaultT(key, p) {
+  if (key === 'graph.after') return `after ${p.n}×`;
+  if (key === 'graph.max') return `max ${p.n}×`;
+  if (key === 'graph.start') return 'start';
+  if (key === 'graph.end') return 'end';
+  return key;
+}
+
+// estimateWidth guesses a text's width when it cannot be measured: wide
+// characters (CJK) take about one em, others about half.
+function estimateWidth(text, px) {
+  let w = 0;
+  for (const ch of text) w += /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? px : px * 0.6;
+  return w;
+}
+
+// layout places the spec's nodes and edges. measure(text, cls) returns a
+// text's width in pixels. The result is {nodes: Map(name → {x, y, w, h,
+// label}), edges: [{edge, points, label, lx, ly, lw, lh, kind}], width,
+// height}; every label has its box (lx, ly is the top left corner).
+export function layout(spec, { measure = (s, cls) => estimateWidth(s, cls === 'edge-label' ? 11 : 13), t = defaultT } = {}) {
+  const names = [START, ...(spec.nodes || []).filter((n) => n !== START && n !== END)];
   const edges = spec.edges || [];
   const known = new Set(names);
   for (const e of edges) {
-    for (const n of [e.from, e.to]) {
-      if (!known.has(n) && n !== END) { known.add(n); names.push(n); }
-    }
+    for (const n of [e.from, e.to]) if (!known.has(n) && n !== END) { known.add(n); names.push(n); }
   }
   names.push(END);
-  const outs = new Map(names.map((n) => [n, []]));
-  for (const e of edges) outs.get(e.from).push(e);
+  const nodeLabel = (n) => (n === START ? t('graph.start') : n === END ? t('graph.end') : n);
 
-  // Back edges: to a node on the walk's stack.
+  // Layout nodes: real ones, then dummies and labels.
+  const V = [];
+  const byName = new Map();
+  for (const n of names) {
+    const label = nodeLabel(n);
+    const w = Math.max(n === START || n === END ? 56 : 72, Math.ceil(measure(label, 'node')) + 28);
+    const v = { id: V.length, name: n, label, w, h: NODE_H, left: w / 2, right: w / 2, kind: 'node', loops: [] };
+    V.push(v);
+    byName.set(n, v);
+  }
+  const outs = new Map(names.map((n) => [n, []]));
+  for (const e of edges) outs.get(e.from)?.push(e);
+
+  // 1. Back edges of a walk from Start, in the spec's order.
   const back = new Set();
   const mark = new Map();
   const walk = (n) => {
     mark.set(n, 1);
-    for (const e of outs.get(n)) {
+    for (const e of outs.get(n) || []) {
+      if (e.from === e.to) continue;
       const m = mark.get(e.to);
       if (m === 1) back.add(e);
       else if (!m) walk(e.to);
@@ -66,135 +97,257 @@ export function layout(spec) {
   };
   for (const n of names) if (!mark.get(n)) walk(n);
 
-  // Longest-path layers over the forward edges, in topological order.
-  const order = [];
-  const seen = new Set();
-  const topo = (n) => {
-    seen.add(n);
-    for (const e of outs.get(n)) if (!back.has(e) && !seen.has(e.to)) topo(e.to);
-    order.push(n);
+  // Self-loops widen their node on the right, label included.
+  for (const e of edges) {
+    if (e.from !== e.to) continue;
+    const v = byName.get(e.from);
+    const label = edgeLabel(e, t);
+    const lw = label ? Math.ceil(measure(label, 'edge-label')) + 6 : 0;
+    v.loops.push({ edge: e, label, lw });
+    v.right = Math.max(v.right, v.w / 2 + LOOP_W * v.loops.length + lw);
+  }
+
+  // 2. Longest-path layers over the forward DAG (reversed back edges).
+  const dag = edges.filter((e) => e.from !== e.to)
+    .map((e) => (back.has(e) ? { edge: e, u: byName.get(e.to), v: byName.get(e.from), reversed: true }
+      : { edge: e, u: byName.get(e.from), v: byName.get(e.to), reversed: false }));
+  const preds = new Map(V.map((v) => [v, []]));
+  for (const d of dag) preds.get(d.v).push(d.u);
+  const layer = new Map();
+  const depth = (v) => {
+    if (layer.has(v)) return layer.get(v);
+    layer.set(v, 0); // guards the recursion; the DAG has no cycle
+    let l = 0;
+    for (const u of preds.get(v)) l = Math.max(l, depth(u) + 1);
+    layer.set(v, l);
+    return l;
   };
-  for (const n of names) if (!seen.has(n)) topo(n);
-  order.reverse();
-  const layer = new Map(names.map((n) => [n, 0]));
-  for (const n of order) {
-    for (const e of outs.get(n)) {
-      if (!back.has(e)) layer.set(e.to, Math.max(layer.get(e.to), layer.get(n) + 1));
+  for (const v of V) v.rank = 2 * depth(v);
+  // Start on top, End alone at the bottom.
+  const endV = byName.get(END);
+  endV.rank = Math.max(endV.rank, 2 + Math.max(0, ...V.filter((v) => v !== endV).map((v) => v.rank)));
+  const maxRank = endV.rank;
+
+  // Dummy chains, with the label on the middle rank.
+  const chains = [];
+  const adj = []; // [a, b, weight] between consecutive ranks
+  for (const d of dag) {
+    const label = edgeLabel(d.edge, t);
+    const lw = label ? Math.ceil(measure(label, 'edge-label')) + 6 : 0;
+    const r0 = d.u.rank;
+    const r1 = d.v.rank;
+    const mid = r0 + 1 + 2 * Math.floor((r1 - r0 - 2) / 4);
+    const chain = [d.u];
+    for (let r = r0 + 1; r < r1; r++) {
+      const isLabel = label && r === mid;
+      // The edge runs down the left side of its label.
+      const dv = { id: V.length, kind: isLabel ? 'label' : 'dummy', rank: r, h: isLabel ? LABEL_H : 0,
+        left: EDGE_SEP / 2, right: isLabel ? lw + 4 : EDGE_SEP / 2, label: isLabel ? label : '', lw };
+      V.push(dv);
+      chain.push(dv);
+    }
+    chain.push(d.v);
+    for (let i = 1; i < chain.length; i++) {
+      const a = chain[i - 1];
+      const b = chain[i];
+      const w = a.kind === 'node' && b.kind === 'node' ? 1 : a.kind === 'node' || b.kind === 'node' ? 2 : 8;
+      adj.push([a, b, w]);
+    }
+    chains.push({ ...d, chain, label, lw });
+  }
+
+  // Ranks, first in the order of a walk, then by barycentre sweeps.
+  const ranks = Array.from({ length: maxRank + 1 }, () => []);
+  const seen = new Set();
+  const down = new Map(V.map((v) => [v, []]));
+  const up = new Map(V.map((v) => [v, []]));
+  for (const [a, b, w] of adj) {
+    down.get(a).push([b, w]);
+    up.get(b).push([a, w]);
+  }
+  const visit = (v) => {
+    if (seen.has(v)) return;
+    seen.add(v);
+    ranks[v.rank].push(v);
+    for (const [w] of down.get(v)) visit(w);
+  };
+  for (const v of V) if (v.kind === 'node') visit(v);
+  for (const v of V) visit(v);
+  const index = () => ranks.forEach((r) => r.forEach((v, i) => { v.order = i; }));
+  index();
+
+  const crossings = () => {
+    let c = 0;
+    for (let r = 0; r < maxRank; r++) {
+      const es = [];
+      for (const a of ranks[r]) for (const [b] of down.get(a)) es.push([a.order, b.order]);
+      for (let i = 0; i < es.length; i++) {
+        for (let j = i + 1; j < es.length; j++) {
+          if ((es[i][0] - es[j][0]) * (es[i][1] - es[j][1]) < 0) c++;
+        }
+      }
+    }
+    return c;
+  };
+  const sortBy = (r, nb) => {
+    const keyed = ranks[r].map((v) => {
+      const ns = nb.get(v);
+      const b = ns.length ? ns.reduce((s, [w]) => s + w.order, 0) / ns.length : v.order;
+      return [v, b, v.order];
+    });
+    keyed.sort((a, b) => (a[1] - b[1]) || (a[2] - b[2]));
+    ranks[r] = keyed.map((k) => k[0]);
+    ranks[r].forEach((v, i) => { v.order = i; });
+  };
+  let best = ranks.map((r) => r.slice());
+  let bestC = crossings();
+  for (let s = 0; s < SWEEPS && bestC > 0; s++) {
+    if (s % 2 === 0) for (let r = 1; r <= maxRank; r++) sortBy(r, up);
+    else for (let r = maxRank - 1; r >= 0; r--) sortBy(r, down);
+    const c = crossings();
+    if (c < bestC) {
+      bestC = c;
+      best = ranks.map((r) => r.slice());
     }
   }
-  const last = Math.max(0, ...[...layer.entries()].filter(([n]) => n !== END).map(([, l]) => l));
-  layer.set(END, Math.max(layer.get(END), last + 1));
+  best.forEach((r, i) => { ranks[i] = r; });
+  index();
 
-  // Rows, ordered once by the mean position of their parents.
-  const rows = [];
-  for (const n of names) (rows[layer.get(n)] ||= []).push(n);
-  const pos = new Map();
-  rows.forEach((row, i) => {
-    if (!row) { rows[i] = []; return; }
-    if (i > 0) {
-      const mean = (n) => {
-        const ps = edges.filter((e) => e.to === n && !back.has(e) && pos.has(e.from)).map((e) => pos.get(e.from));
-        return ps.length ? ps.reduce((a, b) => a + b, 0) / ps.length : Infinity;
-      };
-      const keyed = row.map((n, j) => [n, mean(n), j]);
-      keyed.sort((a, b) => (a[1] - b[1]) || (a[2] - b[2]));
-      rows[i] = keyed.map((k) => k[0]);
-    }
-    rows[i].forEach((n, j) => pos.set(n, j));
-  });
-
-  // Coordinates: rows centred on x = 0 for now.
-  const nodes = new Map();
-  const rowWidth = (row) => row.reduce((s, n) => s + nodeWidth(n), 0) + COL_GAP * Math.max(0, row.length - 1);
-  const widest = Math.max(...rows.map(rowWidth));
-  rows.forEach((row, i) => {
-    let x = -rowWidth(row) / 2;
-    const y = PAD + NODE_H / 2 + i * (NODE_H + ROW_GAP);
-    for (const n of row) {
-      const w = nodeWidth(n);
-      nodes.set(n, { x: x + w / 2, y, w, h: NODE_H, layer: i });
-      x += w + COL_GAP;
-    }
-  });
-  // Classify the edges: loops round lanes on the right, skips that a node
-  // is in the way of round lanes on the left.
-  const classes = edges.map((e) => {
-    const a = nodes.get(e.from);
-    const b = nodes.get(e.to);
-    if (e.from === e.to) return 'self';
-    if (back.has(e)) return 'back';
-    const y1 = a.y + a.h / 2;
-    const y2 = b.y - b.h / 2;
-    const blocked = [...nodes.entries()].some(([n, m]) => {
-      if (n === e.from || n === e.to || m.layer <= a.layer || m.layer >= b.layer) return false;
-      const x = a.x + (b.x - a.x) * ((m.y - y1) / (y2 - y1));
-      return x > m.x - m.w / 2 - 10 && x < m.x + m.w / 2 + 10;
+  // 4. x: initial packing, then sweeps toward the neighbours' mean.
+  const gap = (a, b) => a.right + (a.kind === 'node' && b.kind === 'node' ? NODE_SEP : EDGE_SEP) + b.left;
+  for (const r of ranks) {
+    let x = 0;
+    r.forEach((v, i) => {
+      if (i) x += gap(r[i - 1], v);
+      v.x = x;
     });
-    return blocked ? 'skip' : 'down';
-  });
-  const count = (k) => classes.filter((c) => c === k).length;
-  const labelRoom = (k) => Math.max(0, ...edges.filter((e, i) => classes[i] === k && edgeLabel(e))
-    .map((e) => edgeLabel(e).length * 6.5 + 8));
-  const leftRoom = PAD + (count('skip') ? 22 + LANE_GAP * count('skip') + labelRoom('skip') : 0);
-  const rightRoom = PAD + Math.max(
-    count('back') ? 22 + LANE_GAP * count('back') + labelRoom('back') : 0,
-    count('self') ? 40 + labelRoom('self') : 0);
-  const shift = leftRoom + widest / 2;
-  for (const m of nodes.values()) m.x += shift;
-  const minX = leftRoom;
-  const maxX = leftRoom + widest;
-
-  const r = 10; // lane corner radius
-  let left = 0;
-  let right = 0;
-  const routed = edges.map((e, i) => {
-    const a = nodes.get(e.from);
-    const b = nodes.get(e.to);
-    const out = { edge: e, kind: classes[i], label: edgeLabel(e), side: '' };
-    switch (out.kind) {
-      case 'self': {
-        const x = a.x + a.w / 2;
-        Object.assign(out, { side: 'right', lx: x + 30, ly: a.y,
-          path: `M${x} ${a.y - 7} C${x + 34} ${a.y - 26} ${x + 34} ${a.y + 26} ${x} ${a.y + 7}` });
-        break;
-      }
-      case 'back': {
-        const lane = maxX + 22 + LANE_GAP * right++;
-        Object.assign(out, { side: 'right', lx: lane + 6, ly: (a.y + b.y) / 2,
-          path: `M${a.x + a.w / 2} ${a.y} H${lane - r} Q${lane} ${a.y} ${lane} ${a.y - r} ` +
-            `V${b.y + r} Q${lane} ${b.y} ${lane - r} ${b.y} H${b.x + b.w / 2}` });
-        break;
-      }
-      case 'skip': {
-        const lane = minX - 22 - LANE_GAP * left++;
-        Object.assign(out, { side: 'left', lx: lane - 6, ly: (a.y + b.y) / 2,
-          path: `M${a.x - a.w / 2} ${a.y} H${lane + r} Q${lane} ${a.y} ${lane} ${a.y + r} ` +
-            `V${b.y - r} Q${lane} ${b.y} ${lane + r} ${b.y} H${b.x - b.w / 2}` });
-        break;
-      }
-      default: {
-        const y1 = a.y + a.h / 2;
-        const y2 = b.y - b.h / 2;
-        const dy = (y2 - y1) / 2;
-        Object.assign(out, { lx: (a.x + b.x) / 2 + 8, ly: (y1 + y2) / 2,
-          path: `M${a.x} ${y1} C${a.x} ${y1 + dy} ${b.x} ${y2 - dy} ${b.x} ${y2}` });
+  }
+  const place = (r, nb) => {
+    const row = ranks[r];
+    if (!row.length) return;
+    const wish = row.map((v) => {
+      const ns = nb.get(v);
+      if (!ns.length) return [v.x, 0.01];
+      let sw = 0;
+      let sx = 0;
+      for (const [w, wt] of ns) { sw += wt; sx += wt * w.x; }
+      return [sx / sw, sw];
+    });
+    // Minimise Σ w(x - wish)² with x[i+1] - x[i] ≥ gap: shift by the
+    // cumulative gaps and solve the isotonic regression.
+    const off = [0];
+    for (let i = 1; i < row.length; i++) off.push(off[i - 1] + gap(row[i - 1], row[i]));
+    const blocks = [];
+    for (let i = 0; i < row.length; i++) {
+      blocks.push({ v: wish[i][0] - off[i], w: wish[i][1], n: 1 });
+      while (blocks.length > 1 && blocks[blocks.length - 2].v > blocks[blocks.length - 1].v) {
+        const b = blocks.pop();
+        const a = blocks[blocks.length - 1];
+        a.v = (a.v * a.w + b.v * b.w) / (a.w + b.w);
+        a.w += b.w;
+        a.n += b.n;
       }
     }
-    return out;
-  });
-
-  const rowsUsed = rows.length;
-  return {
-    nodes, edges: routed,
-    width: Math.ceil(leftRoom + widest + rightRoom),
-    height: Math.ceil(PAD * 2 + rowsUsed * NODE_H + (rowsUsed - 1) * ROW_GAP),
+    let i = 0;
+    for (const b of blocks) for (let k = 0; k < b.n; k++, i++) row[i].x = b.v + off[i];
   };
+  const both = new Map(V.map((v) => [v, [...up.get(v), ...down.get(v)]]));
+  for (let s = 0; s < SWEEPS; s++) {
+    if (s % 2 === 0) for (let r = 1; r <= maxRank; r++) place(r, up);
+    else for (let r = maxRank - 1; r >= 0; r--) place(r, down);
+  }
+  for (let r = 0; r <= maxRank; r++) place(r, both);
+
+  // y: each rank as tall as its tallest member.
+  let y = PAD;
+  const rankY = [];
+  for (const r of ranks) {
+    const h = Math.max(0, ...r.map((v) => v.h));
+    rankY.push(y + h / 2);
+    y += h + RANK_SEP;
+  }
+  for (const v of V) v.y = rankY[v.rank];
+  const height = Math.ceil(y - RANK_SEP + PAD);
+
+  // Shift right of the padding.
+  const minX = Math.min(...V.map((v) => v.x - v.left));
+  const maxX = Math.max(...V.map((v) => v.x + v.right));
+  for (const v of V) v.x += PAD - minX;
+  const width = Math.ceil(maxX - minX + 2 * PAD);
+
+  // Edges: ports spread along the nodes' bottoms and tops, in the order
+  // of where the edge goes next.
+  const ports = new Map();
+  const portOf = (v, other, side) => {
+    const key = v.id + side;
+    if (!ports.has(key)) {
+      const list = chains.flatMap((c) => {
+        if (side === 'bottom' && c.chain[0] === v) return [c];
+        if (side === 'top' && c.chain[c.chain.length - 1] === v) return [c];
+        return [];
+      });
+      const next = (c) => (side === 'bottom' ? c.chain[1] : c.chain[c.chain.length - 2]);
+      list.sort((a, b) => next(a).x - next(b).x);
+      ports.set(key, list);
+    }
+    const list = ports.get(key);
+    const i = list.indexOf(other);
+    const span = Math.min(v.w * 0.6, 14 * (list.length - 1));
+    return list.length < 2 ? v.x : v.x - span / 2 + (span * i) / (list.length - 1);
+  };
+  const routed = chains.map((c) => {
+    const first = c.chain[0];
+    const last = c.chain[c.chain.length - 1];
+    const pts = [[portOf(first, c, 'bottom'), first.y + first.h / 2]];
+    for (const d of c.chain.slice(1, -1)) {
+      if (d.kind === 'label') pts.push([d.x, d.y - d.h / 2], [d.x, d.y + d.h / 2]);
+      else pts.push([d.x, d.y]);
+    }
+    pts.push([portOf(last, c, 'top'), last.y - last.h / 2]);
+    if (c.reversed) pts.reverse();
+    const lab = c.chain.find((d) => d.kind === 'label');
+    return {
+      edge: c.edge, kind: c.reversed ? 'back' : 'down', points: pts, path: smooth(pts), label: c.label,
+      lx: lab ? lab.x + 4 : 0, ly: lab ? lab.y - LABEL_H / 2 : 0, lw: c.lw, lh: LABEL_H,
+    };
+  });
+  for (const v of V) {
+    (v.loops || []).forEach((l, i) => {
+      const x = v.x + v.w / 2;
+      const reach = LOOP_W * (i + 1);
+      const dy = 8 + 2 * i;
+      routed.push({
+        edge: l.edge, kind: 'self', label: l.label, lw: l.lw, lh: LABEL_H,
+        lx: x + reach - 4, ly: v.y - LABEL_H / 2,
+        path: `M${x} ${v.y - dy} C${x + reach} ${v.y - dy - 16} ${x + reach} ${v.y + dy + 16} ${x} ${v.y + dy}`,
+      });
+    });
+  }
+  const nodes = new Map();
+  for (const v of V) if (v.kind === 'node') nodes.set(v.name, { x: v.x, y: v.y, w: v.w, h: v.h, label: v.label, rank: v.rank });
+  return { nodes, edges: routed, width, height, crossings: bestC };
 }
 
-// drawGraph draws spec into svg (an <svg> element of the page) and returns
-// highlight({running, waiting, next, visited}), which marks nodes: running
-// and visited are Sets of node names, waiting a name, next an array.
-export function drawGraph(svg, spec) {
+// smooth draws a path through points as vertical S-curves.
+function smooth(pts) {
+  let d = `M${r1(pts[0][0])} ${r1(pts[0][1])}`;
+  for (let i = 1; i < pts.length; i++) {
+    const [x0, y0] = pts[i - 1];
+    const [x1, y1] = pts[i];
+    if (x0 === x1) { d += ` L${r1(x1)} ${r1(y1)}`; continue; }
+    const my = (y0 + y1) / 2;
+    d += ` C${r1(x0)} ${r1(my)} ${r1(x1)} ${r1(my)} ${r1(x1)} ${r1(y1)}`;
+  }
+  return d;
+}
+
+const r1 = (n) => Math.round(n * 10) / 10;
+
+// drawGraph draws spec into svg (an <svg> element of the page), labels
+// translated by t, and returns highlight({running, waiting, next,
+// visited}), which marks nodes: running and visited are Sets of node
+// names, waiting a name, next an array.
+export function drawGraph(svg, spec, t = defaultT) {
   const ns = svg.namespaceURI;
   const make = (tag, attrs = {}, text) => {
     const e = document.createElementNS(ns, tag);
@@ -202,25 +355,38 @@ export function drawGraph(svg, spec) {
     if (text != null) e.textContent = text;
     return e;
   };
-  const g = layout(spec);
+  // Measure texts with the page's own fonts, in a scratch element.
+  const probe = make('text', { class: 'probe', x: 0, y: 0 });
+  const scratch = make('g', { class: 'node', visibility: 'hidden' }, null);
+  const edgeScratch = make('g', { class: 'edge' });
+  svg.replaceChildren(scratch, edgeScratch);
+  const measure = (text, cls) => {
+    probe.setAttribute('class', cls === 'edge-label' ? 'edge-label' : '');
+    (cls === 'edge-label' ? edgeScratch : scratch).append(probe);
+    probe.textContent = text;
+    const w = probe.getComputedTextLength();
+    return w > 0 ? w : estimateWidth(text, cls === 'edge-label' ? 11 : 13);
+  };
+  const g = layout(spec, { measure, t });
   const title = make('title', { id: 'graph-title' },
-    `Graph of ${spec.name || 'the agent'}: ${(spec.nodes || []).join(', ')}`);
+    t('graph.title', { name: spec.name || '', nodes: (spec.nodes || []).join(', ') }));
   const defs = make('defs');
   const marker = make('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '9', refY: '5',
     markerWidth: '7', markerHeight: '7', orient: 'auto-start-reverse' });
   marker.append(make('path', { d: 'M0 0 L10 5 L0 10 z' }));
   defs.append(marker);
   const edgeLayer = make('g', { class: 'edges' });
+  const labelLayer = make('g', { class: 'edge-labels' });
+  const nodeName = (n) => g.nodes.get(n)?.label ?? n;
   for (const r of g.edges) {
     const cls = ['edge', r.kind];
     if (r.edge.conditional) cls.push('conditional');
     if (r.edge.exit) cls.push('exit');
     const eg = make('g', { class: cls.join(' '), 'data-from': r.edge.from, 'data-to': r.edge.to });
-    eg.append(make('title', {}, `${label(r.edge.from)} → ${label(r.edge.to)}${r.label ? ' (' + r.label + ')' : ''}`));
+    eg.append(make('title', {}, `${nodeName(r.edge.from)} → ${nodeName(r.edge.to)}${r.label ? ' (' + r.label + ')' : ''}`));
     eg.append(make('path', { d: r.path, 'marker-end': 'url(#arrow)' }));
     if (r.label) {
-      eg.append(make('text', { x: r.lx, y: r.ly, 'text-anchor': r.side === 'left' ? 'end' : 'start',
-        'dominant-baseline': 'central', class: 'edge-label' }, r.label));
+      eg.append(make('text', { x: r.lx, y: r.ly + r.lh / 2, 'dominant-baseline': 'central', class: 'edge-label' }, r.label));
     }
     edgeLayer.append(eg);
   }
@@ -229,18 +395,19 @@ export function drawGraph(svg, spec) {
   for (const [n, m] of g.nodes) {
     const terminal = n === START || n === END;
     const ng = make('g', { class: terminal ? 'node terminal' : 'node', 'data-node': n,
-      transform: `translate(${m.x} ${m.y})` });
-    ng.append(make('title', {}, terminal ? label(n) : `node ${n}`));
+      transform: `translate(${r1(m.x)} ${r1(m.y)})` });
+    ng.append(make('title', {}, terminal ? m.label : t('graph.node', { name: n })));
     ng.append(make('rect', { x: -m.w / 2, y: -m.h / 2, width: m.w, height: m.h, rx: terminal ? m.h / 2 : 8 }));
-    ng.append(make('text', { 'text-anchor': 'middle', 'dominant-baseline': 'central' }, label(n)));
+    ng.append(make('text', { 'text-anchor': 'middle', 'dominant-baseline': 'central' }, m.label));
     nodeLayer.append(ng);
     els.set(n, ng);
   }
-  svg.replaceChildren(title, defs, edgeLayer, nodeLayer);
+  svg.replaceChildren(title, defs, edgeLayer, labelLayer, nodeLayer);
   svg.setAttribute('viewBox', `0 0 ${g.width} ${g.height}`);
   svg.setAttribute('width', g.width);
   svg.setAttribute('height', g.height);
   svg.setAttribute('aria-labelledby', 'graph-title');
+  svg.dataset.crossings = g.crossings;
   return {
     highlight({ running = new Set(), waiting = null, next = [], visited = new Set() } = {}) {
       for (const [n, e] of els) {
