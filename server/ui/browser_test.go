@@ -83,6 +83,12 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitReady(chromedp.CSS(`.card.confirm[data-state="accepted"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .card.result[data-status="done"]`)),
 		chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)))
+	if got := b.text(`.card.confirm[data-state="accepted"] .card-answer`); got != "Accepted" {
+		t.Errorf("the accepted card says %q, want Accepted", got)
+	}
+	if n := eval[int](b, `document.querySelectorAll('.msg.user').length`); n != 1 {
+		t.Errorf("%d messages from the user, want 1: accepting a card is not a message", n)
+	}
 	if got := b.text(`.run[data-status="done"] .card.result .bool`); got != "yes" {
 		t.Errorf("the result card shows approved %q, want yes", got)
 	}
@@ -180,10 +186,12 @@ func TestBrowser(t *testing.T) {
 		t.Error("the reasoning is not folded when its step is done")
 	}
 	for sel, want := range map[string]string{
-		`.reasoning .reasoning-text`:  "I should look it up",
+		`.reasoning .reasoning-text`:  "我应该先查一下",
 		`.status-line`:                "looking it up",
 		`.card.tool-call code`:        "search",
 		`.card.tool-result .json`:     "3 results",
+		`.card.tool-result table`:     "3 results",
+		`.reasoning .count`:           "14 characters",
 		`.bubble.assistant`:           "It is sunny over the weather.",
 		pending + ` .question`:        "Send the answer?",
 		`.card.tool-call .json`:       `"q": "the weather"`,
@@ -193,10 +201,19 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("%s shows %q, want %q", sel, got, want)
 		}
 	}
+	if heads := eval[[]string](b, `[...document.querySelectorAll('.card.tool-result table th')].map(th => th.textContent)`); strings.Join(heads, ",") != "source,title" {
+		t.Errorf("the tool result's table has columns %q, want source, title", heads)
+	}
+	if open := eval[bool](b, `document.querySelector('.card.tool-result details.raw').open`); open {
+		t.Error("the tool result's raw JSON is not folded")
+	}
 	b.do("reject", chromedp.SendKeys(chromedp.CSS(pending+` .note-input`), "not now"),
 		chromedp.Click(chromedp.CSS(pending+` button.reject`)),
 		chromedp.WaitReady(chromedp.CSS(`.card.confirm[data-state="rejected"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .card.result`)))
+	if got := b.text(`.card.confirm[data-state="rejected"] .card-answer`); got != "Rejected — not now" {
+		t.Errorf("the rejected card says %q, want the answer and its note", got)
+	}
 	tid = eval[string](b, `document.body.dataset.thread`)
 	var ts struct {
 		Values toolState `json:"values"`
@@ -285,14 +302,7 @@ func startServer(t *testing.T, keys []string) string {
 	t.Helper()
 	var reg server.Registry
 	for _, a := range []server.Agent{
-		{
-			Name:        "demo",
-			Description: "checklist with a bounded correction loop and an approval (no model needed)",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","description":"what the checklist is for, e.g. launch"}}}`),
-			Build: func(s checkpoint.Saver) (graph.Runner, error) {
-				return demo.Graph().Compile(graph.WithSaver(s))
-			},
-		},
+		demoAgent(),
 		{
 			Name:        "tools",
 			Description: "reasons, calls a tool, writes an answer and asks before sending it",
@@ -319,6 +329,11 @@ func startServer(t *testing.T, keys []string) string {
 	return servertest.Serve(t, srv)
 }
 
+// buildDemo compiles the demo checklist on saver s.
+func buildDemo(s checkpoint.Saver) (graph.Runner, error) {
+	return demo.Graph().Compile(graph.WithSaver(s))
+}
+
 // toolState is the tools agent's state.
 type toolState struct {
 	Question string `json:"question"`
@@ -332,11 +347,13 @@ type toolState struct {
 func toolsGraph() *graph.Graph[toolState] {
 	g := graph.New[toolState]("tools")
 	g.Node("research", func(ctx context.Context, s toolState) (toolState, error) {
-		graph.Emit(ctx, graph.KindReasoning, "The user asks about "+s.Question+". ")
-		graph.Emit(ctx, graph.KindReasoning, "I should look it up.")
+		// Mostly Chinese: 12 characters and 2 words count 14 characters.
+		graph.Emit(ctx, graph.KindReasoning, "用户问的是"+s.Question+"。")
+		graph.Emit(ctx, graph.KindReasoning, "我应该先查一下。")
 		graph.Emit(ctx, graph.KindStatus, "looking it up")
 		graph.Emit(ctx, graph.KindToolCall, map[string]any{"name": "search", "arguments": map[string]string{"q": s.Question}})
-		graph.Emit(ctx, graph.KindToolResult, map[string]any{"name": "search", "result": []string{"3 results", "sunny"}})
+		graph.Emit(ctx, graph.KindToolResult, map[string]any{"name": "search", "result": []map[string]string{
+			{"title": "3 results", "source": "web"}, {"title": "sunny", "source": "forecast"}}})
 		s.Answer = "It is sunny over " + s.Question + "."
 		for _, w := range strings.SplitAfter(s.Answer, " ") {
 			graph.Emit(ctx, graph.KindToken, w)
@@ -369,9 +386,9 @@ type browser struct {
 
 // openBrowser starts Chromium with the flags a closed network needs and a
 // fresh profile; every step the test takes is bounded by one deadline.
-func openBrowser(t *testing.T, shots string) *browser {
+func openBrowser(t *testing.T, shots string, opts ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),
 		chromedp.Flag("no-sandbox", true),
@@ -386,7 +403,7 @@ func openBrowser(t *testing.T, shots string) *browser {
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 860),
-	)
+	}, opts...)...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	t.Cleanup(func() {
 		cancelBrowser()

@@ -1,6 +1,9 @@
 // Package ui is Loom's web page: plain HTML, CSS and JavaScript embedded in
 // the binary, with no build step and nothing loaded from other hosts.
 //
+// The page speaks English and Chinese (the browser's language, with a
+// switch), from one message catalogue, static/i18n.js.
+//
 // The page talks to the server's own LangGraph-compatible API: it lists
 // the agents, chats with one over a streamed run (reasoning, tool calls,
 // status lines and confirm cards that resume the run), draws the agent's

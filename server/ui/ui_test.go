@@ -87,7 +87,7 @@ func TestFilesAreSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"index.html", "app.js", "graph.js", "app.css"} {
+	for _, want := range []string{"index.html", "app.js", "graph.js", "i18n.js", "app.css"} {
 		if _, ok := files[want]; !ok {
 			t.Errorf("no %s among the embedded files", want)
 		}

@@ -6,6 +6,7 @@
 // agent's own events), updates (interrupts) and values (states).
 
 import { drawGraph } from './graph.js';
+import { t, lang, setLang, translate, fieldName, countText } from './i18n.js';
 
 const MODES = ['events', 'custom', 'updates', 'values'];
 const HISTORY_LIMIT = 50;
@@ -18,8 +19,8 @@ const ui = {
   send: $('#send'), stop: $('#stop'), svg: $('#graph-svg'), mermaid: $('#mermaid'),
   mermaidCopy: $('#mermaid-copy'), mermaidDownload: $('#mermaid-download'), graphMsg: $('#graph-msg'),
   history: $('#history'), historyNote: $('#history-note'), copyThread: $('#copy-thread'), refresh: $('#refresh'),
-  fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkSeq: $('#fork-seq'), forkValues: $('#fork-values'),
-  forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'),
+  fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkValues: $('#fork-values'),
+  forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'), lang: $('#lang'), forkH: $('#fork-h'),
 };
 
 const app = {
@@ -28,6 +29,7 @@ const app = {
   agent: '',          // assistant id
   schema: null,       // the agent's input schema
   graph: null,        // {highlight} of the drawn graph
+  spec: null,         // the graph spec drawn
   mermaid: '',
   thread: '',         // thread id
   head: null,         // the thread's state
@@ -40,11 +42,26 @@ const app = {
 
 // ---- small helpers ----
 
+// i18nAttrs are el's attributes that take a message key, or [key, params].
+const i18nAttrs = { i18n: 'textContent', i18nTitle: 'title', i18nPlaceholder: 'placeholder', i18nLabel: 'aria-label' };
+
+// el makes an element. i18n, i18nTitle, i18nPlaceholder and i18nLabel
+// take a message key or [key, params]: the element shows the message and
+// keeps the key, so a language switch translates it again.
 function el(tag, attrs = {}, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v == null || v === false) continue;
-    if (k === 'class') e.className = v;
+    if (k in i18nAttrs) {
+      const [key, params] = Array.isArray(v) ? v : [v];
+      e.dataset[k] = key;
+      if (params) e.dataset.i18nArgs = JSON.stringify(params);
+      if (k === 'i18n') e.textContent = t(key, params);
+      else e.setAttribute(i18nAttrs[k], t(key, params));
+    } else if (k === 'field') {
+      e.dataset.i18nField = v;
+      e.textContent = fieldName(v);
+    } else if (k === 'class') e.className = v;
     else if (k === 'text') e.textContent = v;
     else if (k === 'dataset') Object.assign(e.dataset, v);
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
@@ -83,7 +100,7 @@ async function apiError(res) {
   if (res.status === 401) {
     ui.settings.open = true;
     ui.key.focus();
-    message += ' — paste an API key under "API key".';
+    message += t('key.ask');
   }
   return new APIError(res.status, code, message);
 }
@@ -135,56 +152,125 @@ function push(item) {
   return item;
 }
 
-function note(text, cls = '') {
-  return push(el('li', { class: 'note ' + cls, text }));
+// note adds a line to the timeline: a message key with params, or text
+// from elsewhere (an error).
+function note(msg, cls = '', params) {
+  return push(el('li', { class: 'note ' + cls, ...(params ? { i18n: [msg, params] } : { text: msg }) }));
 }
 
 function userMessage(text) {
-  return push(el('li', { class: 'msg user' }, el('div', { class: 'who', text: 'You' }), el('div', { class: 'bubble', text })));
+  return push(el('li', { class: 'msg user' }, el('div', { class: 'who', i18n: 'chat.you' }), el('div', { class: 'bubble', text })));
 }
 
-function setStatus(kind, text) {
+// setStatus shows the thread's status: idle, running, waiting, stopped,
+// done or error.
+function setStatus(kind) {
   document.body.dataset.run = kind;
   ui.status.dataset.status = kind;
-  ui.status.textContent = text;
+  ui.status.dataset.i18n = 'status.' + kind;
+  ui.status.textContent = t('status.' + kind);
 }
 
-// valueView shows one value of a state or question.
-function valueView(v) {
-  if (typeof v === 'boolean') return el('span', { class: 'bool ' + (v ? 'yes' : 'no'), text: v ? 'yes' : 'no' });
-  if (Array.isArray(v) && v.every((x) => x === null || typeof x !== 'object')) {
-    return el('ul', { class: 'list' }, v.map((x) => el('li', { text: String(x) })));
-  }
-  if (v !== null && typeof v === 'object') return el('pre', { class: 'json', text: JSON.stringify(v, null, 2) });
-  return el('span', { class: 'value', text: String(v) });
+// setMsg shows message key (with params) in e, and keeps the key for a
+// language switch.
+function setMsg(e, key, params) {
+  e.dataset.i18n = key;
+  if (params) e.dataset.i18nArgs = JSON.stringify(params);
+  else delete e.dataset.i18nArgs;
+  e.textContent = t(key, params);
 }
+
+// ---- values: readable views of JSON ----
+
+// parsed is v, or what v holds when it is the JSON text of an object or a
+// list (tools often return their result as text).
+function parsed(v) {
+  if (typeof v === 'string') {
+    const s = v.trim();
+    if ((s.startsWith('{') && s.endsWith('}')) || (s.startsWith('[') && s.endsWith(']'))) {
+      try { return JSON.parse(s); } catch { /* text */ }
+    }
+  }
+  return v;
+}
+
+const isScalar = (v) => v === null || typeof v !== 'object';
 
 function isEmpty(v) {
   return v == null || v === '' || (Array.isArray(v) && !v.length) || (isObject(v) && !Object.keys(v).length);
 }
 
-// fieldsView shows an object's fields as a definition list.
-function fieldsView(obj, skip = []) {
+// valueView shows a value readably: text, a number, yes or no, a list, a
+// table for a list of objects, a key/value list for an object; what is
+// nested deeper than three levels shows as compact JSON.
+function valueView(v, depth = 0) {
+  v = parsed(v);
+  if (typeof v === 'boolean') return el('span', { class: 'bool ' + (v ? 'yes' : 'no'), dataset: { value: String(v) }, i18n: v ? 'bool.yes' : 'bool.no' });
+  if (v === null) return el('span', { class: 'value muted', text: '—' });
+  if (typeof v === 'string') return el('span', { class: 'value text', text: v });
+  if (typeof v === 'number') return el('span', { class: 'value num', text: String(v) });
+  if (depth < 3 && Array.isArray(v)) {
+    if (v.every(isScalar)) return el('ul', { class: 'list' }, v.map((x) => el('li', {}, valueView(x, depth + 1))));
+    if (v.every(isObject)) return tableView(v, depth);
+  }
+  if (depth < 3 && isObject(v)) return fieldsView(v, depth);
+  return el('code', { class: 'compact', text: JSON.stringify(v) });
+}
+
+// tableView shows a list of objects as a table, a column for each key.
+function tableView(rows, depth) {
+  const cols = [];
+  for (const r of rows) for (const k of Object.keys(r)) if (!cols.includes(k)) cols.push(k);
+  return el('div', { class: 'table-wrap' }, el('table', { class: 'data' },
+    el('thead', {}, el('tr', {}, cols.map((c) => el('th', { scope: 'col', dataset: { key: c }, field: c })))),
+    el('tbody', {}, rows.map((r) => el('tr', {}, cols.map((c) => el('td', {}, c in r ? valueView(r[c], depth + 1) : null)))))));
+}
+
+// fieldsView shows an object's fields as a key/value list.
+function fieldsView(obj, depth = 0) {
   const dl = el('dl', { class: 'kv' });
   for (const [k, v] of Object.entries(obj)) {
-    if (skip.includes(k) || isEmpty(v)) continue;
-    dl.append(el('dt', { text: k.replaceAll('_', ' ') }), el('dd', {}, valueView(v)));
+    if (isEmpty(v)) continue;
+    dl.append(el('dt', { dataset: { key: k }, field: k }), el('dd', {}, valueView(v, depth + 1)));
   }
   return dl;
+}
+
+// rawView is the JSON itself, folded behind a toggle.
+function rawView(v) {
+  return el('details', { class: 'raw' }, el('summary', { i18n: 'run.raw' }),
+    el('pre', { class: 'json', text: JSON.stringify(v, null, 2) }));
+}
+
+// A field is an internal one when its key names a mechanism (type, kind,
+// an id, a tool and its arguments) or its value is a machine name such as
+// ask_confirmation or plugin.order.query.
+const internalKey = /^(type|kind|intent|id|tool|name|args|arguments|revision|index|node|step|schema)$|_id$/;
+const machineName = /^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$/;
+const isInternal = (k, v) => internalKey.test(k) || (typeof v === 'string' && machineName.test(v));
+
+// leaves are the strings in v.
+function leaves(v, out = []) {
+  v = parsed(v);
+  if (typeof v === 'string') out.push(v);
+  else if (v && typeof v === 'object') for (const x of Object.values(v)) leaves(x, out);
+  return out;
 }
 
 // ---- a run in the timeline ----
 
 // Run shows one run (or one restored state) in the timeline: the nodes it
 // went through, reasoning, text, status, tool calls and results, confirm
-// cards, and how it ended.
+// cards, and how it ended. title is a message key with params, or text.
 class Run {
   constructor(title, kind = 'run') {
     this.kind = kind;
-    this.badge = el('span', { class: 'badge', text: kind === 'run' ? 'running' : '' });
+    this.badge = el('span', { class: 'badge' });
     this.body = el('div', { class: 'run-body' });
+    const who = Array.isArray(title) ? { i18n: title } : { text: title };
     this.li = push(el('li', { class: 'run', dataset: { status: kind === 'run' ? 'running' : 'restored', kind } },
-      el('div', { class: 'run-head' }, el('span', { class: 'who', text: title }), this.badge), this.body));
+      el('div', { class: 'run-head' }, el('span', { class: 'who', ...who }), this.badge), this.body));
+    if (kind === 'run') setMsg(this.badge, 'status.running');
     this.trail = null;        // the list of node chips being filled
     this.chips = new Map();   // node:step → chip
     this.reasoning = new Map(); // node:step → <details>
@@ -242,7 +328,7 @@ class Run {
 
   nodeStart(node, key) {
     if (!this.trail) {
-      this.trail = el('ol', { class: 'trail', 'aria-label': 'Steps' });
+      this.trail = el('ol', { class: 'trail', i18nLabel: 'run.steps' });
       this.body.append(this.trail);
     }
     const chip = el('li', { class: 'chip', dataset: { node, state: 'running' }, text: node });
@@ -270,7 +356,8 @@ class Run {
     let d = this.reasoning.get(key);
     if (!d) {
       d = el('details', { class: 'reasoning', open: true, dataset: { state: 'streaming' } },
-        el('summary', { text: `Reasoning · ${node}` }), el('div', { class: 'reasoning-text' }));
+        el('summary', {}, el('span', { i18n: ['run.reasoning', { node }] }), el('span', { class: 'count' })),
+        el('div', { class: 'reasoning-text' }));
       this.reasoning.set(key, d);
       this.add(d);
     }
@@ -278,13 +365,18 @@ class Run {
     scrollDown();
   }
 
+  // fold closes a step's reasoning and says how long it is: words, or
+  // characters for Chinese, Japanese or Korean text.
   fold(key) {
     const d = this.reasoning.get(key);
     if (!d || d.dataset.state === 'done') return;
     d.open = false;
     d.dataset.state = 'done';
-    const words = d.lastChild.textContent.trim().split(/\s+/).filter(Boolean).length;
-    d.firstChild.textContent += ` · ${words} word${words === 1 ? '' : 's'}`;
+    const c = countText(d.lastChild.textContent);
+    const count = d.querySelector('.count');
+    setMsg(count, c.unit === 'chars' ? 'count.chars' : 'count.words', { n: c.n });
+    count.dataset.n = c.n;
+    count.dataset.unit = c.unit;
   }
 
   text(id, piece) {
@@ -308,26 +400,13 @@ class Run {
         break;
       }
       case 'tool_call':
-      case 'tool_result': {
-        const call = d.kind === 'tool_call';
-        const name = isObject(data) ? (data.name || data.tool || '') : '';
-        let shown = data;
-        if (isObject(data)) {
-          const k = call ? ['arguments', 'args', 'input'] : ['result', 'output', 'content'];
-          const found = k.find((x) => x in data);
-          if (found) shown = data[found];
-        }
-        this.add(el('div', { class: `card tool ${call ? 'tool-call' : 'tool-result'}`, dataset: { node: d.node } },
-          el('div', { class: 'card-title' }, el('span', { class: 'icon', 'aria-hidden': 'true', text: call ? '→' : '←' }),
-            call ? 'Tool call ' : 'Tool result ', name ? el('code', { text: name }) : null),
-          typeof shown === 'string' ? el('p', { class: 'tool-text', text: shown })
-            : el('pre', { class: 'json', text: JSON.stringify(shown, null, 2) })));
+      case 'tool_result':
+        this.add(toolCard(d));
         break;
-      }
       default:
         this.add(el('div', { class: 'card event', dataset: { kind: d.kind } },
           el('div', { class: 'card-title', text: String(d.kind).replaceAll('_', ' ') }),
-          typeof data === 'string' ? el('p', { text: data }) : el('pre', { class: 'json', text: JSON.stringify(data, null, 2) })));
+          valueView(data), isScalar(data) ? null : rawView(data)));
     }
   }
 
@@ -339,14 +418,14 @@ class Run {
       if (chip.dataset.node === node && chip.dataset.state === 'running') chip.dataset.state = 'waiting';
     }
     this.add(confirmCard(q, node));
-    this.setBadge('interrupted', 'waiting for you');
+    this.setBadge('interrupted', 'status.waiting');
   }
 
   fail(message) {
     this.failed = true;
-    this.add(el('div', { class: 'card error', role: 'alert' }, el('div', { class: 'card-title', text: 'Error' }),
+    this.add(el('div', { class: 'card error', role: 'alert' }, el('div', { class: 'card-title', i18n: 'run.error' }),
       el('p', { text: message })));
-    this.setBadge('error', 'failed');
+    this.setBadge('error', 'status.error');
   }
 
   // close ends the stream's part: reasoning folds, unfinished steps stop.
@@ -357,9 +436,9 @@ class Run {
     if (this.statusLine) this.statusLine.classList.add('done');
   }
 
-  setBadge(status, text) {
+  setBadge(status, key) {
     this.li.dataset.status = status;
-    this.badge.textContent = text;
+    setMsg(this.badge, key);
   }
 
   // outcome shows where the thread stands after the run: a question, the
@@ -368,59 +447,96 @@ class Run {
     const q = pendingOf(st);
     if (this.failed) return;
     if (!st.checkpoint) {
-      this.setBadge('idle', 'no state yet');
+      this.setBadge('idle', 'status.noState');
     } else if (q) {
       this.confirm(q, q.node);
-      this.setBadge('interrupted', 'waiting for you');
+      this.setBadge('interrupted', 'status.waiting');
     } else if (!st.next?.length) {
-      const title = this.kind === 'run' ? 'Finished' : 'State';
       const view = isObject(st.values) ? fieldsView(st.values) : valueView(st.values);
       // An agent that says what it did (loom_reply) says it in a bubble,
       // unless it streamed its text already; its state folds away.
       if (st.loom_reply && !this.texts.size) this.add(el('div', { class: 'bubble assistant reply', text: st.loom_reply }));
       this.add(el('div', { class: 'card result', dataset: { status: 'done' } },
-        el('div', { class: 'card-title', text: title }),
-        st.loom_reply ? el('details', { class: 'state' }, el('summary', { text: 'State' }), view) : view));
-      this.setBadge('done', this.kind === 'run' ? 'finished' : 'restored');
+        el('div', { class: 'card-title', i18n: this.kind === 'run' ? 'run.finished' : 'run.state' }),
+        st.loom_reply ? el('details', { class: 'state' }, el('summary', { i18n: 'run.state' }), view) : view));
+      this.setBadge('done', this.kind === 'run' ? 'status.done' : 'status.restored');
     } else {
       this.add(el('div', { class: 'card next' },
-        el('p', { text: `The thread goes on from ${st.next.join(', ')}.` }),
-        el('button', { type: 'button', class: 'primary continue', onclick: (e) => { e.target.disabled = true; runStream({}); } }, 'Continue')));
-      this.setBadge('stopped', this.kind === 'run' ? 'stopped' : 'restored');
+        el('p', { i18n: ['run.goesOn', { nodes: st.next.join(', ') }] }),
+        el('button', { type: 'button', class: 'primary continue', i18n: 'run.continue', onclick: (e) => { e.target.disabled = true; runStream({}); } })));
+      this.setBadge('stopped', this.kind === 'run' ? 'status.stopped' : 'status.restored');
     }
   }
 }
 
-// confirmCard is a question with accept and reject.
-function confirmCard(q, node) {
-  const v = q.value;
-  const parts = [];
-  let skip = [];
-  if (typeof v === 'string') {
-    parts.push(el('p', { class: 'question', text: v }));
-  } else if (isObject(v)) {
-    const qk = ['summary', 'question', 'message', 'prompt'].find((k) => typeof v[k] === 'string');
-    if (qk) {
-      parts.push(el('p', { class: 'question', text: v[qk] }));
-      skip = [qk];
-    }
-    parts.push(fieldsView(v, skip));
-  } else {
-    parts.push(el('pre', { class: 'json', text: JSON.stringify(v, null, 2) }));
+// BIG is the size of JSON past which a tool's result starts folded.
+const BIG = 1200;
+
+// toolCard shows a tool call (its arguments) or result as a readable
+// view, with the JSON behind a toggle.
+function toolCard(d) {
+  const call = d.kind === 'tool_call';
+  const data = d.data;
+  const name = isObject(data) ? (data.name || data.tool || '') : '';
+  let shown = data;
+  if (isObject(data)) {
+    const k = call ? ['arguments', 'args', 'input'] : ['result', 'output', 'content'];
+    const found = k.find((x) => x in data);
+    if (found) shown = data[found];
   }
-  const noteInput = el('input', { type: 'text', class: 'note-input', placeholder: 'optional', 'aria-label': 'Note' });
-  const accept = el('button', { type: 'button', class: 'primary accept', disabled: app.busy, text: 'Accept' });
-  const reject = el('button', { type: 'button', class: 'reject', disabled: app.busy, text: 'Reject' });
-  const state = el('span', { class: 'card-state', text: '' });
-  const card = el('div', { class: 'card confirm', role: 'group', 'aria-label': 'Confirm', dataset: { state: 'pending', interrupt: q.id, node: node || '' } },
-    el('div', { class: 'card-title' }, el('span', { text: 'Waiting for you' }), node ? el('code', { text: node }) : null, state),
-    parts,
-    el('div', { class: 'confirm-actions' }, el('label', { class: 'note-label' }, 'Note ', noteInput), reject, accept));
+  shown = parsed(shown);
+  let view;
+  if (call && isEmpty(shown)) view = el('p', { class: 'muted small', i18n: 'run.noArgs' });
+  else if (typeof shown === 'string') view = el('p', { class: 'tool-text', text: shown });
+  else view = valueView(shown);
+  const big = JSON.stringify(shown ?? null).length > BIG;
+  return el('div', { class: `card tool ${call ? 'tool-call' : 'tool-result'}`, dataset: { node: d.node } },
+    el('div', { class: 'card-title' }, el('span', { class: 'icon', 'aria-hidden': 'true', text: call ? '→' : '←' }),
+      el('span', { i18n: call ? 'run.toolCall' : 'run.toolResult' }), name ? el('code', { text: name }) : null),
+    big ? el('details', { class: 'tool-body' }, el('summary', { i18n: 'run.details' }), view) : view,
+    isScalar(shown) || (call && isEmpty(shown)) ? null : rawView(shown));
+}
+
+// confirmCard is a question with accept and reject. It shows the question
+// and the fields a person reads; fields that name mechanisms (type,
+// intent, ids) and the JSON fold under details, and lines of the question
+// that a field below repeats are not shown twice.
+function confirmCard(q, node) {
+  const v = parsed(q.value);
+  let question = '';
+  const shown = {};
+  const internal = {};
+  if (typeof v === 'string') {
+    question = v;
+  } else if (isObject(v)) {
+    const qk = ['summary', 'question', 'message', 'prompt', 'text'].find((k) => typeof v[k] === 'string');
+    for (const [k, x] of Object.entries(v)) {
+      if (k === qk || isEmpty(x)) continue;
+      (isInternal(k, x) ? internal : shown)[k] = x;
+    }
+    if (qk) {
+      const said = leaves(shown).filter((s) => s.length > 3);
+      const lines = v[qk].split('\n');
+      const kept = lines.filter((l) => !said.some((s) => l.includes(s)));
+      question = (kept.length ? kept : lines).join('\n').trim();
+    }
+  }
+  if (node) internal.node = node;
+  const noteInput = el('input', { type: 'text', class: 'note-input', i18nPlaceholder: 'card.optional', i18nLabel: 'card.note' });
+  const accept = el('button', { type: 'button', class: 'primary accept', disabled: app.busy, i18n: 'card.accept' });
+  const reject = el('button', { type: 'button', class: 'reject', disabled: app.busy, i18n: 'card.reject' });
+  const card = el('div', { class: 'card confirm', role: 'group', i18nLabel: 'card.label', dataset: { state: 'pending', interrupt: q.id, node: node || '' } },
+    el('div', { class: 'card-title' }, el('span', { class: 'card-heading', i18n: 'card.waiting' }), el('span', { class: 'card-state' })),
+    question ? el('p', { class: 'question', text: question }) : null,
+    Object.keys(shown).length ? fieldsView(shown) : null,
+    el('p', { class: 'card-answer', hidden: true }, el('span', { class: 'answer-state' }), el('span', { class: 'note-text' })),
+    el('div', { class: 'confirm-actions' }, el('label', { class: 'note-label' }, el('span', { i18n: 'card.note' }), noteInput), reject, accept),
+    el('details', { class: 'more' }, el('summary', { i18n: 'run.details' }), fieldsView(internal),
+      isScalar(v) ? null : el('pre', { class: 'json', text: JSON.stringify(v, null, 2) })));
   const answer = (ok) => {
     if (app.busy || card.dataset.state !== 'pending') return;
     const text = noteInput.value.trim();
-    settleCard(card, ok ? 'accepted' : 'rejected');
-    userMessage((ok ? 'Accepted' : 'Rejected') + (text ? ` — ${text}` : ''));
+    settleCard(card, ok ? 'accepted' : 'rejected', text);
     const value = { accept: ok };
     if (text) value.note = text;
     runStream({ command: { resume: value } });
@@ -432,11 +548,20 @@ function confirmCard(q, node) {
   return card;
 }
 
-const cardStates = { accepted: 'Accepted', rejected: 'Rejected', dismissed: 'No longer pending' };
-
-function settleCard(card, state) {
+// settleCard shows the card's answer: accepted or rejected (with the
+// note), replied (answered by a chat message), or dismissed.
+function settleCard(card, state, text = '') {
   card.dataset.state = state;
-  card.querySelector('.card-state').textContent = cardStates[state] || state;
+  if (state !== 'dismissed') setMsg(card.querySelector('.card-heading'), 'card.answered');
+  const answer = card.querySelector('.card-answer');
+  setMsg(answer.firstChild, 'card.' + state, { text });
+  answer.lastChild.textContent = state !== 'replied' && text ? ` — ${text}` : '';
+  answer.hidden = false;
+  const run = card.closest('.run');
+  if (state !== 'dismissed' && run?.dataset.status === 'interrupted') {
+    run.dataset.status = 'answered';
+    setMsg(run.querySelector('.badge'), 'card.answered');
+  }
   for (const b of card.querySelectorAll('button, input')) b.disabled = true;
   if (app.pendingCard === card) app.pendingCard = null;
 }
@@ -452,15 +577,15 @@ function setBusy(busy) {
   ui.newThread.disabled = busy;
   ui.copyThread.disabled = busy || !app.thread;
   for (const b of document.querySelectorAll('.history button, .card.confirm[data-state="pending"] button')) b.disabled = busy;
-  if (busy) setStatus('running', 'running');
+  if (busy) setStatus('running');
 }
 
 // runStream starts a run on the thread with body's input, resume or
 // nothing (continue), and shows it as it streams.
-async function runStream(body, title) {
+async function runStream(body) {
   if (app.busy || !app.thread) return;
   if (!body.command && app.pendingCard) settleCard(app.pendingCard, 'dismissed');
-  const run = new Run(title || app.agent);
+  const run = new Run(app.agent);
   app.run = run;
   app.abort = new AbortController();
   setBusy(true);
@@ -499,10 +624,10 @@ async function stopRun() {
 // else the text in the input schema's (first required) string field, or
 // in "input" when the schema names none.
 function inputOf(text) {
-  const t = text.trim();
-  if (t.startsWith('{')) {
+  const s = text.trim();
+  if (s.startsWith('{')) {
     try {
-      const v = JSON.parse(t);
+      const v = JSON.parse(s);
       if (isObject(v)) return v;
     } catch { /* plain text */ }
   }
@@ -510,26 +635,28 @@ function inputOf(text) {
   const strings = Object.keys(props).filter((k) => props[k]?.type === 'string');
   const req = app.schema?.required || [];
   const field = strings.find((k) => req.includes(k)) || strings[0];
-  if (field) return { [field]: t };
-  if (props.messages?.type === 'array') return { messages: [{ role: 'user', content: t }] };
-  return { input: t };
+  if (field) return { [field]: s };
+  if (props.messages?.type === 'array') return { messages: [{ role: 'user', content: s }] };
+  return { input: s };
 }
 
 async function send() {
-  const text = ui.message.value;
-  if (!text.trim() || app.busy) return;
+  const text = ui.message.value.trim();
+  if (!text || app.busy) return;
   try {
     if (!app.thread) {
-      const t = await api('POST', '/threads', { metadata: { assistant_id: app.agent, title: text.trim().slice(0, 60) } });
-      addThreadOption(t);
-      setThread(t.thread_id);
+      const th = await api('POST', '/threads', { metadata: { assistant_id: app.agent, title: text.slice(0, 60) } });
+      addThreadOption(th);
+      setThread(th.thread_id);
     }
   } catch (e) {
     note(e.message, 'error');
     return;
   }
   ui.message.value = '';
-  userMessage(text.trim());
+  userMessage(text);
+  // A message while a question waits answers it: the agents read it so.
+  if (app.pendingCard) settleCard(app.pendingCard, 'replied', text);
   await runStream({ input: inputOf(text) });
 }
 
@@ -541,7 +668,7 @@ async function refreshThread(run) {
   if (!app.thread) {
     app.head = null;
     renderHistory([]);
-    setStatus('idle', 'idle');
+    setStatus('idle');
     paint();
     return;
   }
@@ -554,11 +681,11 @@ async function refreshThread(run) {
     renderHistory(hist);
     if (run) run.outcome(st);
     const q = pendingOf(st);
-    if (run?.failed) setStatus('error', 'failed');
-    else if (q) setStatus('waiting', 'waiting for you');
-    else if (st.next?.length) setStatus('stopped', 'stopped');
-    else if (hist.length) setStatus('done', 'finished');
-    else setStatus('idle', 'idle');
+    if (run?.failed) setStatus('error');
+    else if (q) setStatus('waiting');
+    else if (st.next?.length) setStatus('stopped');
+    else if (hist.length) setStatus('done');
+    else setStatus('idle');
   } catch (e) {
     note(e.message, 'error');
   }
@@ -581,9 +708,10 @@ function paint() {
 function renderHistory(list) {
   const seqOf = new Map(list.map((s) => [s.checkpoint?.checkpoint_id, s.metadata?.seq]));
   ui.history.replaceChildren(...list.map((s, i) => historyRow(s, i === 0, seqOf)));
-  ui.historyNote.textContent = !app.thread ? 'No thread yet: send a message to start one.'
-    : list.length ? `${list.length}${list.length === HISTORY_LIMIT ? '+' : ''} checkpoints, newest first. Undo makes an older one the head again (as a new checkpoint); fork does so with edits.`
-      : 'No checkpoints yet.';
+  const n = `${list.length}${list.length === HISTORY_LIMIT ? '+' : ''}`;
+  if (!app.thread) setMsg(ui.historyNote, 'history.none');
+  else if (list.length) setMsg(ui.historyNote, 'history.count', { n });
+  else setMsg(ui.historyNote, 'history.empty');
   ui.copyThread.disabled = app.busy || !app.thread;
 }
 
@@ -593,22 +721,25 @@ function historyRow(s, head, seqOf) {
   const source = m.loom_source || m.source || '';
   const waiting = pendingOf(s);
   const from = m.from ? seqOf.get(m.from) : undefined;
-  const when = s.created_at ? new Date(s.created_at).toLocaleTimeString() : '';
-  const next = s.next?.length ? `next: ${s.next.join(', ')}` : 'done';
+  const when = s.created_at ? new Date(s.created_at).toLocaleTimeString(lang() === 'zh' ? 'zh-CN' : 'en') : '';
+  const dot = () => el('span', { class: 'sep', text: ' · ' });
+  const sub = [s.next?.length ? el('span', { i18n: ['history.next', { nodes: s.next.join(', ') }] }) : el('span', { i18n: 'history.done' })];
+  if (from !== undefined) sub.push(dot(), el('span', { i18n: ['history.copyOf', { seq: from }] }));
+  else if (m.from) sub.push(dot(), el('span', { i18n: 'history.copyOfOlder' }));
+  if (when) sub.push(dot(), el('span', { text: when }));
   return el('li', { class: head ? 'cp head' : 'cp', dataset: { checkpoint: id, seq: m.seq, source } },
     el('div', { class: 'cp-main' },
       el('span', { class: 'seq', text: `#${m.seq}` }),
       el('span', { class: 'src', text: source }),
       m.node ? el('code', { text: m.node }) : null,
-      head ? el('span', { class: 'tag head', text: 'head' }) : null,
-      waiting ? el('span', { class: 'tag waiting', text: 'waiting' }) : null),
-    el('div', { class: 'cp-sub muted small',
-      text: [next, from !== undefined ? `copy of #${from}` : m.from ? 'copy of an older checkpoint' : '', when].filter(Boolean).join(' · ') }),
+      head ? el('span', { class: 'tag head', i18n: 'history.head' }) : null,
+      waiting ? el('span', { class: 'tag waiting', i18n: 'history.waiting' }) : null),
+    el('div', { class: 'cp-sub muted small' }, sub),
     el('div', { class: 'cp-actions' },
-      el('button', { type: 'button', class: 'undo', disabled: head || app.busy, 'aria-label': `Undo to checkpoint #${m.seq}`,
-        onclick: () => undoTo(s) }, 'Undo to here'),
-      el('button', { type: 'button', class: 'fork', disabled: app.busy, 'aria-label': `Fork from checkpoint #${m.seq}`,
-        onclick: () => openFork(s) }, 'Fork…')));
+      el('button', { type: 'button', class: 'undo', disabled: head || app.busy, i18nLabel: ['history.undo.label', { seq: m.seq }],
+        i18n: 'history.undo', onclick: () => undoTo(s) }),
+      el('button', { type: 'button', class: 'fork', disabled: app.busy, i18nLabel: ['history.fork.label', { seq: m.seq }],
+        i18n: 'history.fork', onclick: () => openFork(s) })));
 }
 
 // undoTo makes checkpoint s the head again: POST /threads/{id}/state with
@@ -623,13 +754,13 @@ async function undoTo(s) {
     return;
   }
   if (app.pendingCard) settleCard(app.pendingCard, 'dismissed');
-  await refreshThread(new Run(`Undo to checkpoint #${seq}`, 'undo'));
+  await refreshThread(new Run(['run.undo', { seq }], 'undo'));
 }
 
 function openFork(s) {
   if (app.busy) return;
   app.forkFrom = s;
-  ui.forkSeq.textContent = `#${s.metadata?.seq}`;
+  setMsg(ui.forkH, 'fork.h', { seq: `#${s.metadata?.seq}` });
   ui.forkValues.value = JSON.stringify(s.values, null, 2);
   ui.forkNew.checked = false;
   ui.forkError.textContent = '';
@@ -643,20 +774,21 @@ function openFork(s) {
 async function fork(e) {
   e.preventDefault();
   const s = app.forkFrom;
+  const seq = s.metadata?.seq;
   let values;
   try {
     values = JSON.parse(ui.forkValues.value);
-    if (!isObject(values)) throw new Error('the state must be a JSON object');
+    if (!isObject(values)) throw new Error(t('fork.mustBeObject'));
   } catch (err) {
-    ui.forkError.textContent = `Not a JSON object: ${err.message}`;
+    ui.forkError.textContent = t('fork.notObject', { error: err.message });
     return;
   }
   if (ui.forkNew.checked) {
     try {
-      const t = await api('POST', `/threads/${enc(app.thread)}/copy`, { values, checkpoint_id: s.checkpoint.checkpoint_id });
+      const th = await api('POST', `/threads/${enc(app.thread)}/copy`, { values, checkpoint_id: s.checkpoint.checkpoint_id });
       ui.fork.close();
-      addThreadOption(t);
-      await openThread(t.thread_id, `Forked checkpoint #${s.metadata?.seq} to a new thread ${t.thread_id.slice(-8)}.`);
+      addThreadOption(th);
+      await openThread(th.thread_id, ['note.forked', { seq, id: th.thread_id.slice(-8) }]);
     } catch (err) {
       ui.forkError.textContent = err.message;
     }
@@ -670,16 +802,16 @@ async function fork(e) {
   }
   ui.fork.close();
   if (app.pendingCard) settleCard(app.pendingCard, 'dismissed');
-  await refreshThread(new Run(`Fork from checkpoint #${s.metadata?.seq}`, 'fork'));
+  await refreshThread(new Run(['run.fork', { seq }], 'fork'));
 }
 
 // copyThread copies the thread's head to a new thread and opens it.
 async function copyThread() {
   if (app.busy || !app.thread) return;
   try {
-    const t = await api('POST', `/threads/${enc(app.thread)}/copy`);
-    addThreadOption(t);
-    await openThread(t.thread_id, `Copied to a new thread ${t.thread_id.slice(-8)}.`);
+    const th = await api('POST', `/threads/${enc(app.thread)}/copy`);
+    addThreadOption(th);
+    await openThread(th.thread_id, ['note.copied', { id: th.thread_id.slice(-8) }]);
   } catch (e) {
     note(e.message, 'error');
   }
@@ -687,14 +819,14 @@ async function copyThread() {
 
 // ---- agents and threads ----
 
-function threadLabel(t) {
-  const title = t.metadata?.title || 'thread';
-  return `${title} · ${t.thread_id.slice(-6)}`;
+function threadLabel(th) {
+  const title = th.metadata?.title || t('thread.untitled');
+  return `${title} · ${th.thread_id.slice(-6)}`;
 }
 
-function addThreadOption(t) {
-  if ([...ui.thread.options].some((o) => o.value === t.thread_id)) return;
-  ui.thread.insertBefore(el('option', { value: t.thread_id, text: threadLabel(t) }), ui.thread.options[1] || null);
+function addThreadOption(th) {
+  if ([...ui.thread.options].some((o) => o.value === th.thread_id)) return;
+  ui.thread.insertBefore(el('option', { value: th.thread_id, text: threadLabel(th) }), ui.thread.options[1] || null);
 }
 
 function setThread(id) {
@@ -704,27 +836,37 @@ function setThread(id) {
   localStorage.setItem('loom.thread.' + app.agent, id);
 }
 
+// openThread shows thread id (none: a new conversation), with message, a
+// message key and its params, as the timeline's first line.
 async function openThread(id, message) {
   setThread(id);
   ui.timeline.replaceChildren();
   app.pendingCard = null;
   if (!id) {
-    note(`New conversation with ${app.agent}.`);
+    note('note.newConversation', '', { agent: app.agent });
     await refreshThread(null);
     return;
   }
-  note(message || `Thread ${id.slice(-8)}.`);
-  await refreshThread(new Run('Saved state', 'saved'));
+  const [key, params] = message || ['note.thread', { id: id.slice(-8) }];
+  note(key, '', params);
+  await refreshThread(new Run(['run.saved'], 'saved'));
 }
 
 async function loadThreads() {
-  ui.thread.replaceChildren(el('option', { value: '', text: 'New thread' }));
+  ui.thread.replaceChildren(el('option', { value: '', i18n: 'bar.newThread' }));
   try {
     const list = await api('POST', '/threads/search', { metadata: { assistant_id: app.agent }, limit: 30 });
-    for (const t of list) ui.thread.append(el('option', { value: t.thread_id, text: threadLabel(t) }));
+    for (const th of list) ui.thread.append(el('option', { value: th.thread_id, text: threadLabel(th) }));
   } catch (e) {
     note(e.message, 'error');
   }
+}
+
+// drawn draws the agent's graph in the page's language.
+function drawn() {
+  if (!app.spec) return;
+  app.graph = drawGraph(ui.svg, app.spec, t);
+  paint();
 }
 
 async function selectAgent(name) {
@@ -742,13 +884,16 @@ async function selectAgent(name) {
     app.schema = schemas.input_schema;
     app.mermaid = graph.mermaid || '';
     ui.mermaid.textContent = app.mermaid;
-    app.graph = drawGraph(ui.svg, { name, ...graph.spec });
+    app.spec = { name, ...graph.spec };
+    drawn();
   } catch (e) {
     note(e.message, 'error');
   }
   const props = app.schema?.properties || {};
   const hint = Object.values(props).find((p) => p?.description)?.description;
-  ui.message.placeholder = `Message ${name}` + (hint ? ` — ${hint}` : '');
+  ui.message.dataset.i18nPlaceholder = hint ? 'chat.placeholderHint' : 'chat.placeholder';
+  ui.message.dataset.i18nArgs = JSON.stringify({ agent: name, hint });
+  ui.message.placeholder = t(ui.message.dataset.i18nPlaceholder, { agent: name, hint });
   await loadThreads();
   const saved = localStorage.getItem('loom.thread.' + name) || '';
   const known = [...ui.thread.options].some((o) => o.value === saved);
@@ -759,26 +904,36 @@ async function selectAgent(name) {
 async function copyMermaid() {
   try {
     await navigator.clipboard.writeText(app.mermaid);
-    ui.graphMsg.textContent = 'Mermaid text copied.';
+    setMsg(ui.graphMsg, 'graph.copied');
   } catch {
     const d = ui.mermaid.closest('details');
     d.open = true;
     getSelection().selectAllChildren(ui.mermaid);
-    ui.graphMsg.textContent = 'The browser did not allow copying: the text is selected below.';
+    setMsg(ui.graphMsg, 'graph.copyDenied');
   }
 }
 
 function downloadMermaid() {
+  const file = `${app.agent || 'graph'}.mmd`;
   const url = URL.createObjectURL(new Blob([app.mermaid], { type: 'text/plain' }));
-  const a = el('a', { href: url, download: `${app.agent || 'graph'}.mmd` });
+  const a = el('a', { href: url, download: file });
   document.body.append(a);
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
-  ui.graphMsg.textContent = `Downloaded ${app.agent}.mmd.`;
+  setMsg(ui.graphMsg, 'graph.downloaded', { file });
+}
+
+// switchLang turns the page to the other language and redraws the graph,
+// whose labels are measured in it.
+function switchLang() {
+  setLang(lang() === 'zh' ? 'en' : 'zh');
+  drawn();
 }
 
 async function init() {
+  translate();
+  ui.lang.addEventListener('click', switchLang);
   ui.composer.addEventListener('submit', (e) => { e.preventDefault(); send(); });
   ui.message.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
@@ -814,7 +969,7 @@ async function load() {
   try {
     app.agents = await api('POST', '/assistants/search', { limit: 100 });
   } catch (e) {
-    note(`Could not list the agents: ${e.message}`, 'error');
+    note('note.noAgents', 'error', { error: e.message });
     return;
   }
   ui.agent.replaceChildren(...app.agents.map((a) => el('option', { value: a.assistant_id, text: a.name })));
