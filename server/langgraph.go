@@ -927,6 +927,22 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	return in, nil
 }
 
+// checkOptions refuses values of if_not_exists, on_disconnect and
+// on_completion that the server does not know (a typo was taken as the
+// default); LangGraph's on_completion "keep" is Loom's "continue".
+func (req *runRequest) checkOptions() error {
+	if req.OnCompletion == "keep" {
+		req.OnCompletion = "continue"
+	}
+	for _, err := range []error{oneOf("if_not_exists", req.IfNotExists, "create", "reject"),
+		oneOf("on_disconnect", req.OnDisconnect, "cancel", "continue"), oneOf("on_completion", req.OnCompletion, "delete", "continue")} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (req *runRequest) strategy() (string, error) {
 	switch req.MultitaskStrategy {
 	case "":
@@ -1018,6 +1034,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 	}
 	modes, err := parseModes(string(req.StreamMode), true)
 	if err != nil {
+		return err
+	}
+	if err := req.checkOptions(); err != nil {
 		return err
 	}
 	run, err := s.prepareRun(r.Context(), r.PathValue("tid"), owner, &req, modes)

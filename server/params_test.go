@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -51,6 +52,9 @@ func TestBadParameters(t *testing.T) {
 		{"search unknown sort", "POST", ts.URL + "/threads/search", map[string]string{"sort_by": "colour"}, `sort_by: want one of thread_id`},
 		{"search unknown order", "POST", ts.URL + "/threads/search", map[string]string{"sort_order": "up"}, `sort_order: want one of asc, desc, not "up"`},
 		{"assistants negative offset", "POST", ts.URL + "/assistants/search", map[string]int{"offset": -1}, "offset: want a whole number"},
+		{"unknown if_not_exists", "POST", thread + "/runs", map[string]string{"assistant_id": "echo", "if_not_exists": "make"}, `if_not_exists: want one of create, reject, not "make"`},
+		{"unknown on_disconnect", "POST", thread + "/runs/stream", map[string]string{"assistant_id": "echo", "on_disconnect": "stop"}, `on_disconnect: want one of cancel, continue, not "stop"`},
+		{"unknown on_completion", "POST", ts.URL + "/runs/wait", map[string]string{"assistant_id": "echo", "on_completion": "kept"}, `on_completion: want one of delete, continue, not "kept"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -164,5 +168,39 @@ func searchInput(t *testing.T, url string) {
 	}
 	if got := search(map[string]any{"metadata": map[string]any{"long": long}}); len(got) != 1 {
 		t.Errorf("search by the long value: %v", got)
+	}
+}
+
+// A run without a thread keeps its thread with LangGraph's on_completion
+// "keep", as with Loom's "continue", and deletes it by default.
+func TestOnCompletionKeep(t *testing.T) {
+	ts := startServer(t, server.Options{})
+	kept := map[string]bool{}
+	for _, c := range []struct {
+		onCompletion string
+		kept         bool
+	}{{"keep", true}, {"continue", true}, {"", false}, {"delete", false}} {
+		resp := do(t, "POST", ts.URL+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]string{"text": "hi"}, "on_completion": c.onCompletion})
+		resp.Body.Close()
+		thread, _, _ := strings.Cut(strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"), "/")
+		if resp.StatusCode != 200 || thread == "" {
+			t.Fatalf("on_completion %q: HTTP %d, Content-Location %q", c.onCompletion, resp.StatusCode, resp.Header.Get("Content-Location"))
+		}
+		kept[thread] = c.kept
+	}
+	ts.shutdown() // every run has ended, and its thread is deleted or not
+	db, err := sql.Open("sqlite", ts.Path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for thread, want := range kept {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM loom_threads WHERE id = ?`, thread).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if (n == 1) != want {
+			t.Errorf("thread %s: %d rows, want kept %v", thread, n, want)
+		}
 	}
 }
