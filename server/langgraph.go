@@ -17,6 +17,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/nulchar"
 	"github.com/loomkit/loom/store"
 )
 
@@ -1456,29 +1457,11 @@ var (
 func checkMetadata(m map[string]json.RawMessage) error {
 	for k, v := range m {
 		var x any
-		if strings.ContainsRune(k, 0) || (json.Unmarshal(v, &x) == nil && hasNUL(x)) {
+		if strings.ContainsRune(k, 0) || (json.Unmarshal(v, &x) == nil && nulchar.In(x)) {
 			return errorf(http.StatusUnprocessableEntity, "invalid_metadata", "metadata %q: keys and values may not contain the character NUL (\\u0000)", k)
 		}
 	}
 	return nil
-}
-
-// hasNUL reports whether a decoded JSON value has a string or key that
-// holds NUL.
-func hasNUL(v any) bool {
-	switch v := v.(type) {
-	case string:
-		return strings.ContainsRune(v, 0)
-	case []any:
-		return slices.ContainsFunc(v, hasNUL)
-	case map[string]any:
-		for k, x := range v {
-			if strings.ContainsRune(k, 0) || hasNUL(x) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // errNotUTF8 is what a request body that is not UTF-8 fails with: JSON

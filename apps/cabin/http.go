@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/internal/nulchar"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 )
@@ -222,7 +222,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		case err == nil:
 			err = errors.New("data after the JSON object")
 		case !errors.Is(err, io.EOF):
-		case json.Unmarshal(raw, &doc) == nil && holdsNUL(doc):
+		case json.Unmarshal(raw, &doc) == nil && nulchar.In(doc):
 			err = errors.New("strings may not contain the character NUL (\\u0000)")
 		default:
 			strict := json.NewDecoder(bytes.NewReader(raw))
@@ -237,24 +237,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, httpError{"too_large", fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)})
 	} else {
 		writeError(w, http.StatusBadRequest, httpError{"bad_request", fmt.Sprintf("request body: %v", err)})
-	}
-	return false
-}
-
-// holdsNUL reports whether a decoded JSON value has a string or an
-// object key holding NUL.
-func holdsNUL(v any) bool {
-	switch v := v.(type) {
-	case string:
-		return strings.ContainsRune(v, 0)
-	case []any:
-		return slices.ContainsFunc(v, holdsNUL)
-	case map[string]any:
-		for k, x := range v {
-			if strings.ContainsRune(k, 0) || holdsNUL(x) {
-				return true
-			}
-		}
 	}
 	return false
 }
