@@ -172,7 +172,9 @@ func TestHugeResultStopsAtTheCap(t *testing.T) {
 	ctx := context.Background()
 	huge := map[Dialect]string{
 		SQLite:   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000) SELECT i FROM n",
-		Postgres: "SELECT i FROM generate_series(1, 10000000) i",
+		// Two small series joined stream their 10,000,000 rows (one series
+		// of that size would be materialised first).
+		Postgres: "SELECT a * 10000 + b AS i FROM generate_series(0, 999) a, generate_series(1, 10000) b",
 		// MariaDB stops recursion at 1000 iterations: 1000 × 100 × 100.
 		MySQL: "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 1000), h(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM h WHERE i < 100) SELECT a.i, b.i, c.i FROM k a, h b, h c",
 	}
