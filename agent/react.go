@@ -102,6 +102,9 @@ type Config struct {
 	NativeTools bool
 	// Options are passed on every model call (temperature, thinking, …).
 	Options []llm.Option
+	// RoundStatus is the status line each model round streams (default
+	// "round N"), for agents that speak another language.
+	RoundStatus func(round int) string
 }
 
 // Node names, after the prefix given to AddTo.
@@ -242,7 +245,11 @@ func (r *react) ask(ctx context.Context, st *State, msgs []llm.Message, stream b
 func (r *react) think(ctx context.Context, st *State) error {
 	st.Rounds++
 	st.Stretch++
-	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("round %d", st.Rounds))
+	status := fmt.Sprintf("round %d", st.Rounds)
+	if r.RoundStatus != nil {
+		status = r.RoundStatus(st.Rounds)
+	}
+	graph.Emit(ctx, graph.KindStatus, status)
 	msgs, err := r.messages(ctx, st)
 	if err != nil {
 		return err

@@ -89,7 +89,7 @@ func TestRejectPlan(t *testing.T) {
 			if k := pendingKind(t, res); k != KindPlan {
 				t.Fatalf("after the rejection the run waits on %q, want a new plan card", k)
 			}
-			if !strings.Contains(res.State.Plan.Steps[0].Content, "避开:周三") {
+			if !strings.Contains(res.State.Plan.Steps[0].Content, "避开：周三") {
 				t.Errorf("new plan ignores the reason: %q", res.State.Plan.Steps[0].Content)
 			}
 			p.say(t, "t", "确认", mode.resume)
@@ -185,7 +185,7 @@ func TestKilledBetweenCardAndAccept(t *testing.T) {
 	if len(s.Pending()) != 0 || s.Revision != 1 {
 		t.Errorf("after the resume: %d pending, revision %d; want 0, 1", len(s.Pending()), s.Revision)
 	}
-	if !strings.Contains(res.State.Reply, strings.SplitN(req.Summary, ":", 2)[0]) {
+	if !strings.Contains(res.State.Reply, strings.SplitN(req.Summary, "：", 2)[0]) {
 		t.Errorf("summary does not report the card's change %q:\n%s", req.Summary, res.State.Reply)
 	}
 }
@@ -254,7 +254,7 @@ func TestWriteOncePerStep(t *testing.T) {
 // The chat API's answers decode into every question type; a reply that
 // is neither a yes nor a no asks a card again and answers ask_user.
 func TestParseAnswer(t *testing.T) {
-	askUser, _ := json.Marshal(Interaction{Kind: KindAskUser, Text: "哪几天不方便?"})
+	askUser, _ := json.Marshal(Interaction{Kind: KindAskUser, Text: "哪几天不方便？"})
 	planCard, _ := json.Marshal(Interaction{Kind: KindPlan, Text: "计划"})
 	for _, tc := range []struct {
 		text    string

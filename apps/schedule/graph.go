@@ -145,10 +145,14 @@ func New(cfg Config) (*Agent, error) {
 	a.exec = agent.Config{
 		Model: model, Tools: a.tools, System: prompt("execute"),
 		Budget: cfg.MaxRounds, MaxCorrections: maxCorrections,
-		View: convo.Config{Window: 40, Counter: convo.Estimate{}, Observation: convo.Trim{MaxItems: 20, MaxChars: 6000}},
+		View:        convo.Config{Window: 40, Counter: convo.Estimate{}, Observation: convo.Trim{MaxItems: 20, MaxChars: 6000}},
+		RoundStatus: roundStatus,
 	}
 	return a, nil
 }
+
+// roundStatus is the status line of a round of execution.
+func roundStatus(round int) string { return fmt.Sprintf("思考下一步（第 %d 轮）", round) }
 
 // Tools returns the agent's tool registry.
 func (a *Agent) Tools() *tool.Registry { return a.tools }
@@ -226,7 +230,7 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 		a.say(ctx, reply)
 		return s, nil
 	}
-	graph.Emit(ctx, graph.KindStatus, "这是一个排程任务,开始规划")
+	graph.Emit(ctx, graph.KindStatus, "这是一个排程任务，开始规划")
 	s.Phase, s.Plan, s.Notes = PhasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil
 	return s, nil
 }
@@ -252,21 +256,21 @@ func (a *Agent) resume(ctx context.Context, s State) (State, error) {
 		s.Phase, s.Plan.Current, s.RoundBase, s.MsgBase = PhaseExecuting, 0, s.Exec.Rounds, len(s.Exec.Messages)
 		s.HealthAt = round1(Measure(sch).Health())
 		s.Exec.Tools = defaultView()
-		graph.Emit(ctx, graph.KindStatus, "计划已确认,开始执行")
+		graph.Emit(ctx, graph.KindStatus, "计划已确认，开始执行")
 	case p.Kind == KindPlan:
 		s.Phase, s.Plan.Steps = PhasePlanning, nil
 		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Reason))
-		graph.Emit(ctx, graph.KindStatus, "计划被拒绝,重新规划")
+		graph.Emit(ctx, graph.KindStatus, "计划被拒绝，重新规划")
 	default:
 		s.Phase = PhasePlanning
-		s.Notes = append(s.Notes, "问:"+p.Text+"\n答:"+ans.Text)
+		s.Notes = append(s.Notes, "问："+p.Text+"\n答："+ans.Text)
 	}
 	return s, nil
 }
 
 func reasonText(r string) string {
 	if r = strings.TrimSpace(r); r != "" {
-		return ",原因:" + r
+		return "，原因：" + r
 	}
 	return ""
 }
@@ -295,7 +299,7 @@ func (a *Agent) plan(ctx context.Context, s State) (State, error) {
 	case planContinue:
 		s.Phase = PhasePlanning
 		if d.Speak != "" {
-			s.Notes = append(s.Notes, "规划中:"+d.Speak)
+			s.Notes = append(s.Notes, "规划中："+d.Speak)
 		}
 	case planAskUser:
 		s.Phase = PhaseWaiting
@@ -343,12 +347,12 @@ func (a *Agent) step(ctx context.Context, s State) (State, error) {
 	}
 	st := s.Plan.Steps[s.Plan.Current]
 	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan)).Set("execution_context", executionContext(&s, a.cfg.MaxRounds))
-	instruction := fmt.Sprintf("执行第 %d/%d 步:%s\n完成标准:%s", s.Plan.Current+1, n, st.Content, st.DoneWhen)
+	instruction := fmt.Sprintf("执行第 %d/%d 步：%s\n完成标准：%s", s.Plan.Current+1, n, st.Content, st.DoneWhen)
 	if avoid := constraints(&s); len(avoid) > 0 {
 		instruction += "\n用户要求" + avoidMark + dayList(avoid)
 	}
 	s.Exec.NewTurn(instruction)
-	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("执行第 %d/%d 步:%s", s.Plan.Current+1, n, clipRunes(st.Content, 40)))
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("执行第 %d/%d 步：%s", s.Plan.Current+1, n, clipRunes(st.Content, 40)))
 	return s, nil
 }
 

@@ -275,9 +275,9 @@ func issues(s *Schedule, limit int) []string {
 			continue
 		}
 		if !anyFit(b, i) {
-			add("%s(%d节)没有可行位置:空余时间不足或被屏蔽日限制", it.Name, it.Slots)
+			add("%s（%d节）没有可行位置：空余时间不足或被屏蔽日限制", it.Name, it.Slots)
 		} else {
-			add("%s(%d节)还未安排", it.Name, it.Slots)
+			add("%s（%d节）还未安排", it.Name, it.Slots)
 		}
 	}
 	loads := make([]int, b.days)
@@ -288,7 +288,7 @@ func issues(s *Schedule, limit int) []string {
 	}
 	for d, l := range loads {
 		if s.Window.DailyMax > 0 && l > s.Window.DailyMax {
-			add("%s 任务 %d 节,超过每日上限 %d 节", s.DayName(d), l, s.Window.DailyMax)
+			add("%s 任务 %d 节，超过每日上限 %d 节", s.DayName(d), l, s.Window.DailyMax)
 		}
 	}
 	for d := range b.days {
@@ -299,7 +299,7 @@ func issues(s *Schedule, limit int) []string {
 				continue
 			}
 			if run > MaxRun {
-				add("%s 连续 %d 节没有休息(第%d-%d节)", s.DayName(d), run, sl-run+1, sl)
+				add("%s 连续 %d 节没有休息（第%d-%d节）", s.DayName(d), run, sl-run+1, sl)
 			}
 			run = 0
 		}
@@ -308,7 +308,7 @@ func issues(s *Schedule, limit int) []string {
 	for i := range b.s.Items {
 		it := &b.s.Items[i]
 		if c := b.class(i); it.Placed() && c != nil && periodFit(c.Profile.Prefer, it.Start) < 1 {
-			add("%s 不在偏好时段(%s)", it.Name, names[c.Profile.Prefer])
+			add("%s 不在偏好时段（%s）", it.Name, names[c.Profile.Prefer])
 		}
 	}
 	return out

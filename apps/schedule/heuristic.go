@@ -60,8 +60,8 @@ func keywordIntent(msg string) bool {
 
 // chatReply is the reply to a chat without a model.
 func chatReply(sch *Schedule) string {
-	return fmt.Sprintf("你好!我是排程助手:把待安排的任务排进你的课表,再按健康度(节奏、松紧、学科画像、可行性)主动微调。"+
-		"现在有 %d 个任务待安排,健康度 %.1f。试试说「帮我安排下周的复习」。", len(sch.Pending()), Measure(sch).Health())
+	return fmt.Sprintf("你好！我是排程助手：把待安排的任务排进你的课表，再按健康度（节奏、松紧、学科画像、可行性）主动微调。"+
+		"现在有 %d 个任务待安排，健康度 %.1f。试试说「帮我安排下周的复习」。", len(sch.Pending()), Measure(sch).Health())
 }
 
 // heuristicPlan plans from the pending items: place them (the rough
@@ -89,25 +89,28 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 			}
 			kinds = append(kinds, fmt.Sprintf("%s×%d", name, count[c]))
 		}
-		content := fmt.Sprintf("粗排:把 %d 个待安排任务(%s,共 %d 节)放进 %d 天的窗口,遵守锁定课程和屏蔽日,每天任务不超过 %d 节并分散同类任务",
+		content := fmt.Sprintf("粗排：把 %d 个待安排任务（%s，共 %d 节）放进 %d 天的窗口，遵守锁定课程和屏蔽日，每天任务不超过 %d 节并分散同类任务",
 			len(pending), strings.Join(kinds, "、"), slots, sch.Window.Days, sch.Window.DailyMax)
 		if len(avoid) > 0 {
-			content += ";" + avoidMark + dayList(avoid)
+			content += "；" + avoidMark + dayList(avoid)
 		}
-		d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "每个待安排任务都有了位置,或 analyze_health 判定没有可行位置"})
+		d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "每个待安排任务都有了位置，或者确认已没有可行的位置"})
 		d.Complexity = "moderate"
 		if len(pending) > 12 {
 			d.Complexity = "complex"
 		}
 	}
-	content := "主动优化:用 analyze_health 诊断节奏、松紧、画像和可行性,从后端给出的 move/swap 候选里选择并逐项确认"
-	d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "analyze_health 报告停滞:没有候选能再提升健康度"})
+	content := "主动优化：诊断节奏、松紧、学科画像和可行性，从优化器给出的移动或交换方案里挑选，逐项请你确认"
+	d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "优化器停滞：没有方案能再提升健康度"})
 	return d
 }
 
+// stepDone starts the result of a step the optimiser finished.
+const stepDone = "本步完成。"
+
 // avoidMark starts the list of days to keep free in plan steps and step
 // instructions.
-const avoidMark = "避开:"
+const avoidMark = "避开："
 
 // avoidIn returns the days listed after avoidMark in text.
 func avoidIn(text string) []int {
@@ -139,17 +142,21 @@ func constraints(s *State) []int {
 	return slices.Compact(days)
 }
 
+// complexityNames say a plan's complexity in the plan card.
+var complexityNames = map[string]string{"simple": "比较简单", "moderate": "难度中等", "complex": "比较复杂"}
+
+// planCard is the plan as the person confirms it.
 func planCard(p Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "计划(共 %d 步", len(p.Steps))
-	if p.Complexity != "" {
-		fmt.Fprintf(&b, ",复杂度 %s", p.Complexity)
+	fmt.Fprintf(&b, "计划（共 %d 步", len(p.Steps))
+	if c := complexityNames[p.Complexity]; c != "" {
+		b.WriteString("，" + c)
 	}
-	b.WriteString("):")
+	b.WriteString("）：")
 	for i, st := range p.Steps {
 		fmt.Fprintf(&b, "\n%d. %s", i+1, st.Content)
 		if st.DoneWhen != "" {
-			fmt.Fprintf(&b, "\n   完成标准:%s", st.DoneWhen)
+			fmt.Fprintf(&b, "\n   完成标准：%s", st.DoneWhen)
 		}
 	}
 	return b.String()
@@ -158,13 +165,13 @@ func planCard(p Plan) string {
 // planText is the plan pinned for the model.
 func planText(p Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "目标:%s\n计划:", p.Goal)
+	fmt.Fprintf(&b, "目标：%s\n计划：", p.Goal)
 	for i, st := range p.Steps {
 		mark := " "
 		if st.Done {
 			mark = "✓"
 		}
-		fmt.Fprintf(&b, "\n[%s] %d. %s(完成标准:%s)", mark, i+1, st.Content, st.DoneWhen)
+		fmt.Fprintf(&b, "\n[%s] %d. %s（完成标准：%s）", mark, i+1, st.Content, st.DoneWhen)
 	}
 	return b.String()
 }
@@ -172,7 +179,7 @@ func planText(p Plan) string {
 // executionContext is the current step pinned for the model.
 func executionContext(s *State, maxRounds int) string {
 	st := s.Plan.Steps[s.Plan.Current]
-	out := fmt.Sprintf("当前:第 %d/%d 步:%s\n完成标准:%s\n轮次:已用 %d / %d",
+	out := fmt.Sprintf("当前：第 %d/%d 步：%s\n完成标准：%s\n轮次：已用 %d / %d",
 		s.Plan.Current+1, len(s.Plan.Steps), st.Content, st.DoneWhen, s.Exec.Rounds-s.RoundBase, maxRounds)
 	if avoid := constraints(s); len(avoid) > 0 {
 		out += "\n用户要求" + avoidMark + dayList(avoid) + "(avoid_days_of_week: " + fmt.Sprint(avoid) + ")"
@@ -215,27 +222,31 @@ func mechanicalSummary(f facts) string {
 	var b strings.Builder
 	switch f.Outcome {
 	case OutcomeAbort:
-		fmt.Fprintf(&b, "已中止:%s\n", f.Goal)
+		fmt.Fprintf(&b, "已中止：%s\n", f.Goal)
 	case OutcomeBudget:
-		fmt.Fprintf(&b, "轮次预算用完,先交付当前进度:%s\n", f.Goal)
+		fmt.Fprintf(&b, "轮次预算用完，先交付当前进度：%s\n", f.Goal)
 	default:
-		fmt.Fprintf(&b, "已完成:%s\n", f.Goal)
+		fmt.Fprintf(&b, "已完成：%s\n", f.Goal)
 	}
+	// A step's result says what the mark does not: not "本步完成", not
+	// what an earlier step said, not the verdict that closes the summary.
+	said := map[string]bool{"": true, f.Verdict: true}
 	for i, st := range f.Steps {
 		mark := "✗"
 		if st.Done {
 			mark = "✓"
 		}
 		fmt.Fprintf(&b, "%s %d. %s", mark, i+1, clipRunes(st.Content, 60))
-		if st.Result != "" {
-			fmt.Fprintf(&b, " — %s", clipRunes(st.Result, 80))
+		if r := strings.TrimSpace(strings.TrimPrefix(st.Result, stepDone)); !said[r] {
+			fmt.Fprintf(&b, " — %s", clipRunes(r, 80))
+			said[r] = true
 		}
 		b.WriteString("\n")
 	}
 	if len(f.Applied) == 0 {
 		b.WriteString("日程没有改动。\n")
 	} else {
-		fmt.Fprintf(&b, "已执行 %d 项修改:\n", len(f.Applied))
+		fmt.Fprintf(&b, "已执行 %d 项修改：\n", len(f.Applied))
 		for _, a := range f.Applied {
 			fmt.Fprintf(&b, "- %s\n", a)
 		}
@@ -244,9 +255,12 @@ func mechanicalSummary(f facts) string {
 		fmt.Fprintf(&b, "你拒绝了 %d 个方案。\n", f.Rejected)
 	}
 	m := f.Metrics
-	fmt.Fprintf(&b, "健康度 %.1f → %.1f(节奏 %.2f,松紧 %.2f,画像 %.2f,可行性 %.2f)", f.HealthBefore, f.HealthAfter, m.Rhythm, m.Tightness, m.Profile, m.Feasibility)
+	fmt.Fprintf(&b, "健康度 %.1f → %.1f（节奏 %.2f，松紧 %.2f，画像 %.2f，可行性 %.2f）", f.HealthBefore, f.HealthAfter, m.Rhythm, m.Tightness, m.Profile, m.Feasibility)
+	if f.Verdict != "" {
+		b.WriteString("\n" + f.Verdict)
+	}
 	if len(f.Issues) > 0 {
-		fmt.Fprintf(&b, "\n遗留问题:%s", strings.Join(f.Issues, ";"))
+		fmt.Fprintf(&b, "\n遗留问题：%s", strings.Join(f.Issues, "；"))
 	}
 	return b.String()
 }
@@ -390,15 +404,15 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 		_ = json.Unmarshal([]byte(calls[lastScan].args), &scanned)
 	}
 	if lastScan < 0 || lastChange > lastScan || !slices.Equal(scanned.Avoid, avoid) {
-		why := "诊断当前日程,拿到后端候选。"
+		why := "诊断当前日程，拿到后端候选。"
 		if len(avoid) > 0 {
-			why = "按要求避开" + dayList(avoid) + ",重新诊断。"
+			why = "按要求避开" + dayList(avoid) + "，重新诊断。"
 		}
 		return callTool(ToolAnalyzeHealth, healthArgs{Avoid: avoid}, why)
 	}
 	r := Analyze(sch, ScanOptions{Avoid: avoid})
 	if applied >= maxApplied {
-		return finish(fmt.Sprintf("本步已应用 %d 个候选。%s\n", applied, r.Verdict), "本步改动已经不少,先收尾。")
+		return finish(fmt.Sprintf("本步已应用 %d 个候选。%s\n", applied, r.Verdict), "本步改动已经不少，先收尾。")
 	}
 	rejected := map[int]bool{}
 	for _, c := range calls[lastScan+1:] {
@@ -409,16 +423,16 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 	}
 	for _, cand := range r.Candidates {
 		if !rejected[cand.Index] {
-			why := fmt.Sprintf("候选 #%d 增益 +%.2f(%s),是未被拒绝的候选中最好的。", cand.Index, cand.Gain, cand.Summary)
+			why := fmt.Sprintf("候选 #%d 增益 +%.2f（%s），是未被拒绝的候选中最好的。", cand.Index, cand.Gain, cand.Summary)
 			return callTool(ToolApplyCandidate, applyArgs{Index: cand.Index, Revision: r.Revision, Avoid: avoid}, why)
 		}
 	}
 	switch {
 	case len(rejected) > 0 && !asked:
-		return callTool(ToolAskUser, askArgs{Question: "这几个方案你都不满意。哪几天不方便安排?(例如「周三不行」;说「算了」就保持现状)"},
-			"候选都被拒绝了,问问用户的约束。")
+		return callTool(ToolAskUser, askArgs{Question: "这几个方案你都不满意。哪几天不方便安排？（例如「周三不行」；说「算了」就保持现状）"},
+			"候选都被拒绝了，问问用户的约束。")
 	case len(rejected) > 0:
-		return finish(OutcomeAbort+": 用户拒绝了所有候选,保持当前安排。\n", "没有可接受的候选,结束。")
+		return finish(OutcomeAbort+"：用户拒绝了所有候选，保持当前安排。\n", "没有可接受的候选，结束。")
 	}
-	return finish("本步完成。"+r.Verdict+"\n", "优化器已停滞,这一步完成。")
+	return finish(stepDone+r.Verdict+"\n", "优化器已停滞，这一步完成。")
 }

@@ -87,7 +87,7 @@ func TestHTTPChat(t *testing.T) {
 		t.Fatalf("request 1: %s %q, want the plan card", r.Status, r.Choices[0].Message.Content)
 	}
 	r = chat(t, url, "确认")
-	if r.Status != "interrupted" || !strings.Contains(r.Choices[0].Message.Content, "需要你确认:按任务类策略放置 10 项") {
+	if r.Status != "interrupted" || !strings.Contains(r.Choices[0].Message.Content, "需要你确认：按任务类策略放置 10 项") {
 		t.Fatalf("request 2: %s %q, want the tool card", r.Status, r.Choices[0].Message.Content)
 	}
 	for _, k := range []string{"status", "tool_call", "tool_result", "reasoning_text", "confirm_request"} {

@@ -42,7 +42,7 @@ func askJSON[T any](ctx context.Context, m llm.Model, system, user string, opts 
 		return zero, err
 	}
 	msgs := []llm.Message{
-		llm.System(system + "\n\n只输出一个 JSON 对象,放在 <DECISION></DECISION> 里,格式:\n" + schema.Format()),
+		llm.System(system + "\n\n只输出一个 JSON 对象，放在 <DECISION></DECISION> 里，格式：\n" + schema.Format()),
 		llm.User(user),
 	}
 	return contract.Ask[T](ctx, contract.Chat(m, &msgs, opts...), contract.WithRetries(2))
@@ -53,17 +53,17 @@ func briefing(sch *Schedule) string {
 	r := Analyze(sch, ScanOptions{Limit: 1})
 	var pending []string
 	for _, it := range sch.Pending() {
-		pending = append(pending, fmt.Sprintf("%s(%d节)", it.Name, it.Slots))
+		pending = append(pending, fmt.Sprintf("%s（%d节）", it.Name, it.Slots))
 	}
 	var classes []string
 	for _, c := range sch.Classes {
-		line := fmt.Sprintf("%s #%d:%s,难度 %d,偏好 %s,策略 %s", c.Name, c.ID, c.Profile.Subject, c.Profile.Difficulty, c.Profile.Prefer, c.Strategy)
+		line := fmt.Sprintf("%s #%d：%s，难度 %d，偏好 %s，策略 %s", c.Name, c.ID, c.Profile.Subject, c.Profile.Difficulty, c.Profile.Prefer, c.Strategy)
 		if len(c.ExcludedDays) > 0 {
-			line += ",屏蔽 " + dayList(c.ExcludedDays)
+			line += "，屏蔽 " + dayList(c.ExcludedDays)
 		}
 		classes = append(classes, line)
 	}
-	return fmt.Sprintf("窗口:从%s起 %d 天,每天 %d 节,每日任务上限 %d 节。\n任务类:%s\n待安排 %d 项:%s\n健康度 %.1f;%s",
+	return fmt.Sprintf("窗口：从%s起 %d 天，每天 %d 节，每日任务上限 %d 节。\n任务类：%s\n待安排 %d 项：%s\n健康度 %.1f；%s",
 		sch.DayName(0), sch.Window.Days, SlotsPerDay, sch.Window.DailyMax, strings.Join(classes, ";"),
 		len(pending), strings.Join(pending, "、"), r.Health, r.Verdict)
 }
@@ -72,7 +72,7 @@ func briefing(sch *Schedule) string {
 func (a *Agent) intent(ctx context.Context, s *State, sch *Schedule) (task bool, reply string) {
 	if a.cfg.Model != nil {
 		d, err := askJSON[chatDecision](ctx, a.cfg.Model, prompt("chat"),
-			"日程概况:\n"+briefing(sch)+"\n\n用户消息:"+s.Message, llm.WithTemperature(0.2), llm.WithMaxTokens(600))
+			"日程概况：\n"+briefing(sch)+"\n\n用户消息："+s.Message, llm.WithTemperature(0.2), llm.WithMaxTokens(600))
 		if err == nil {
 			return d.Intent == "task", cmpText(d.Reply, chatReply(sch))
 		}
@@ -87,9 +87,9 @@ func (a *Agent) intent(ctx context.Context, s *State, sch *Schedule) (task bool,
 // modelPlan is Plan with a model: a quick assessment, then for a complex
 // task a deeper plan with thinking on.
 func (a *Agent) modelPlan(ctx context.Context, s *State, sch *Schedule) (planDecision, error) {
-	user := fmt.Sprintf("用户请求:%s\n\n日程概况:\n%s", s.Plan.Goal, briefing(sch))
+	user := fmt.Sprintf("用户请求：%s\n\n日程概况：\n%s", s.Plan.Goal, briefing(sch))
 	if len(s.Notes) > 0 {
-		user += "\n\n之前的沟通:\n" + strings.Join(s.Notes, "\n")
+		user += "\n\n之前的沟通：\n" + strings.Join(s.Notes, "\n")
 	}
 	d, err := askJSON[planDecision](ctx, a.cfg.Model, prompt("plan"), user,
 		llm.WithTemperature(0.2), llm.WithMaxTokens(1600), llm.WithThinking(false))
@@ -97,7 +97,7 @@ func (a *Agent) modelPlan(ctx context.Context, s *State, sch *Schedule) (planDec
 		return d, fmt.Errorf("plan: %w", err)
 	}
 	if d.Action == planDone && (d.Complexity == "complex" || d.NeedThinking) {
-		graph.Emit(ctx, graph.KindStatus, "任务较复杂,深入规划")
+		graph.Emit(ctx, graph.KindStatus, "任务较复杂，深入规划")
 		deep, err := askJSON[planDecision](ctx, a.cfg.Model, prompt("plan")+"\n\n"+prompt("plan_deep"), user,
 			llm.WithMaxTokens(3200), llm.WithThinking(true))
 		if err == nil && deep.Action == planDone && len(deep.Steps) > 0 {
@@ -123,7 +123,7 @@ func (a *Agent) modelSummary(ctx context.Context, f facts) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	msgs := []llm.Message{llm.System(prompt("deliver")), llm.User("执行记录:\n" + string(b))}
+	msgs := []llm.Message{llm.System(prompt("deliver")), llm.User("执行记录：\n" + string(b))}
 	var text strings.Builder
 	for c, err := range a.cfg.Model.Stream(ctx, msgs, llm.WithTemperature(0.5), llm.WithMaxTokens(800)) {
 		if err != nil {

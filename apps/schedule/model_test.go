@@ -104,7 +104,7 @@ func TestModelChoosesCandidate(t *testing.T) {
 	}
 	res = p.say(t, "t", "确认", true)
 	req, args := toolCard(t, res)
-	if args.Index != 1 || req.Summary != fmt.Sprintf("%s(健康度 +%.2f)", want.Summary, want.Gain) {
+	if args.Index != 1 || req.Summary != fmt.Sprintf("%s（健康度 +%.2f）", want.Summary, want.Gain) {
 		t.Fatalf("card %+v %q, want candidate 1: %s", args, req.Summary, want.Summary)
 	}
 	if !sawCandidates {

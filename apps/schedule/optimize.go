@@ -233,7 +233,7 @@ func (c change) candidate(s *Schedule) Candidate {
 	}
 	a, o := &s.Items[c.i], &s.Items[c.j]
 	return Candidate{Op: OpSwap, Moves: []Placement{{Task: a.ID, Day: o.Day, Start: o.Start}, {Task: o.ID, Day: a.Day, Start: a.Start}},
-		Summary: fmt.Sprintf("交换 %s(%s)与 %s(%s)", a.Name, s.Where(a.Day, a.Start, a.Slots), o.Name, s.Where(o.Day, o.Start, o.Slots))}
+		Summary: fmt.Sprintf("交换 %s（%s）与 %s（%s）", a.Name, s.Where(a.Day, a.Start, a.Slots), o.Name, s.Where(o.Day, o.Start, o.Slots))}
 }
 
 // apply makes change c on the board.
@@ -351,11 +351,11 @@ func Analyze(s *Schedule, opt ScanOptions) Report {
 	r.ForcedImperfection = r.Stagnation && len(r.Issues) > 0
 	switch {
 	case !r.Stagnation:
-		r.Verdict = fmt.Sprintf("有 %d 个候选可以提升健康度,最好的 +%.2f:%s", len(r.Candidates), r.Candidates[0].Gain, r.Candidates[0].Summary)
+		r.Verdict = fmt.Sprintf("有 %d 个候选可以提升健康度，最好的 +%.2f：%s", len(r.Candidates), r.Candidates[0].Gain, r.Candidates[0].Summary)
 	case r.ForcedImperfection:
-		r.Verdict = fmt.Sprintf("已停滞:没有单步 move/swap 能再提升健康度(%.1f);剩余 %d 个问题属于强制不完美,需要放宽约束才能解决", r.Health, len(r.Issues))
+		r.Verdict = fmt.Sprintf("已停滞：没有哪一步移动或交换能再提升健康度（%.1f）；剩下的 %d 个问题在现有约束下无法解决，需要放宽约束", r.Health, len(r.Issues))
 	default:
-		r.Verdict = fmt.Sprintf("已收敛:健康度 %.1f,没有需要处理的问题", r.Health)
+		r.Verdict = fmt.Sprintf("已收敛：健康度 %.1f，没有需要处理的问题", r.Health)
 	}
 	return r
 }
@@ -402,17 +402,28 @@ func placeCandidates(s *Schedule, avoid []int, baseObj float64) []Candidate {
 	return out
 }
 
+// strategyName says a placement strategy in Chinese.
+func strategyName(s string) string {
+	if n, ok := map[string]string{Steady: "均匀分散", Rapid: "集中前置"}[s]; ok {
+		return n
+	}
+	return s
+}
+
 func placeSummary(t *Schedule, moves []Placement, strategy string) string {
 	var b strings.Builder
-	how := map[string]string{"": "按任务类策略", Steady: "均匀分散", Rapid: "集中前置"}[strategy]
-	fmt.Fprintf(&b, "%s放置 %d 项:", how, len(moves))
+	how := "按任务类策略"
+	if strategy != "" {
+		how = strategyName(strategy)
+	}
+	fmt.Fprintf(&b, "%s放置 %d 项：", how, len(moves))
 	for k, p := range moves {
 		if k == 4 {
-			fmt.Fprintf(&b, " 等(共 %d 项)", len(moves))
+			fmt.Fprintf(&b, " 等（共 %d 项）", len(moves))
 			break
 		}
 		if k > 0 {
-			b.WriteString(";")
+			b.WriteString("；")
 		}
 		it := t.Item(p.Task)
 		fmt.Fprintf(&b, "%s → %s", it.Name, t.Where(p.Day, p.Start, it.Slots))

@@ -257,7 +257,7 @@ func (s *Schedule) DayName(i int) string {
 		return fmt.Sprintf("第%d天", i+1)
 	}
 	d := s.Window.Day(i)
-	return fmt.Sprintf("%s(第%d周)", weekdayNames[d.DayOfWeek], d.Week)
+	return fmt.Sprintf("%s（第%d周）", weekdayNames[d.DayOfWeek], d.Week)
 }
 
 // Where names a position for people: "周三(第2周) 第3-4节".

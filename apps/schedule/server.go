@@ -170,13 +170,13 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 		}
 		switch {
 		case c.Kind == KindPlan:
-			return c.Text + "\n回复「确认」开始执行,「取消」重新规划(可以附上原因,比如「取消,周三不行」)。"
+			return c.Text + "\n回复「确认」开始执行，「取消」重新规划（可以附上原因，比如「取消，周三不行」）。"
 		case c.Kind == KindAskUser:
 			return c.Text
 		case c.Tool != "":
-			return "需要你确认:" + c.Summary + "\n回复「确认」执行,「取消」换一个方案(可以附上原因)。"
+			return "需要你确认：" + c.Summary + "\n回复「确认」执行，「取消」换一个方案（可以附上原因）。"
 		case c.Rounds > 0:
-			return fmt.Sprintf("本轮已用完预算(%d 轮)。进度:%s\n回复「继续」接着做,「结束」就此总结。", c.Rounds, c.Summary)
+			return fmt.Sprintf("本轮已用完预算（%d 轮）。进度：%s\n回复「继续」接着做，「结束」就此总结。", c.Rounds, c.Summary)
 		}
 		return string(pending.Payload)
 	}

@@ -216,7 +216,7 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 			return "", err
 		}
 		h0, h1 := Measure(before).Health(), Measure(after).Health()
-		result += fmt.Sprintf("(健康度 %.1f → %.1f,修订 %d)", h0, h1, before.Revision+1)
+		result += fmt.Sprintf("（健康度 %.1f → %.1f，修订 %d）", h0, h1, before.Revision+1)
 		err = a.cfg.Store.Commit(ctx, before, after, key, result)
 		if errors.Is(err, ErrConflict) && attempt < 3 {
 			continue
@@ -233,7 +233,7 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 func (a *Agent) describe(ctx context.Context, f func(s *Schedule) string) string {
 	s, err := a.load(ctx)
 	if err != nil {
-		return "(无法读取日程:" + err.Error() + ")"
+		return "（无法读取日程：" + err.Error() + "）"
 	}
 	return f(s)
 }
@@ -322,15 +322,15 @@ func (a *Agent) queryRange(ctx context.Context, args rangeArgs) (string, error) 
 		var what []string
 		if e := b.event[c]; e != 0 {
 			ev := s.Events[e-1]
-			what = append(what, fmt.Sprintf("%s(课程 #%d%s)", ev.Name, ev.ID, lockedText(ev.Locked)))
+			what = append(what, fmt.Sprintf("%s（课程 #%d%s）", ev.Name, ev.ID, lockedText(ev.Locked)))
 		}
 		if e := b.host[c]; e != 0 {
 			ev := s.Events[e-1]
-			what = append(what, fmt.Sprintf("%s(课程 #%d%s,可嵌入)", ev.Name, ev.ID, lockedText(ev.Locked)))
+			what = append(what, fmt.Sprintf("%s（课程 #%d%s，可嵌入）", ev.Name, ev.ID, lockedText(ev.Locked)))
 		}
 		if i := b.item[c]; i != 0 {
 			it := s.Items[i-1]
-			what = append(what, fmt.Sprintf("%s(任务 #%d)", it.Name, it.ID))
+			what = append(what, fmt.Sprintf("%s（任务 #%d）", it.Name, it.ID))
 		}
 		if len(what) == 0 {
 			what = []string{"空闲"}
@@ -342,7 +342,7 @@ func (a *Agent) queryRange(ctx context.Context, args rangeArgs) (string, error) 
 
 func lockedText(locked bool) string {
 	if locked {
-		return ",锁定"
+		return "，锁定"
 	}
 	return ""
 }
@@ -411,7 +411,7 @@ func (a *Agent) taskInfo(ctx context.Context, args taskArgs) (any, error) {
 	out := map[string]any{"task": itemOf(s, it), "class": s.Class(it.Class)}
 	b := newBoard(s)
 	if host := b.embedded(b.itemIndex[it.ID]); host != nil {
-		out["embedded_in"] = fmt.Sprintf("%s(课程 #%d)", host.Name, host.ID)
+		out["embedded_in"] = fmt.Sprintf("%s（课程 #%d）", host.Name, host.ID)
 	}
 	return out, nil
 }
@@ -446,7 +446,7 @@ func (a *Agent) applyCandidate(ctx context.Context, args applyArgs) (string, err
 		if err := c.Apply(s); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("已应用候选 #%d:%s", c.Index, c.Summary), nil
+		return fmt.Sprintf("已应用候选 #%d：%s", c.Index, c.Summary), nil
 	})
 }
 
@@ -454,9 +454,9 @@ func (a *Agent) describeCandidate(ctx context.Context, args applyArgs) string {
 	return a.describe(ctx, func(s *Schedule) string {
 		c, err := candidate(s, args)
 		if err != nil {
-			return fmt.Sprintf("应用候选 #%d(%v)", args.Index, err)
+			return fmt.Sprintf("应用候选 #%d（%v）", args.Index, err)
 		}
-		return fmt.Sprintf("%s(健康度 +%.2f)", c.Summary, c.Gain)
+		return fmt.Sprintf("%s（健康度 +%.2f）", c.Summary, c.Gain)
 	})
 }
 
@@ -469,7 +469,7 @@ func (a *Agent) place(ctx context.Context, args placeArgs) (string, error) {
 		if err := s.Place(ps...); err != nil {
 			return "", err
 		}
-		return "已放置:" + placementsText(s, ps), nil
+		return "已放置：" + placementsText(s, ps), nil
 	})
 }
 
@@ -484,7 +484,7 @@ func placementsText(s *Schedule, ps []Placement) string {
 		}
 		parts[i] = s.Label(p.Task) + " → " + s.Where(p.Day, p.Start, slots)
 	}
-	return strings.Join(parts, ";")
+	return strings.Join(parts, "；")
 }
 
 func (a *Agent) describePlace(ctx context.Context, args placeArgs) string {
@@ -502,7 +502,7 @@ func (a *Agent) move(ctx context.Context, args posArgs) (string, error) {
 		if err := s.Move(args.placement()); err != nil {
 			return "", err
 		}
-		return "已移动:" + placementsText(s, []Placement{args.placement()}), nil
+		return "已移动：" + placementsText(s, []Placement{args.placement()}), nil
 	})
 }
 
@@ -534,7 +534,7 @@ func (a *Agent) batchMove(ctx context.Context, args batchArgs) (string, error) {
 		if err := s.BatchMove(ps...); err != nil {
 			return "", err
 		}
-		return "已批量移动:" + placementsText(s, ps), nil
+		return "已批量移动：" + placementsText(s, ps), nil
 	})
 }
 
@@ -544,7 +544,7 @@ func (a *Agent) describeBatch(ctx context.Context, args batchArgs) string {
 		for i, p := range args.Moves {
 			ps[i] = p.placement()
 		}
-		return "批量移动(全部成功或全部不变)" + placementsText(s, ps)
+		return "批量移动（全部成功或全部不变）" + placementsText(s, ps)
 	})
 }
 
@@ -553,7 +553,7 @@ func (a *Agent) unplace(ctx context.Context, args taskArgs) (string, error) {
 		if err := s.Unplace(args.TaskID); err != nil {
 			return "", err
 		}
-		return "已取消放置 " + s.Label(args.TaskID) + ",它回到待安排", nil
+		return "已取消放置 " + s.Label(args.TaskID) + "，它回到待安排", nil
 	})
 }
 
@@ -611,12 +611,12 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 				moved++
 			}
 		}
-		out := fmt.Sprintf("已保存任务类 %s(#%d)", class.Name, class.ID)
+		out := fmt.Sprintf("已保存任务类 %s（#%d）", class.Name, class.ID)
 		if added > 0 {
-			out += fmt.Sprintf(",新增 %d 个待安排任务", added)
+			out += fmt.Sprintf("，新增 %d 个待安排任务", added)
 		}
 		if moved > 0 {
-			out += fmt.Sprintf(",%d 个任务因屏蔽日回到待安排", moved)
+			out += fmt.Sprintf("，%d 个任务因屏蔽日回到待安排", moved)
 		}
 		return out, nil
 	})
@@ -625,17 +625,17 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 func describeClass(c classArgs) string {
 	verb := "新建"
 	if c.ID != 0 {
-		verb = fmt.Sprintf("修改(#%d)", c.ID)
+		verb = fmt.Sprintf("修改（#%d）", c.ID)
 	}
 	out := fmt.Sprintf("%s任务类 %s", verb, c.Name)
 	if len(c.ExcludedDays) > 0 {
-		out += ",屏蔽 " + dayList(c.ExcludedDays)
+		out += "，屏蔽 " + dayList(c.ExcludedDays)
 	}
 	if c.Strategy != "" {
-		out += ",策略 " + c.Strategy
+		out += "，策略 " + strategyName(c.Strategy)
 	}
 	if c.AddItems != nil {
-		out += fmt.Sprintf(",新增 %d 个 %d 节的任务", c.AddItems.Count, c.AddItems.Slots)
+		out += fmt.Sprintf("，新增 %d 个 %d 节的任务", c.AddItems.Count, c.AddItems.Slots)
 	}
 	return out
 }
@@ -652,5 +652,5 @@ func (a *Agent) askUser(ctx context.Context, args askArgs) (string, error) {
 
 // answerText is how the model reads an answer to ask_user.
 func answerText(ans Answer) string {
-	return "用户回答:" + strings.TrimSpace(ans.Text)
+	return "用户回答：" + strings.TrimSpace(ans.Text)
 }
