@@ -1,10 +1,11 @@
 // Package report is the JasperReports template toolkit behind the report
 // designer: it checks templates (parse, byte-for-byte round trip through
-// header and bands, structural checks, XSD validation) and sums the
-// results over many files, as `loom report check` prints them.
+// header and bands, structural checks, XSD validation, rendering) and
+// sums the results over many files, as `loom report check` prints them.
 //
 // The model and the structural checks are in report/jrxml, schema
-// validation through xmllint in report/xsd.
+// validation through xmllint in report/xsd, layout and drawing in
+// report/render.
 package report
 
 import (
@@ -18,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/report/jrxml"
+	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/xsd"
 )
 
@@ -26,7 +28,17 @@ type Checker struct {
 	// Schema, when set, validates each template against the schemas it
 	// was made with; without it only the structural checks run.
 	Schema *xsd.Validator
+	// Raster, when set, renders each template with sample rows into Out:
+	// NAME-1.png… at DPI and NAME.pdf, NAME the file's name without its
+	// extension.
+	Raster *render.Rasterizer
+	Out    string
+	DPI    float64
 }
+
+// SampleRowCount is how many rows of sample values a template is
+// rendered with when it is checked.
+const SampleRowCount = 5
 
 // FileResult is what checking one file found.
 type FileResult struct {
@@ -37,6 +49,9 @@ type FileResult struct {
 	Parsed    bool `json:"parsed"`
 	RoundTrip bool `json:"roundtrip"`
 	Valid     bool `json:"valid"`
+	// Rendered: drawn as PNG pages and a PDF, Pages of them.
+	Rendered bool `json:"rendered"`
+	Pages    int  `json:"pages,omitempty"`
 	// Bands and Elements count the bands and the elements in them.
 	Bands    int `json:"bands"`
 	Elements int `json:"elements"`
@@ -84,7 +99,29 @@ func (c Checker) Check(ctx context.Context, path string) (FileResult, error) {
 	}
 	sort.SliceStable(r.Problems, func(i, j int) bool { return r.Problems[i].Line < r.Problems[j].Line })
 	r.Valid = len(jrxml.Errors(r.Problems)) == 0
+	if c.Raster != nil {
+		pages, err := c.render(doc, path)
+		if err != nil {
+			r.Problems = append(r.Problems, jrxml.Problem{Element: doc.Root.Name, Line: 1, Column: 1, Severity: jrxml.Error, Check: "render",
+				Message: err.Error(), Hint: "the output directory must be writable, and the font installed"})
+		}
+		r.Rendered, r.Pages = err == nil, pages
+	}
 	return r, nil
+}
+
+// render draws doc, from the file at path, with sample rows into c.Out,
+// and returns its page count.
+func (c Checker) render(doc *jrxml.Document, path string) (int, error) {
+	res := render.Layout(doc, render.SampleRows(doc, SampleRowCount), nil)
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if _, err := c.Raster.WritePNGs(res, c.DPI, c.Out, name); err != nil {
+		return 0, err
+	}
+	if err := render.WritePDFFile(filepath.Join(c.Out, name+".pdf"), res, render.FontPath()); err != nil {
+		return 0, err
+	}
+	return len(res.Pages), nil
 }
 
 // Summary sums the results of many files, in the shape `loom report
@@ -94,8 +131,8 @@ type Summary struct {
 	Parsed    int `json:"parsed"`
 	RoundTrip int `json:"roundtrip"`
 	Valid     int `json:"valid"`
-	// Rendered counts files rendered to PNG and PDF: 0, as long as the
-	// toolkit does not render.
+	// Rendered counts files rendered to PNG and PDF (0 without an
+	// output directory).
 	Rendered int         `json:"rendered"`
 	Errors   []FileError `json:"errors"`
 }
@@ -122,6 +159,9 @@ func (s *Summary) Add(r FileResult) {
 	}
 	if r.Valid {
 		s.Valid++
+	}
+	if r.Rendered {
+		s.Rendered++
 	}
 	for _, p := range jrxml.Errors(r.Problems) {
 		s.Errors = append(s.Errors, FileError{File: r.File, Line: p.Line, Column: p.Column, Element: p.Element, Message: p.Message, Hint: p.Hint, Check: p.Check})

@@ -128,3 +128,47 @@ func TestReportCheckBroken(t *testing.T) {
 		t.Errorf("help: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestReportRender renders the samples with loom report check --out, and
+// one template with rows from JSON with loom report render.
+func TestReportRender(t *testing.T) {
+	data := jrxmlData(t)
+	out := t.TempDir()
+	code, stdout, stderr := loom(t, "", "report", "check", "--out", out, "--dpi", "30", "--json", filepath.Join(data, "samples"))
+	s := lastJSON(t, stdout)
+	if code != 0 || s.Rendered != 97 {
+		t.Errorf("exit %d, rendered %d, stderr %s", code, s.Rendered, stderr)
+	}
+	pngs, _ := filepath.Glob(filepath.Join(out, "*-1.png"))
+	pdfs, _ := filepath.Glob(filepath.Join(out, "*.pdf"))
+	if len(pngs) != 97 || len(pdfs) != 97 {
+		t.Errorf("%d first pages and %d PDFs", len(pngs), len(pdfs))
+	}
+
+	dir := t.TempDir()
+	tpl := filepath.Join(dir, "list.jrxml")
+	os.WriteFile(tpl, []byte(`<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="list" pageWidth="595" pageHeight="200" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
+	<field name="name" class="java.lang.String"/>
+	<detail><band height="40"><textField><reportElement x="0" y="0" width="300" height="40"/><textFieldExpression><![CDATA[$F{name}]]></textFieldExpression></textField></band></detail>
+</jasperReport>`), 0o644)
+	rows := filepath.Join(dir, "rows.json")
+	os.WriteFile(rows, []byte(`[{"name":"一"},{"name":"二"},{"name":"三"},{"name":"四"},{"name":"五"}]`), 0o644)
+	code, stdout, stderr = loom(t, "", "report", "render", tpl, "--data", rows, "--png", filepath.Join(dir, "png"), "--pdf", filepath.Join(dir, "list.pdf"), "--dpi", "50")
+	// 160 points between the margins hold 4 bands of 40
+	if code != 0 || !strings.Contains(stdout, "5 rows, 2 pages") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, f := range []string{"png/list-1.png", "png/list-2.png", "list.pdf"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, args := range [][]string{{"report", "render", tpl}, {"report", "render", "--pdf", "x.pdf"}, {"report", "render", tpl, "--pdf", "x.pdf", "--dpi", "0"}} {
+		if code, _, stderr := loom(t, dir, args...); code != 2 {
+			t.Errorf("loom %q: exit %d, %s", args, code, stderr)
+		}
+	}
+	if code, _, stderr := loom(t, dir, "report", "render", tpl, "--pdf", "x.pdf", "--data", "missing.json"); code != 1 || !strings.Contains(stderr, "missing.json") {
+		t.Errorf("missing data: exit %d, %s", code, stderr)
+	}
+}

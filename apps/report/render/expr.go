@@ -163,6 +163,15 @@ func (p *exprParser) term() (any, error) {
 						b.WriteByte('\n')
 					case 't':
 						b.WriteByte('\t')
+					case 'u':
+						if j+4 < len(rest) {
+							if r, err := strconv.ParseUint(rest[j+1:j+5], 16, 32); err == nil {
+								b.WriteRune(rune(r))
+								j += 4
+								continue
+							}
+						}
+						b.WriteByte('u')
 					default:
 						b.WriteByte(rest[j])
 					}

@@ -95,6 +95,17 @@ func Layout(doc *jrxml.Document, rows []Row, params map[string]any) *Result {
 	if l.scope.Params == nil {
 		l.scope.Params = map[string]any{}
 	}
+	// parameters not given take their default values
+	for _, p := range r.Children {
+		name, _ := p.Attr("name")
+		if d := p.Child("defaultValueExpression"); p.Name == "parameter" && d != nil {
+			if _, given := l.scope.Params[name]; !given {
+				if v, err := Eval(d.Text(), l.scope); err == nil {
+					l.scope.Params[name] = v
+				}
+			}
+		}
+	}
 	l.run(r, rows)
 	return l.res
 }
@@ -182,6 +193,25 @@ func (l *layout) run(r *jrxml.Element, rows []Row) {
 	}
 	for i, row := range rows {
 		l.scope.Fields = row
+		// the outermost group whose value changed closes, with the groups
+		// inside it, on the previous row's values
+		changed := -1
+		for gi, g := range groups {
+			val, _ := Eval(g.expr, l.scope)
+			if !g.started || Format(val) != g.value {
+				changed = gi
+				break
+			}
+		}
+		if changed >= 0 && i > 0 {
+			l.scope.Fields = rows[i-1]
+			for gi := len(groups) - 1; gi >= changed; gi-- {
+				for _, b := range bandsOf(groups[gi].footer) {
+					l.band(b)
+				}
+			}
+			l.scope.Fields = row
+		}
 		l.scope.Vars["REPORT_COUNT"] = float64(i + 1)
 		for _, v := range vars {
 			val, err := Eval(v.expr, l.scope)
@@ -200,23 +230,7 @@ func (l *layout) run(r *jrxml.Element, rows []Row) {
 				}
 			}
 		}
-		// groups: the first whose value changed closes it and the inner ones
-		changed := -1
-		for gi, g := range groups {
-			val, _ := Eval(g.expr, l.scope)
-			if !g.started || Format(val) != g.value {
-				changed = gi
-				break
-			}
-		}
 		if changed >= 0 {
-			for gi := len(groups) - 1; gi >= changed; gi-- {
-				if groups[gi].started && i > 0 {
-					for _, b := range bandsOf(groups[gi].footer) {
-						l.band(b)
-					}
-				}
-			}
 			for gi := changed; gi < len(groups); gi++ {
 				val, _ := Eval(groups[gi].expr, l.scope)
 				groups[gi].value, groups[gi].started = Format(val), true
@@ -286,10 +300,14 @@ func (l *layout) headers() {
 	}
 }
 
-// footers prints the column footer and the page (or last page) footer at
-// the bottom of the current page.
+// footers prints the column footer (at the bottom of the current page, or
+// under its last band with isFloatColumnFooter) and the page (or last
+// page) footer at the bottom.
 func (l *layout) footers() {
 	y := l.footerTop()
+	if f, _ := l.root.Attr("isFloatColumnFooter"); f == "true" {
+		y = l.y // right under the last band printed
+	}
 	for _, b := range bandsOf(l.root.Child("columnFooter")) {
 		l.place(b, y)
 		y += height(b)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"os"
 
 	"github.com/signintech/gopdf"
 )
@@ -88,4 +89,17 @@ func pdfText(pdf *gopdf.GoPdf, it Item) error {
 		}
 	}
 	return nil
+}
+
+// WritePDFFile writes res as a PDF file at path.
+func WritePDFFile(path string, res *Result, fontPath string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	err = WritePDF(f, res, fontPath)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("render: write %s: %w", path, cerr)
+	}
+	return err
 }

@@ -5,7 +5,10 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
+	"image/png"
 	"math"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/opentype"
@@ -113,4 +116,26 @@ func (r *Rasterizer) text(img *image.RGBA, it Item, s float64) {
 			d.DrawString(l.text)
 		}
 	}
+}
+
+// WritePNGs draws every page of res at dpi into dir as NAME-1.png,
+// NAME-2.png… and returns their paths.
+func (r *Rasterizer) WritePNGs(res *Result, dpi float64, dir, name string) ([]string, error) {
+	var paths []string
+	for i := range res.Pages {
+		p := filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, i+1))
+		f, err := os.Create(p)
+		if err != nil {
+			return paths, fmt.Errorf("render: %w", err)
+		}
+		err = png.Encode(f, r.Page(res, i, dpi))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return paths, fmt.Errorf("render: write %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
 }
