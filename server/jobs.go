@@ -196,7 +196,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	j.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: s.opts.Workers}},
 		Workers:              workers,
-		JobTimeout:           -1, // a live replica beats for its jobs (see beat); steps have their own timeouts
+		JobTimeout:           s.opts.RescueAfter, // see threadWorker.Timeout
 		RescueStuckJobsAfter: s.opts.RescueAfter,
 		RetryPolicy:          retrySoon{},
 		FetchCooldown:        min(poll, river.FetchCooldownDefault),

@@ -27,10 +27,26 @@ type threadWorker struct {
 	j *jobs
 }
 
-// Timeout implements river.Worker: an attempt has no bound of the
-// queue's; it ends at the first step boundary after its lease, and beats
-// meanwhile (see beat).
-func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return -1 }
+// Timeout implements river.Worker. River uses it twice: as the deadline
+// of an attempt's context, and, with RescueStuckJobsAfter, for how long a
+// job must have gone without being attempted before the rescuer takes it
+// (a negative timeout would mean never). Work keeps the second and
+// drops the first: an attempt ends at the first step boundary after its
+// lease, however long its steps take, and beats meanwhile (see beat).
+func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return w.j.s.opts.RescueAfter }
+
+// withoutDeadline returns a context with parent's values that is
+// cancelled when parent is, except when parent merely passed its
+// deadline.
+func withoutDeadline(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	stop := context.AfterFunc(parent, func() {
+		if cause := context.Cause(parent); !errors.Is(cause, context.DeadlineExceeded) {
+			cancel(cause)
+		}
+	})
+	return ctx, func() { stop(); cancel(nil) }
+}
 
 // beat tells the queue that this replica is alive and works job, every
 // RescueAfter/5, until ctx is done: River's rescuer takes a running job
@@ -59,6 +75,8 @@ const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AN
 // Work implements river.Worker.
 func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) error {
 	j := w.j
+	ctx, done := withoutDeadline(ctx)
+	defer done()
 	lease := time.Now().Add(j.s.opts.Lease)
 	beating, stopBeat := context.WithCancel(ctx)
 	defer stopBeat()
