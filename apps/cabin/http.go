@@ -279,13 +279,11 @@ func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) 
 // id: not finding it (another key's is not found either) says so in
 // those words.
 func writeFound(w http.ResponseWriter, v any, err error, what, id string) {
-	if err == nil {
-		writeJSON(w, http.StatusOK, v)
-		return
-	}
-	if status, _ := classify(err); status == http.StatusNotFound {
-		writeError(w, status, httpError{"not_found", fmt.Sprintf("%s %s not found", what, id)})
-		return
+	if err != nil {
+		if status, _ := classify(err); status == http.StatusNotFound {
+			writeError(w, status, httpError{"not_found", fmt.Sprintf("%s %s not found", what, id)})
+			return
+		}
 	}
 	writeResult(w, v, err)
 }
