@@ -17,12 +17,6 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-// Every store keeps each API key's data apart: the vehicles, orders and
-// hand-offs of one are those of the key behind the context
-// (server.Caller: the key that runs the graph in Loom's server, or that
-// called the agent's own endpoints), "" without keys. A key that uses the
-// orders for the first time starts with the sample orders (SampleOrders).
-
 // VehicleStore keeps the simulated vehicles' state, per API key.
 type VehicleStore interface {
 	// Vehicle returns vehicle id; one never changed has the default state.
@@ -49,6 +43,12 @@ type OrderStore interface {
 
 // Store keeps everything the simulated backends own. SQLStore keeps it in
 // Loom's database; MemoryStore in memory.
+//
+// A store keeps each API key's data apart: the vehicles, orders and
+// hand-offs of a call are those of the key behind its context
+// (server.Caller: the key that runs the graph in Loom's server, or that
+// called the agent's own endpoints), "" without keys. A key that uses the
+// orders for the first time starts with the sample orders (SampleOrders).
 type Store interface {
 	VehicleStore
 	OrderStore
