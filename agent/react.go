@@ -79,6 +79,10 @@ type PauseRequest struct {
 type PauseAnswer struct {
 	Continue bool   `json:"continue"`
 	Message  string `json:"message,omitempty"`
+	// Accept and Note are Continue and Message as a confirm card answers
+	// ({"accept": true, "note": "…"}), as the web page does.
+	Accept bool   `json:"accept,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
 
 // Config configures a ReAct loop.
@@ -417,11 +421,11 @@ func (r *react) pause(ctx context.Context, st *State) error {
 	}
 	sum := st.PauseSummary
 	st.PauseSummary, st.Stretch = "", 0
-	if !ans.Continue {
+	if !ans.Continue && !ans.Accept {
 		st.Answer = sum
 		return nil
 	}
-	st.Messages = append(st.Messages, llm.User(orDefault(ans.Message, "Continue.")))
+	st.Messages = append(st.Messages, llm.User(orDefault(ans.Message, orDefault(ans.Note, "Continue."))))
 	return nil
 }
 

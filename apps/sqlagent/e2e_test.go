@@ -348,3 +348,43 @@ func askDefog(t *testing.T, url string) {
 		t.Errorf("known %+v", st.Known)
 	}
 }
+
+// TestPauseAnsweredByTheCard: the web page answers the pause with its
+// confirm card, {"accept": true, "note": …}, through the LangGraph API:
+// that continues, with the note as the instruction; a reject ends the turn
+// with the progress summary as the answer.
+func TestPauseAnsweredByTheCard(t *testing.T) {
+	dir := t.TempDir()
+	model := llmtest.New(t,
+		callTool("list_tables", map[string]any{}), callTool("list_tables", map[string]any{}),
+		llmtest.Text("Listed the tables twice."),
+		finish("There are six tables."),
+		callTool("list_tables", map[string]any{}), callTool("list_tables", map[string]any{}),
+		llmtest.Text("Listed them again."),
+	)
+	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db"), Budget: 2})
+	if reply := l.chat("card", "How many tables?"); !strings.Contains(reply, "Listed the tables twice.") {
+		t.Fatalf("pause: %s", reply)
+	}
+	resume := func(v map[string]any) sqlagent.State {
+		code, b := l.do(keyA, "POST", "/threads/card/runs/wait", map[string]any{"assistant_id": "sqlagent", "command": map[string]any{"resume": v}})
+		var st sqlagent.State
+		if err := json.Unmarshal(b, &st); code != 200 || err != nil {
+			t.Fatalf("resume %v: %d %s", v, code, b)
+		}
+		return st
+	}
+	st := resume(map[string]any{"accept": true, "note": "just count them"})
+	if st.Answer == nil || !strings.HasPrefix(st.Answer.Text, "There are six tables.") {
+		t.Errorf("after accept: %+v", st.Answer)
+	}
+	if last := model.Requests()[3].Messages(); last[len(last)-1].Content != "just count them" {
+		t.Errorf("round 3 ends with %q, want the note", last[len(last)-1].Content)
+	}
+	if reply := l.chat("card", "And again?"); !strings.Contains(reply, "Listed them again.") {
+		t.Fatalf("second pause: %s", reply)
+	}
+	if st := resume(map[string]any{"accept": false}); st.Answer == nil || st.Answer.Text != "Listed them again." {
+		t.Errorf("after reject: %+v", st.Answer)
+	}
+}
