@@ -85,7 +85,7 @@ func demoReply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	}
 	switch {
 	case pending != nil:
-		b.WriteString(`Reply "yes" to approve or "no" to reject (a note may follow).`)
+		b.WriteString(`Reply "yes" to approve, or "no" to reject with a reason after it ("no, too long").`)
 	case d.Note != "":
 		b.WriteString("Note: " + d.Note)
 	}
