@@ -135,6 +135,10 @@ func TestBrowserPage(t *testing.T) {
 	if !strings.HasPrefix(raw, "{\n  \"") && !strings.HasPrefix(raw, "[\n  ") {
 		t.Errorf("the raw toggle shows %q, want indented JSON", raw[:min(len(raw), 40)])
 	}
+	// The heuristics' reasoning is Chinese: counted in characters.
+	if got := eval[string](b, `(() => { const c = document.querySelector('.reasoning .count'); return c.dataset.unit + ' ' + c.textContent.endsWith(c.dataset.n + ' 字'); })()`); got != "chars true" {
+		t.Errorf("the reasoning's count: %q, want characters, said in 字", got)
+	}
 	if got := b.text(`.card.tool-call code`); got != "get_overview" {
 		t.Errorf("the first tool call names %q", got)
 	}

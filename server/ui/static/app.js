@@ -243,9 +243,9 @@ function rawView(v) {
 }
 
 // A field is an internal one when its key names a mechanism (type, kind,
-// an id, a tool and its arguments) or its value is a machine name such as
+// an id, a tool and its arguments, slots) or its value is a machine name such as
 // ask_confirmation or plugin.order.query.
-const internalKey = /^(type|kind|intent|id|tool|name|args|arguments|revision|index|node|step|schema)$|_id$/;
+const internalKey = /^(type|kind|intent|id|tool|name|args|arguments|revision|index|node|step|schema)$|_id$|(^|_)slots?$/;
 const machineName = /^[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+$/;
 const isInternal = (k, v) => internalKey.test(k) || (typeof v === 'string' && machineName.test(v));
 
