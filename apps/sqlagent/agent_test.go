@@ -248,27 +248,3 @@ func TestReadSources(t *testing.T) {
 		}
 	}
 }
-
-func TestChatAnswer(t *testing.T) {
-	pause := &checkpoint.Interrupt{ID: "i", Node: "pause", Payload: json.RawMessage(`{"summary":"s","rounds":12}`)}
-	for _, c := range []struct {
-		text string
-		want string // "" means an error: asked again
-	}{
-		{"继续", `{"continue":true}`},
-		{"continue", `{"continue":true}`},
-		{"好的", `{"continue":true}`},
-		{"停止", `{"continue":false}`},
-		{"no", `{"continue":false}`},
-		{`{"continue":true,"message":"look at refunds"}`, `{"continue":true,"message":"look at refunds"}`},
-		{"也许吧？", ""},
-	} {
-		got, err := sqlagent.ChatAnswer(c.text, pause)
-		switch {
-		case c.want == "" && err == nil:
-			t.Errorf("%q: %s, want it asked again", c.text, got)
-		case c.want != "" && (err != nil || string(got) != c.want):
-			t.Errorf("%q: %s %v, want %s", c.text, got, err, c.want)
-		}
-	}
-}

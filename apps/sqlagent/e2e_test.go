@@ -351,8 +351,8 @@ func askDefog(t *testing.T, url string) {
 
 // TestPauseAnsweredByTheCard: the web page answers the pause with its
 // confirm card, {"accept": true, "note": …}, through the LangGraph API:
-// that continues, with the note as the instruction; a reject ends the turn
-// with the progress summary as the answer.
+// that continues, with the note as the instruction. In chat, "停止" ends
+// the turn with the progress summary as the answer.
 func TestPauseAnsweredByTheCard(t *testing.T) {
 	dir := t.TempDir()
 	model := llmtest.New(t,
@@ -384,7 +384,8 @@ func TestPauseAnsweredByTheCard(t *testing.T) {
 	if reply := l.chat("card", "And again?"); !strings.Contains(reply, "Listed them again.") {
 		t.Fatalf("second pause: %s", reply)
 	}
-	if st := resume(map[string]any{"accept": false}); st.Answer == nil || st.Answer.Text != "Listed them again." {
-		t.Errorf("after reject: %+v", st.Answer)
+	// Asked in chat, "停止" stops.
+	if reply := l.chat("card", "停止"); reply != "Listed them again." {
+		t.Errorf("after 停止: %q", reply)
 	}
 }

@@ -92,7 +92,11 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
-		Answer:   ChatAnswer,
+		// A chat reply to the pause at the round budget is read by the
+		// server's consent reader (server.DefaultAnswer): "继续",
+		// "continue", "好的" … continue; "停止", "no" … stop with the
+		// progress summary as the answer; anything else is asked again.
+		// Its {"accept", "note"} is an agent.PauseAnswer.
 	}
 }
 
@@ -150,29 +154,6 @@ func demoPath(path string) string {
 // FromChat turns a chat message into a run's input: the question.
 func FromChat(text string) (json.RawMessage, error) {
 	return json.Marshal(map[string]string{"question": strings.TrimSpace(text)})
-}
-
-// ChatAnswer turns a chat reply to the pause at the round budget into
-// its answer. The reply is read by the server's consent reader
-// (server.DefaultAnswer): "继续", "continue", "好的", "go on" … continue,
-// "停止", "no" … stop with the progress summary as the answer, and a reply
-// that is neither is asked again. A JSON object is the answer itself
-// ({"continue": true, "message": "look at refunds too"}).
-func ChatAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
-	raw, err := server.DefaultAnswer(text, pending)
-	if err != nil {
-		return nil, err
-	}
-	var v map[string]any
-	if json.Unmarshal(raw, &v) != nil {
-		return raw, nil
-	}
-	if _, ok := v["continue"]; ok {
-		return raw, nil
-	}
-	accept, _ := v["accept"].(bool)
-	note, _ := v["note"].(string)
-	return json.Marshal(agent.PauseAnswer{Continue: accept, Message: note})
 }
 
 // Reply is the assistant's text for a run: the answer with its SQL and
