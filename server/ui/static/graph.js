@@ -328,15 +328,24 @@ export function layout(spec, { measure = (s, cls) => estimateWidth(s, cls === 'e
   return { nodes, edges: routed, width, height, crossings: bestC };
 }
 
-// smooth draws a path through points as vertical S-curves.
+// smooth draws a path through points as a Catmull-Rom spline (cubic
+// Bézier pieces), leaving and entering its nodes vertically.
 function smooth(pts) {
+  const dir = Math.sign(pts[pts.length - 1][1] - pts[0][1]); // down or up
+  const tan = pts.map((p, i) => {
+    if (i === 0 || i === pts.length - 1) {
+      const q = pts[i === 0 ? 1 : i - 1];
+      return [0, dir * Math.abs(q[1] - p[1])];
+    }
+    return [(pts[i + 1][0] - pts[i - 1][0]) / 2, (pts[i + 1][1] - pts[i - 1][1]) / 2];
+  });
   let d = `M${r1(pts[0][0])} ${r1(pts[0][1])}`;
   for (let i = 1; i < pts.length; i++) {
     const [x0, y0] = pts[i - 1];
     const [x1, y1] = pts[i];
-    if (x0 === x1) { d += ` L${r1(x1)} ${r1(y1)}`; continue; }
-    const my = (y0 + y1) / 2;
-    d += ` C${r1(x0)} ${r1(my)} ${r1(x1)} ${r1(my)} ${r1(x1)} ${r1(y1)}`;
+    const c0 = [x0 + tan[i - 1][0] / 3, y0 + tan[i - 1][1] / 3];
+    const c1 = [x1 - tan[i][0] / 3, y1 - tan[i][1] / 3];
+    d += ` C${r1(c0[0])} ${r1(c0[1])} ${r1(c1[0])} ${r1(c1[1])} ${r1(x1)} ${r1(y1)}`;
   }
   return d;
 }
