@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"image/color"
 	"io"
 	"os"
 
@@ -20,40 +19,10 @@ func WritePDF(w io.Writer, res *Result, fontPath string) error {
 	if err := pdf.AddTTFFont("f", fontPath); err != nil {
 		return fmt.Errorf("render: embed font %s: %w", fontPath, err)
 	}
-	fill := func(x, y, w, h float64, c color.RGBA) {
-		pdf.SetFillColor(c.R, c.G, c.B)
-		pdf.RectFromUpperLeftWithStyle(x, y, w, h, "F")
-	}
 	for _, p := range res.Pages {
 		pdf.AddPage()
-		for _, it := range p.Items {
-			st := it.Style
-			switch it.Kind {
-			case Rect, Text, Placeholder:
-				for _, a := range fills(it) {
-					fill(a.x, a.y, a.w, a.h, a.c)
-				}
-				if it.Kind != Rect {
-					if err := pdfText(pdf, it); err != nil {
-						return err
-					}
-				}
-			case Line:
-				pdf.SetStrokeColor(st.Fore.R, st.Fore.G, st.Fore.B)
-				pdf.SetLineWidth(st.LineWidth)
-				switch {
-				case it.H <= 1:
-					pdf.Line(it.X, it.Y, it.X+it.W, it.Y)
-				case it.W <= 1:
-					pdf.Line(it.X, it.Y, it.X, it.Y+it.H)
-				default:
-					pdf.Line(it.X, it.Y, it.X+it.W, it.Y+it.H)
-				}
-			case Ellipse:
-				pdf.SetStrokeColor(st.Fore.R, st.Fore.G, st.Fore.B)
-				pdf.SetLineWidth(st.LineWidth)
-				pdf.Oval(it.X, it.Y, it.X+it.W, it.Y+it.H)
-			}
+		if err := drawItems(pdfCanvas{pdf}, p.Items); err != nil {
+			return err
 		}
 	}
 	if err := pdf.Write(w); err != nil {
@@ -62,7 +31,38 @@ func WritePDF(w io.Writer, res *Result, fontPath string) error {
 	return nil
 }
 
-func pdfText(pdf *gopdf.GoPdf, it Item) error {
+// pdfCanvas draws on the PDF's current page.
+type pdfCanvas struct{ pdf *gopdf.GoPdf }
+
+func (c pdfCanvas) fill(a area) {
+	c.pdf.SetFillColor(a.c.R, a.c.G, a.c.B)
+	c.pdf.RectFromUpperLeftWithStyle(a.x, a.y, a.w, a.h, "F")
+}
+
+func (c pdfCanvas) pen(st Style) {
+	c.pdf.SetStrokeColor(st.Fore.R, st.Fore.G, st.Fore.B)
+	c.pdf.SetLineWidth(st.LineWidth)
+}
+
+func (c pdfCanvas) line(it Item) {
+	c.pen(it.Style)
+	switch {
+	case it.H <= 1:
+		c.pdf.Line(it.X, it.Y, it.X+it.W, it.Y)
+	case it.W <= 1:
+		c.pdf.Line(it.X, it.Y, it.X, it.Y+it.H)
+	default:
+		c.pdf.Line(it.X, it.Y, it.X+it.W, it.Y+it.H)
+	}
+}
+
+func (c pdfCanvas) ellipse(it Item) {
+	c.pen(it.Style)
+	c.pdf.Oval(it.X, it.Y, it.X+it.W, it.Y+it.H)
+}
+
+func (c pdfCanvas) text(it Item) error {
+	pdf := c.pdf
 	it = textStyle(it)
 	st := it.Style
 	if st.FontSize <= 0 {

@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 	"image"
-	"image/color"
 	"image/draw"
 	"image/png"
 	"math"
@@ -53,62 +52,64 @@ func (r *Rasterizer) Page(res *Result, p int, dpi float64) *image.RGBA {
 	s := dpi / 72
 	img := image.NewRGBA(image.Rect(0, 0, int(math.Ceil(res.Width*s)), int(math.Ceil(res.Height*s))))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	px := func(v float64) int { return int(math.Round(v * s)) }
-	fill := func(x, y, w, h float64, c color.RGBA) {
-		rect := image.Rect(px(x), px(y), px(x+w), px(y+h))
-		if rect.Dx() == 0 {
-			rect.Max.X++
-		}
-		if rect.Dy() == 0 {
-			rect.Max.Y++
-		}
-		draw.Draw(img, rect, image.NewUniform(c), image.Point{}, draw.Over)
-	}
-	for _, it := range res.Pages[p].Items {
-		st := it.Style
-		switch it.Kind {
-		case Rect, Text, Placeholder:
-			for _, a := range fills(it) {
-				fill(a.x, a.y, a.w, a.h, a.c)
-			}
-			if it.Kind != Rect {
-				r.text(img, it, s)
-			}
-		case Line:
-			lw := st.LineWidth
-			switch {
-			case it.H <= 1:
-				fill(it.X, it.Y, it.W, lw, st.Fore)
-			case it.W <= 1:
-				fill(it.X, it.Y, lw, it.H, st.Fore)
-			default:
-				n := int(math.Max(it.W, it.H) * s)
-				for i := 0; i <= n; i++ {
-					t := float64(i) / float64(n)
-					img.Set(px(it.X+t*it.W), px(it.Y+t*it.H), st.Fore)
-				}
-			}
-		case Ellipse:
-			cx, cy, rx, ry := it.X+it.W/2, it.Y+it.H/2, it.W/2, it.H/2
-			n := int(2 * math.Pi * math.Max(rx, ry) * s)
-			for i := 0; i < n; i++ {
-				a := 2 * math.Pi * float64(i) / float64(n)
-				img.Set(px(cx+rx*math.Cos(a)), px(cy+ry*math.Sin(a)), st.Fore)
-			}
-		}
-	}
+	_ = drawItems(&imageCanvas{r: r, img: img, s: s}, res.Pages[p].Items) // drawing an image does not fail
 	return img
 }
 
-func (r *Rasterizer) text(img *image.RGBA, it Item, s float64) {
+// imageCanvas draws on an image at s pixels a point.
+type imageCanvas struct {
+	r   *Rasterizer
+	img *image.RGBA
+	s   float64
+}
+
+func (c *imageCanvas) px(v float64) int { return int(math.Round(v * c.s)) }
+
+func (c *imageCanvas) fill(a area) {
+	rect := image.Rect(c.px(a.x), c.px(a.y), c.px(a.x+a.w), c.px(a.y+a.h))
+	if rect.Dx() == 0 {
+		rect.Max.X++
+	}
+	if rect.Dy() == 0 {
+		rect.Max.Y++
+	}
+	draw.Draw(c.img, rect, image.NewUniform(a.c), image.Point{}, draw.Over)
+}
+
+func (c *imageCanvas) line(it Item) {
+	st := it.Style
+	switch {
+	case it.H <= 1:
+		c.fill(area{it.X, it.Y, it.W, st.LineWidth, st.Fore})
+	case it.W <= 1:
+		c.fill(area{it.X, it.Y, st.LineWidth, it.H, st.Fore})
+	default:
+		n := int(math.Max(it.W, it.H) * c.s)
+		for i := 0; i <= n; i++ {
+			t := float64(i) / float64(n)
+			c.img.Set(c.px(it.X+t*it.W), c.px(it.Y+t*it.H), st.Fore)
+		}
+	}
+}
+
+func (c *imageCanvas) ellipse(it Item) {
+	cx, cy, rx, ry := it.X+it.W/2, it.Y+it.H/2, it.W/2, it.H/2
+	n := int(2 * math.Pi * math.Max(rx, ry) * c.s)
+	for i := 0; i < n; i++ {
+		a := 2 * math.Pi * float64(i) / float64(n)
+		c.img.Set(c.px(cx+rx*math.Cos(a)), c.px(cy+ry*math.Sin(a)), it.Style.Fore)
+	}
+}
+
+func (c *imageCanvas) text(it Item) error {
 	it = textStyle(it)
 	st := it.Style
-	face := r.face(st.FontSize * s)
-	measure := func(t string) float64 { return float64(font.MeasureString(face, t)) / 64 / s }
+	face := c.r.face(st.FontSize * c.s)
+	measure := func(t string) float64 { return float64(font.MeasureString(face, t)) / 64 / c.s }
 	asc := float64(face.Metrics().Ascent) / 64
-	d := font.Drawer{Dst: img, Src: image.NewUniform(st.Fore), Face: face}
+	d := font.Drawer{Dst: c.img, Src: image.NewUniform(st.Fore), Face: face}
 	for _, l := range textLines(it, measure) {
-		base := fixed.P(int(math.Round(l.x*s)), int(math.Round(l.y*s+asc)))
+		base := fixed.P(c.px(l.x), int(math.Round(l.y*c.s+asc)))
 		d.Dot = base
 		d.DrawString(l.text)
 		if st.Bold {
@@ -116,6 +117,7 @@ func (r *Rasterizer) text(img *image.RGBA, it Item, s float64) {
 			d.DrawString(l.text)
 		}
 	}
+	return nil
 }
 
 // WritePNGs draws every page of res at dpi into dir as NAME-1.png,

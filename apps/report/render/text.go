@@ -98,6 +98,36 @@ func textLines(it Item, measure func(string) float64) []line {
 	return out
 }
 
+// canvas is what pages are drawn on: an image or a PDF page, in points.
+type canvas interface {
+	fill(a area)
+	line(it Item)
+	ellipse(it Item)
+	text(it Item) error
+}
+
+// drawItems draws items on c in order: backgrounds and borders, then text.
+func drawItems(c canvas, items []Item) error {
+	for _, it := range items {
+		switch it.Kind {
+		case Rect, Text, Placeholder:
+			for _, a := range fills(it) {
+				c.fill(a)
+			}
+			if it.Kind != Rect {
+				if err := c.text(it); err != nil {
+					return err
+				}
+			}
+		case Line:
+			c.line(it)
+		case Ellipse:
+			c.ellipse(it)
+		}
+	}
+	return nil
+}
+
 // area is a filled rectangle in points.
 type area struct {
 	x, y, w, h float64
