@@ -167,8 +167,7 @@ function userMessage(text) {
 function setStatus(kind) {
   document.body.dataset.run = kind;
   ui.status.dataset.status = kind;
-  ui.status.dataset.i18n = 'status.' + kind;
-  ui.status.textContent = t('status.' + kind);
+  setMsg(ui.status, 'status.' + kind);
 }
 
 // setMsg shows message key (with params) in e, and keeps the key for a
