@@ -6,24 +6,15 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/loomkit/loom/datasource/datasourcetest"
 	"github.com/loomkit/loom/store/storetest"
 )
-
-// EnvMySQL names the variable with the test MySQL or MariaDB server's URL.
-const EnvMySQL = "LOOM_TEST_MYSQL_URL"
-
-// DefaultMySQL is the test server when EnvMySQL is not set.
-const DefaultMySQL = "mysql://root@127.0.0.1:3306/"
 
 // engine is a database of the test's own on one engine.
 type engine struct {
@@ -97,79 +88,10 @@ func postgresEngine(t testing.TB) engine {
 	return e
 }
 
-var mysqlReach struct {
-	once sync.Once
-	url  string
-	err  error
-}
-
-// mysqlConfig turns a mysql:// URL into the driver's configuration.
-func mysqlConfig(t testing.TB, raw string) *mysql.Config {
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatalf("%s: %v", EnvMySQL, err)
-	}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	cfg.ParseTime = true
-	return cfg
-}
-
 func mysqlEngine(t testing.TB) engine {
-	mysqlReach.once.Do(func() {
-		mysqlReach.url = os.Getenv(EnvMySQL)
-		if mysqlReach.url == "" {
-			mysqlReach.url = DefaultMySQL
-		}
-		cfg := mysqlConfig(t, mysqlReach.url)
-		cfg.Timeout = 5 * time.Second
-		db, err := sql.Open("mysql", cfg.FormatDSN())
-		if err == nil {
-			err = db.Ping()
-			db.Close()
-		}
-		mysqlReach.err = err
-	})
-	if mysqlReach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MySQL unreachable under CI=true (set %s, default %s): %v", EnvMySQL, DefaultMySQL, mysqlReach.err)
-		}
-		t.Skipf("MySQL unreachable; set %s to a reachable server (default %s): %v", EnvMySQL, DefaultMySQL, mysqlReach.err)
-	}
-	var b [6]byte
-	rand.Read(b[:])
-	name := "loomtest_" + hex.EncodeToString(b[:])
-	cfg := mysqlConfig(t, mysqlReach.url)
-	root, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		root, err := sql.Open("mysql", mysqlConfig(t, mysqlReach.url).FormatDSN())
-		if err == nil {
-			_, err = root.Exec("DROP DATABASE " + name)
-			root.Close()
-		}
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	cfg.DBName = name
-	db, err := sql.Open("mysql", cfg.FormatDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	u, _ := url.Parse(mysqlReach.url)
-	u.Path = "/" + name
-	e := engine{dialect: MySQL, url: u.String(), admin: db}
+	u, db := datasourcetest.Database(t)
+	name := strings.TrimPrefix(u[strings.LastIndex(u, "/"):], "/")
+	e := engine{dialect: MySQL, url: u, admin: db}
 	e.setup(t)
 	// The least-privilege account of the README: SELECT and SHOW VIEW on
 	// this database only.
@@ -190,7 +112,7 @@ func mysqlEngine(t testing.TB) engine {
 			t.Errorf("drop user: %v", err)
 		}
 	})
-	ru := *u
+	ru, _ := url.Parse(u)
 	ru.User = url.UserPassword(user, pass)
 	e.roURL = ru.String()
 	return e

@@ -171,7 +171,7 @@ func TestTimeout(t *testing.T) {
 func TestHugeResultStopsAtTheCap(t *testing.T) {
 	ctx := context.Background()
 	huge := map[Dialect]string{
-		SQLite:   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000) SELECT i FROM n",
+		SQLite: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000) SELECT i FROM n",
 		// Two small series joined stream their 10,000,000 rows (one series
 		// of that size would be materialised first).
 		Postgres: "SELECT a * 10000 + b AS i FROM generate_series(0, 999) a, generate_series(1, 10000) b",
