@@ -214,7 +214,10 @@ func Parse(src []byte) (*Document, error) {
 			stack = append(stack, e)
 			selfClosing = end >= 2 && src[end-2] == '/'
 		case xml.EndElement:
-			top := stack[len(stack)-1] // RawToken refuses an end tag with nothing open
+			if len(stack) == 0 {
+				return nil, doc.problemAt(off, t.Name.Local, "</%s> closes nothing", "remove the stray end tag", qname(t.Name.Space, t.Name.Local))
+			}
+			top := stack[len(stack)-1]
 			if selfClosing {
 				top.ContentEnd, top.End = top.ContentStart, top.ContentStart
 				selfClosing = false

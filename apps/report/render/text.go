@@ -48,14 +48,26 @@ func lineHeight(size float64) float64 { return size * 1.2 }
 func textLines(it Item, measure func(string) float64) []line {
 	st := it.Style
 	maxW := it.W - st.LeftPadding - st.RightPadding
+	lh := lineHeight(st.FontSize)
+	fit := max(int(it.H/lh+0.2), 1) // lines below the box are not drawn
 	var lines []string
 	for _, para := range strings.Split(strings.ReplaceAll(it.Text, "\r\n", "\n"), "\n") {
 		rs := []rune(para)
-		for len(rs) > 0 {
-			n := len(rs)
-			for n > 1 && measure(string(rs[:n])) > maxW {
-				n--
+		if len(rs) == 0 {
+			lines = append(lines, "")
+		}
+		for len(rs) > 0 && len(lines) < fit {
+			// the most characters that fit, found by halving
+			lo, hi := 1, len(rs)
+			for lo < hi {
+				mid := (lo + hi + 1) / 2
+				if measure(string(rs[:mid])) <= maxW {
+					lo = mid
+				} else {
+					hi = mid - 1
+				}
 			}
+			n := lo
 			if n < len(rs) {
 				// break at the last space within the line, if any
 				for k := n; k > 0; k-- {
@@ -68,13 +80,10 @@ func textLines(it Item, measure func(string) float64) []line {
 			lines = append(lines, strings.TrimRightFunc(string(rs[:n]), unicode.IsSpace))
 			rs = rs[n:]
 		}
-		if len(para) == 0 {
-			lines = append(lines, "")
+		if len(lines) >= fit {
+			lines = lines[:fit]
+			break
 		}
-	}
-	lh := lineHeight(st.FontSize)
-	if fit := max(int(it.H/lh+0.2), 1); len(lines) > fit {
-		lines = lines[:fit]
 	}
 	total := lh * float64(len(lines))
 	y := it.Y
