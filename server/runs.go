@@ -325,22 +325,10 @@ func (s *Server) execute(r *run) {
 	var stopped bool
 	var runErr error
 	var steps int
-	head, continuing, err := s.startPoint(r)
-	switch {
-	case err != nil:
+	if head, err := s.startPoint(r); err != nil {
 		end, runErr = failed(err), err
-	case continuing && head.Interrupt != nil:
-		// It had asked its question when the process stopped.
-		end = event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}
-	default:
-		in := r.input
-		if continuing {
-			in = graph.JSONInput{Run: r.id}
-		} else if runErr = s.prepare(r); runErr != nil {
-			end = failed(runErr)
-			break
-		}
-		end, stopped, runErr, steps = s.drive(r, in, continuing, tr, r.b.publish, func(e *event) bool {
+	} else {
+		end, stopped, runErr, steps = s.runFrom(r, head, tr, r.b.publish, func(e *event) bool {
 			return r.stop.Load() && e.Kind != graph.KindInterrupt
 		})
 	}
@@ -350,19 +338,38 @@ func (s *Server) execute(r *run) {
 	s.finish(r, end, runStatus, threadStatus)
 }
 
-// startPoint says where r starts: a run that began before (its thread's
-// head carries its id: it was running when a process stopped) continues
-// from its last checkpoint instead of applying its input again. Only
-// recovered runs can have begun, so only they read the head.
-func (s *Server) startPoint(r *run) (head *checkpoint.Checkpoint, continuing bool, err error) {
+// startPoint returns the head of r's thread when r may have begun before
+// (see runFrom): only runs recovered after a restart can have, so only
+// they read it.
+func (s *Server) startPoint(r *run) (*checkpoint.Checkpoint, error) {
 	if !r.recovered {
-		return nil, false, nil
+		return nil, nil
 	}
-	head, err = s.head(context.WithoutCancel(r.ctx), r.thread)
+	head, err := s.head(context.WithoutCancel(r.ctx), r.thread)
 	if err != nil {
-		return nil, false, fmt.Errorf("resume run %s: %w", r.id, err)
+		return nil, fmt.Errorf("resume run %s: %w", r.id, err)
 	}
-	return head, head != nil && head.Meta.Run == r.id, nil
+	return head, nil
+}
+
+// runFrom runs r from where it stands, on SQLite and on the job queue: a
+// run that began before (its thread's head carries its id: its process
+// or replica stopped) continues from its last checkpoint instead of
+// applying its input again, or ends at once when it had asked its
+// question; any other run does what it asks first (prepare) and applies
+// its input. See drive for the rest.
+func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, runErr error, steps int) {
+	continuing := head != nil && head.Meta.Run == r.id
+	if continuing && head.Interrupt != nil {
+		return event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}, false, nil, 0
+	}
+	in := r.input
+	if continuing {
+		in = graph.JSONInput{Run: r.id}
+	} else if err := s.prepare(r); err != nil {
+		return failed(err), false, err, 0
+	}
+	return s.drive(r, in, continuing, tr, publish, stop)
 }
 
 // failed is the terminal event of a run that failed with err.

@@ -211,26 +211,14 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	began := time.Now()
 	s.metrics.runStarted(r.agent)
 	tr := s.startTrace(r)
-	continuing := head != nil && head.Meta.Run == r.id // its input is in the checkpoints already
 	var end event
 	var stopped bool
 	var runErr error
 	var steps int
-	switch {
-	case r.ctx.Err() != nil:
+	if r.ctx.Err() != nil {
 		end, runErr = event{Kind: graph.KindError, Err: "the run was cancelled", Time: time.Now()}, context.Cause(r.ctx)
-	case continuing && head.Interrupt != nil:
-		// It had asked its question when its replica stopped.
-		end = event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}
-	default:
-		in := r.input
-		if continuing {
-			in = graph.JSONInput{Run: r.id}
-		} else if runErr = s.prepare(r); runErr != nil {
-			end = failed(runErr)
-			break
-		}
-		end, stopped, runErr, steps = s.drive(r, in, continuing, tr, pub.publish, func(e *event) bool {
+	} else {
+		end, stopped, runErr, steps = s.runFrom(r, head, tr, pub.publish, func(e *event) bool {
 			return e.Kind == graph.KindNodeStart && (j.draining.Load() || time.Now().After(lease))
 		})
 	}
