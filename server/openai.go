@@ -346,7 +346,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		return nil // the client went away; the run goes on
 	}
 	if failed != nil {
-		return errorf(http.StatusInternalServerError, failed.ErrCode, "run %s on thread %s: %s", run.id, t.ID, failed.Err)
+		status := http.StatusInternalServerError
+		switch failed.ErrCode {
+		case "no_interrupt", "cancelled", "stopped": // answered meanwhile, or stopped by someone
+			status = http.StatusConflict
+		case "invalid_answer":
+			status = http.StatusUnprocessableEntity
+		}
+		return errorf(status, failed.ErrCode, "run %s on thread %s: %s", run.id, t.ID, failed.Err)
 	}
 	stop := "stop"
 	resp.Object = "chat.completion"
