@@ -16,6 +16,7 @@ package render
 
 import (
 	"image/color"
+	"maps"
 	"strconv"
 
 	"github.com/loomkit/loom/apps/report/jrxml"
@@ -90,7 +91,7 @@ func Layout(doc *jrxml.Document, rows []Row, params map[string]any) *Result {
 		top:    geo("topMargin", 30),
 		bottom: geo("bottomMargin", 30),
 		styles: styles(r),
-		scope:  Scope{Fields: map[string]any{}, Params: params, Vars: map[string]any{}},
+		scope:  Scope{Fields: map[string]any{}, Params: maps.Clone(params), Vars: map[string]any{}},
 	}
 	if l.scope.Params == nil {
 		l.scope.Params = map[string]any{}
