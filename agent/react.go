@@ -313,8 +313,18 @@ type MalformedError struct {
 	Err     error
 }
 
+// Error names the last problem and quotes every answer, each cut at 300
+// characters, so whoever reads the error sees what the model said.
 func (e *MalformedError) Error() string {
-	return fmt.Sprintf("react: the model gave %d malformed answers in a row; last problem: %v", len(e.Answers), e.Err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "react: the model gave %d malformed answers in a row; last problem: %v", len(e.Answers), e.Err)
+	for i, a := range e.Answers {
+		if r := []rune(a); len(r) > 300 {
+			a = string(r[:300]) + "…"
+		}
+		fmt.Fprintf(&b, "; answer %d: %q", i+1, a)
+	}
+	return b.String()
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }

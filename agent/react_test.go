@@ -150,6 +150,11 @@ func TestFourMalformedAnswersFail(t *testing.T) {
 	if got := strings.Join(me.Answers, ","); got != "one,two,three,four" {
 		t.Errorf("answers %q, want all four", got)
 	}
+	for _, a := range me.Answers { // the message carries them too, for whoever reads only the text
+		if !strings.Contains(err.Error(), fmt.Sprintf("%q", a)) {
+			t.Errorf("error %q does not quote answer %q", err, a)
+		}
+	}
 }
 
 func TestWriteToolWaitsForConfirmation(t *testing.T) {
