@@ -322,10 +322,14 @@ func threadStatus(waiting bool) string {
 }
 
 // response is the reply of a state, with the session's intent, slots and
-// workflow.
+// workflow; small talk with no task waiting has none of them (the last
+// task is over and the chat is not part of it).
 func response(id string, s State) *Reply {
 	r := s.Reply
 	r.SessionID = id
+	if r.Status == StatusSocial && !s.Session.waiting() {
+		return &r
+	}
 	r.Intent, r.Slots, r.PendingSlots, r.Workflow = s.Session.Intent, s.Session.Slots, s.Session.PendingSlots, s.Session.Workflow
 	return &r
 }

@@ -109,6 +109,10 @@ type ActionSpec struct {
 	Risk string `yaml:"risk"`
 	// Description says what the action does.
 	Description string `yaml:"description"`
+	// Check, when set, is a plugin asked before the action's confirmation
+	// with the same slots: a failed check fails the step with its result
+	// and the user is not asked (an order that cannot be cancelled).
+	Check string `yaml:"check"`
 	// Webhook, when set, registers Plugin as an HTTP webhook.
 	Webhook *WebhookSpec `yaml:"webhook"`
 }
@@ -143,7 +147,8 @@ type SlotSpec struct {
 	// Patterns are regular expressions over the normalized text (lower
 	// case, half-width); a named group gives the slot its value.
 	Patterns []string `yaml:"patterns"`
-	// Values are an enum's values, each with the words that name it.
+	// Values are an enum's values, each with the words that name it; for
+	// a number, words that stand for a value ("一半" for 50).
 	Values map[string][]string `yaml:"values"`
 	// Min and Max bound a number.
 	Min *float64 `yaml:"min"`
@@ -199,6 +204,11 @@ type IntentResponses struct {
 	// Confirm asks before running it; Skipped says a condition skipped it.
 	Confirm string `yaml:"confirm"`
 	Skipped string `yaml:"skipped"`
+	// With are variants by name: when a step's slots or result have the
+	// named field, the variant's non-empty replies are used instead
+	// ("opened to {opening}%" when the user said how far, "{refund} will
+	// be refunded" when the order was paid).
+	With map[string]IntentResponses `yaml:"with"`
 }
 
 // Rules (rules.yml) are the turn rules: stop phrases, confirmation,

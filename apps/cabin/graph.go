@@ -289,8 +289,8 @@ func fills(got map[string]string, asked []string) bool {
 
 // confirmQuestion is the question that asks to confirm step st.
 func (a *App) confirmQuestion(wf *Workflow, st *Step) string {
-	q := a.cat.intents[st.Intent].replies.Confirm
-	return a.replies.render(cmp.Or(q, a.cfg.Responses.Templates["confirm"]), a.templateVars(wf)(st))
+	vars := a.templateVars(wf)(st)
+	return a.replies.render(cmp.Or(a.replies.of(st, vars).Confirm, a.cfg.Responses.Templates["confirm"]), vars)
 }
 
 // newRequest reports whether a reply to a pending question is rather a

@@ -82,7 +82,7 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	// B's own turns change B's data only.
 	want(t, drive("b-1", "打开车窗"), TypeWorkflowResult, StatusCompleted)
 	want(t, drive("b-1", "关闭车窗"), TypeWorkflowResult, StatusCompleted)
-	want(t, a.chat("b-2", "取消订单B456"), TypeAskConfirmation, StatusWaitingConfirmation)
+	want(t, a.chat("b-2", "取消订单D234"), TypeAskConfirmation, StatusWaitingConfirmation)
 	want(t, a.fill(FillRequest{SessionID: "b-2", Confirm: yes()}), TypeWorkflowResult, StatusCompleted)
 	want(t, a.chat("b-3", "转人工"), TypeWorkflowResult, StatusCompleted)
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 1 || h.Handoffs[0].Session != "b-3" {
@@ -97,8 +97,8 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	if o := a.order("A123"); o.Status != OrderCancelled {
 		t.Errorf("key-a's A123 is %s, want cancelled", o.Status)
 	}
-	if o := a.order("B456"); o.Status != OrderShipped {
-		t.Errorf("key-a's B456 is %s: key-b's turn changed it", o.Status)
+	if o := a.order("D234"); o.Status != OrderPendingPayment {
+		t.Errorf("key-a's D234 is %s: key-b's turn changed it", o.Status)
 	}
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 1 || h.Handoffs[0].Session != "a-3" {
 		t.Errorf("key-a's hand-offs %+v", h.Handoffs)

@@ -74,6 +74,7 @@ func OrderPlugins(store OrderStore) map[string]Plugin {
 		"plugin.order.query":            PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryOrder(ctx, store, c) }),
 		"plugin.logistics.query":        PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryLogistics(ctx, store, c) }),
 		"plugin.order.cancel":           PluginFunc(func(ctx context.Context, c Call) (Result, error) { return cancelOrder(ctx, store, c) }),
+		"plugin.order.cancel.check":     PluginFunc(func(ctx context.Context, c Call) (Result, error) { return checkCancel(ctx, store, c) }),
 		"plugin.service.transfer_human": PluginFunc(func(ctx context.Context, c Call) (Result, error) { return transferHuman(ctx, store, c) }),
 	}
 }
@@ -118,23 +119,27 @@ func queryLogistics(ctx context.Context, store OrderStore, c Call) (Result, erro
 	return Result{Success: true, Message: "order " + o.ID + ": " + o.Logistics.Status, Data: d}, nil
 }
 
-// cancelOrder cancels an order that has not shipped (seed's cancel
-// rules): one that has shipped, was delivered or is cancelled already is
-// refused with the reason.
-func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	id := c.Slots["order_id"]
-	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
-		switch {
-		case slices.Contains(cancellable, o.Status):
-			o.Status = OrderCancelled
-			return nil
-		case o.Status == OrderShipped:
-			return &refusal{"already_shipped", "order " + id + " has shipped"}
-		case o.Status == OrderDelivered:
-			return &refusal{"already_delivered", "order " + id + " was delivered"}
-		}
-		return &refusal{"already_cancelled", "order " + id + " is cancelled already"}
-	})
+// Currency is the currency of order amounts and refunds.
+const Currency = "CNY"
+
+// cancelRefusal says why o cannot be cancelled, or nil: an order can be
+// cancelled before it ships, not once it has shipped, was delivered or is
+// cancelled already.
+func cancelRefusal(o *Order) error {
+	switch {
+	case slices.Contains(cancellable, o.Status):
+		return nil
+	case o.Status == OrderShipped:
+		return &refusal{"already_shipped", "order " + o.ID + " has shipped"}
+	case o.Status == OrderDelivered:
+		return &refusal{"already_delivered", "order " + o.ID + " was delivered"}
+	}
+	return &refusal{"already_cancelled", "order " + o.ID + " is cancelled already"}
+}
+
+// cancelResult is the result of a cancel or its check: the refusal in
+// err, or success with the order and message.
+func cancelResult(o Order, id string, err error, message string) (Result, error) {
 	var r *refusal
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -144,7 +149,39 @@ func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) 
 	case err != nil:
 		return Result{}, err
 	}
-	return Result{Success: true, Message: "order " + id + " cancelled", Data: orderData(o)}, nil
+	return Result{Success: true, Message: message, Data: orderData(o)}, nil
+}
+
+// checkCancel tells whether an order can be cancelled, without
+// cancelling it: the check asked before the cancel's confirmation.
+func checkCancel(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	id := c.Slots["order_id"]
+	o, err := store.Order(ctx, id)
+	if err == nil {
+		err = cancelRefusal(&o)
+	}
+	return cancelResult(o, id, err, "order "+id+" can be cancelled")
+}
+
+// cancelOrder cancels an order that has not shipped; one that cannot be
+// cancelled is refused with the reason. An order that was paid for
+// (pending shipment) is refunded: the result says refund and currency.
+func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
+	id := c.Slots["order_id"]
+	paid := false
+	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
+		if err := cancelRefusal(o); err != nil {
+			return err
+		}
+		paid = o.Status != OrderPendingPayment
+		o.Status = OrderCancelled
+		return nil
+	})
+	res, err := cancelResult(o, id, err, "order "+id+" cancelled")
+	if err == nil && res.Success && paid {
+		res.Data["refund"], res.Data["currency"] = o.Amount, Currency
+	}
+	return res, err
 }
 
 func transferHuman(ctx context.Context, store OrderStore, c Call) (Result, error) {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // replies renders the templates of responses.yml.
@@ -103,11 +105,7 @@ func finished(st *Step) bool {
 // part is a finished step's part of a summary; first selects the summary
 // form of a done step over summary_also.
 func (p *replies) part(st *Step, first bool, vars map[string]string) string {
-	in := p.cat.intents[st.Intent]
-	var ir IntentResponses
-	if in != nil {
-		ir = in.replies
-	}
+	ir := p.of(st, vars)
 	switch st.Status {
 	case stepDone:
 		t := ir.SummaryAlso
@@ -133,6 +131,25 @@ func (p *replies) part(st *Step, first bool, vars map[string]string) string {
 	return ""
 }
 
+// of are the replies of st's intent, with the variants of its With whose
+// field vars has, in name order.
+func (p *replies) of(st *Step, vars map[string]string) IntentResponses {
+	in := p.cat.intents[st.Intent]
+	if in == nil {
+		return IntentResponses{}
+	}
+	ir := in.replies
+	for _, name := range slices.Sorted(maps.Keys(ir.With)) {
+		if vars[name] == "" {
+			continue
+		}
+		w := ir.With[name]
+		ir.Done, ir.Summary, ir.SummaryAlso = cmp.Or(w.Done, ir.Done), cmp.Or(w.Summary, ir.Summary), cmp.Or(w.SummaryAlso, ir.SummaryAlso)
+		ir.Confirm, ir.Skipped = cmp.Or(w.Confirm, ir.Confirm), cmp.Or(w.Skipped, ir.Skipped)
+	}
+	return ir
+}
+
 // trimEnd drops trailing punctuation, so a part fits inside a summary.
 func trimEnd(s string) string {
 	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
@@ -155,14 +172,15 @@ func (p *replies) report(wf *Workflow, vars func(*Step) map[string]string) strin
 	}
 	if len(news) == 1 && news[0].Status == stepDone {
 		st := news[0]
-		tmpl := p.r.Templates["done"]
-		if in := p.cat.intents[st.Intent]; in != nil && in.replies.Done != "" {
-			tmpl = in.replies.Done
-		}
-		st.Message = p.render(tmpl, vars(st))
+		v := vars(st)
+		st.Message = p.render(cmp.Or(p.of(st, v).Done, p.r.Templates["done"]), v)
 		return st.Message
 	}
-	var parts []string
+	type said struct {
+		text string
+		done bool
+	}
+	var parts []said
 	anyDone := false
 	for _, st := range news {
 		st.Message = p.part(st, !anyDone, vars(st))
@@ -170,14 +188,34 @@ func (p *replies) report(wf *Workflow, vars func(*Step) map[string]string) strin
 			anyDone = true
 		}
 		if st.Message != "" {
-			parts = append(parts, st.Message)
+			parts = append(parts, said{st.Message, st.Status == stepDone})
 		}
 	}
+	// A part that a later one repeats says nothing of its own: "订单 B456
+	// 当前已发货" before "订单 B456 当前已发货，没有取消".
+	parts = slices.DeleteFunc(parts, func(x said) bool {
+		return slices.ContainsFunc(parts, func(y said) bool { return y.text != x.text && strings.Contains(y.text, x.text) })
+	})
+	parts = slices.CompactFunc(parts, func(x, y said) bool { return x.text == y.text })
+	if len(parts) == 0 {
+		return ""
+	}
 	key := "summary_plain"
-	if news[0].Status == stepDone {
+	if parts[0].done {
 		key = "summary"
 	}
-	return p.text(key, map[string]string{"items": strings.Join(parts, p.r.Templates["summary_separator"])})
+	texts := make([]string, len(parts))
+	for i, x := range parts {
+		texts[i] = x.text
+	}
+	return upperFirst(p.text(key, map[string]string{"items": strings.Join(texts, p.r.Templates["summary_separator"])}))
+}
+
+// upperFirst starts a sentence with a capital ("Order C789 was
+// delivered…"); a Chinese one is unchanged.
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // social is a small-talk reply of kind; n picks among several.

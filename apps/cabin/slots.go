@@ -146,12 +146,7 @@ func (r *slotReader) withDefaults(intentID string, slots map[string]string) map[
 func (t *slotType) find(text string) (string, bool) {
 	switch t.Type {
 	case slotEnum:
-		for _, s := range t.synonyms {
-			if containsWord(text, s.word) {
-				return s.value, true
-			}
-		}
-		return "", false
+		return t.word(text)
 	case slotBool:
 		for _, re := range t.patterns {
 			if re.MatchString(text) {
@@ -171,6 +166,16 @@ func (t *slotType) find(text string) (string, bool) {
 			}
 		}
 	}
+	return t.word(text) // a number may be said in words: "一半"
+}
+
+// word is the value of the longest of the slot's words in text.
+func (t *slotType) word(text string) (string, bool) {
+	for _, s := range t.synonyms {
+		if containsWord(text, s.word) {
+			return s.value, true
+		}
+	}
 	return "", false
 }
 
@@ -183,6 +188,14 @@ func (t *slotType) normalize(v string) (string, bool) {
 	switch t.Type {
 	case slotNumber:
 		n, ok := parseNumber(v)
+		if !ok {
+			for _, s := range t.synonyms {
+				if s.word == v {
+					n, ok = parseNumber(s.value)
+					break
+				}
+			}
+		}
 		if !ok || (t.Min != nil && n < *t.Min) || (t.Max != nil && n > *t.Max) {
 			return "", false
 		}

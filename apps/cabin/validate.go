@@ -173,6 +173,11 @@ func (c *Config) validateForms(p *problems, intents map[string]bool) {
 		if typ == slotEnum && len(s.Values) == 0 {
 			p.add(FileForms, path, "slot %q: an enum needs values", name)
 		}
+		for _, v := range slices.Sorted(maps.Keys(s.Values)) {
+			if _, ok := parseNumber(v); typ == slotNumber && !ok {
+				p.add(FileForms, append(path, "values", v), "slot %q: value %q is not a number", name, v)
+			}
+		}
 		if s.Min != nil && s.Max != nil && *s.Min > *s.Max {
 			p.add(FileForms, append(path, "min"), "slot %q: min %v above max %v", name, *s.Min, *s.Max)
 		}

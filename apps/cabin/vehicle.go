@@ -120,9 +120,9 @@ func VehiclePlugins(store VehicleStore) map[string]Plugin {
 		"plugin.cabin.fan.down":       func(v *Vehicle, _ map[string]string) (map[string]any, error) { return fan(v, -1), nil },
 		"plugin.cabin.defog.front_on": func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DefogFront = true; return nil, nil },
 		"plugin.cabin.defog.rear_on":  func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DefogRear = true; return nil, nil },
-		"plugin.cabin.window.open":    func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, 100), nil },
+		"plugin.cabin.window.open":    func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, opening(s)), nil },
 		"plugin.cabin.window.close":   func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, 0), nil },
-		"plugin.cabin.sunroof.open":   func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Sunroof = 100; return nil, nil },
+		"plugin.cabin.sunroof.open":   func(v *Vehicle, s map[string]string) (map[string]any, error) { v.Sunroof = opening(s); return nil, nil },
 		"plugin.cabin.sunroof.close":  func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Sunroof = 0; return nil, nil },
 		"plugin.cabin.doors.lock":     func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DoorsLocked = true; return nil, nil },
 		"plugin.cabin.doors.unlock":   func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DoorsLocked = false; return nil, nil },
@@ -206,6 +206,15 @@ func fan(v *Vehicle, d int) map[string]any {
 	v.AC.On = true
 	v.AC.Fan = min(max(v.AC.Fan+d, 1), 7)
 	return acData(v)
+}
+
+// opening is how far to open, in percent: the opening slot ("一半" is
+// 50), or fully.
+func opening(s map[string]string) int {
+	if n, err := strconv.ParseFloat(s["opening"], 64); err == nil {
+		return min(max(int(n+0.5), 0), 100)
+	}
+	return 100
 }
 
 // windows opens or closes the windows at the slot position: driver,

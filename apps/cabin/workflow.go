@@ -106,6 +106,10 @@ func (a *App) advance(ctx context.Context, s *State) {
 			continue
 		}
 		if st.RequiresConfirmation && !st.Confirmed {
+			if check := a.cat.intents[st.Intent].action.Check; check != "" && !a.call(ctx, s, st, check).Success {
+				st.Status = stepFailed // it could not run: nothing to confirm
+				continue
+			}
 			wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation}
 			return
 		}
@@ -113,25 +117,29 @@ func (a *App) advance(ctx context.Context, s *State) {
 	}
 }
 
-// run calls a step's plugin and records the outcome; slots and result
-// fields go to the session's memory.
+// run calls a step's plugin and records the outcome.
 func (a *App) run(ctx context.Context, s *State, st *Step) {
+	st.Status = stepFailed
+	if a.call(ctx, s, st, st.Plugin).Success {
+		st.Status = stepDone
+	}
+}
+
+// call calls plugin with step st's slots and keeps the result in st;
+// slots and result fields go to the session's memory.
+func (a *App) call(ctx context.Context, s *State, st *Step, plugin string) Result {
 	start := time.Now()
-	graph.Emit(ctx, graph.KindToolCall, map[string]any{"name": st.Plugin, "arguments": st.Slots})
+	graph.Emit(ctx, graph.KindToolCall, map[string]any{"name": plugin, "arguments": st.Slots})
 	res, err := a.plugins.Call(ctx, Call{
-		Plugin: st.Plugin, Intent: st.Intent, Action: st.Action, Slots: st.Slots,
+		Plugin: plugin, Intent: st.Intent, Action: st.Action, Slots: st.Slots,
 		Session: s.Session.ID, User: s.Session.UserID, Vehicle: s.Session.VehicleID,
 	})
 	if err != nil {
-		a.log.WarnContext(ctx, "cabin: plugin failed", "plugin", st.Plugin, "session", s.Session.ID, "err", err)
+		a.log.WarnContext(ctx, "cabin: plugin failed", "plugin", plugin, "session", s.Session.ID, "err", err)
 		res = Result{Success: false, Message: err.Error(), Data: map[string]any{"reason": "unavailable"}}
 	}
-	graph.Emit(ctx, graph.KindToolResult, map[string]any{"name": st.Plugin, "result": res})
+	graph.Emit(ctx, graph.KindToolResult, map[string]any{"name": plugin, "result": res})
 	st.Result = &res
-	st.Status = stepFailed
-	if res.Success {
-		st.Status = stepDone
-	}
 	mem := s.Session.Memory
 	if mem == nil {
 		mem = map[string]string{}
@@ -144,6 +152,7 @@ func (a *App) run(ctx context.Context, s *State, st *Step) {
 	}
 	s.Session.Memory = mem
 	s.Reply.Latency.Plugins += ms(time.Since(start))
+	return res
 }
 
 // templateVars are the names a step's replies may use: the results of the
