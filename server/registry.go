@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"unicode"
@@ -52,6 +53,15 @@ type Agent struct {
 	// chat answers 200 with the question, starts no run, and the question
 	// stays pending.
 	Answer func(text string, pending *checkpoint.Interrupt) (json.RawMessage, error)
+	// Routes, when set, are the agent's own endpoints. New serves the
+	// handler it returns under RoutesPrefix through HandleAPI: behind the
+	// API's keys and limits, with Caller saying who called; TrackThread
+	// and HoldThread on srv make its sessions threads of the server's.
+	// runner is what Build or BuildOn made.
+	Routes func(srv *Server, runner graph.Runner) http.Handler
+	// RoutesPrefix is the pattern Routes is served under, a path ending
+	// in "/" (default "/api/v1/" followed by the agent's name and "/").
+	RoutesPrefix string
 }
 
 // Registry is the set of agents a server serves, by name. The zero value

@@ -245,7 +245,36 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.routes()
+	for _, name := range s.order {
+		if err := s.mountRoutes(s.agents[name]); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: agent %s: %w", name, err)
+		}
+	}
 	return s, nil
+}
+
+// mountRoutes serves an agent's own endpoints (Agent.Routes) through
+// HandleAPI; a prefix that is not a path ending in "/", or that another
+// route holds already, is an error.
+func (s *Server) mountRoutes(a *builtAgent) (err error) {
+	if a.Routes == nil {
+		return nil
+	}
+	prefix := a.RoutesPrefix
+	if prefix == "" {
+		prefix = "/api/v1/" + a.Name + "/"
+	}
+	if !strings.HasPrefix(prefix, "/") || !strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("routes prefix %q: want a path that starts and ends with /", prefix)
+	}
+	defer func() {
+		if r := recover(); r != nil { // http.ServeMux panics on a pattern it holds already
+			err = fmt.Errorf("routes prefix %q: %v", prefix, r)
+		}
+	}()
+	s.HandleAPI(prefix, a.Routes(s, a.runner))
+	return nil
 }
 
 // Migrate applies the migrations that the database lacks: the checkpoint

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
 )
@@ -69,19 +70,20 @@ func TestChatStream(t *testing.T) {
 	t.Run("loom", func(t *testing.T) { chatStream(t, mountInLoom(t, newApp(t, fast)), mountInLoom(t, newApp(t, slow))) })
 }
 
-// mountInLoom serves app's Routes through Loom's server the way Mount
-// does, for an app built with options of a test's own.
+// mountInLoom serves app's Routes through Loom's server as the agent's
+// own routes, for an app built with options of a test's own.
 func mountInLoom(t *testing.T, app *App) *api {
 	t.Helper()
+	agent := ServerAgent(ServerOptions{Logger: quiet})
+	agent.Routes = func(srv *server.Server, _ graph.Runner) http.Handler { return Routes(app, srv) }
 	var reg server.Registry
-	if err := reg.Register(ServerAgent(ServerOptions{Logger: quiet})); err != nil {
+	if err := reg.Register(agent); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.HandleAPI("/api/v1/", Routes(app, srv))
 	return &api{t: t, app: app, url: servertest.Serve(t, srv)}
 }
 

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
@@ -39,13 +39,11 @@ type Input struct {
 	VehicleID string            `json:"vehicle_id,omitempty" jsonschema_description:"the simulated car, default car-1"`
 }
 
-// built holds the App each saver's Build made, for Mount.
-var built sync.Map // checkpoint.Saver → *App
-
 // ServerAgent returns the agent as Loom registers it, under the name
 // "cabin". Its Build makes an App on the server's saver, with the
-// simulated vehicle and order tables in the same database; Mount then
-// serves that App's Routes beside the server's own API.
+// simulated vehicle and order tables in the same database, and the server
+// serves that App's Routes under /api/v1/ beside its own API: behind its
+// API keys, with every session a thread of the server's.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:        AgentName,
@@ -63,14 +61,27 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			}
 			return build(ctx, opts, db.Saver(), st)
 		},
-		FromChat: FromChat,
-		Reply:    ChatReply,
-		Answer:   ChatAnswer,
+		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
+			ar, ok := r.(appRunner)
+			if !ok { // not built by this agent: nothing of its own to serve
+				return http.NotFoundHandler()
+			}
+			return Routes(ar.app, srv)
+		},
+		RoutesPrefix: "/api/v1/",
+		FromChat:     FromChat,
+		Reply:        ChatReply,
+		Answer:       ChatAnswer,
 	}
 }
 
-// build makes the App on saver and st (nil: chosen by New) and records it
-// for Mount.
+// appRunner is the App's graph, with the App for its Routes.
+type appRunner struct {
+	graph.Runner
+	app *App
+}
+
+// build makes the App on saver and st (nil: chosen by New).
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
 	a, err := New(ctx, Options{
 		Saver:     saver,
@@ -83,24 +94,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 	if err != nil {
 		return nil, err
 	}
-	if saver != nil {
-		built.Store(saver, a)
-	}
-	return a.Runner(), nil
-}
-
-// Mount serves the assistant's own endpoints (Routes) in srv under
-// /api/v1/, behind srv's API keys and with every session a thread of srv's,
-// when srv built the agent (ServerAgent); it returns that App. This is how
-// loom serve serves them.
-func Mount(srv *server.Server) (*App, bool) {
-	a, ok := built.Load(srv.Saver())
-	if !ok {
-		return nil, false
-	}
-	app := a.(*App)
-	srv.HandleAPI("/api/v1/", Routes(app, srv))
-	return app, true
+	return appRunner{a.Runner(), a}, nil
 }
 
 // FromChat turns a chat message into a run's input.

@@ -34,11 +34,7 @@ func serveLoomOn(t testing.TB, url string, keys ...string) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, ok := Mount(srv)
-	if !ok {
-		t.Fatal("Mount: the server did not build the cabin agent")
-	}
-	return &api{t: t, app: app, url: servertest.Serve(t, srv)}
+	return &api{t: t, url: servertest.Serve(t, srv)}
 }
 
 // completion posts a chat message to Loom's OpenAI-compatible endpoint

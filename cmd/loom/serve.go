@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
@@ -81,8 +80,6 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	// The cabin agent's own endpoints: /api/v1/agent/chat, …
-	cabin.Mount(srv)
 	// The SQL agent's CSV download: /api/v1/sqlagent/threads/{id}/result.csv
 	sqlagent.Mount(srv)
 	ln, err := net.Listen("tcp", *addr)
