@@ -589,7 +589,7 @@ func decode(r *http.Request, v any) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(&utf8Reader{r: r.Body}) // JSON is UTF-8; a body that is not is malformed
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		switch {
