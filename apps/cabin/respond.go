@@ -176,11 +176,11 @@ func (p *replies) report(wf *Workflow, vars func(*Step) map[string]string) strin
 		st.Message = p.render(cmp.Or(p.of(st, v).Done, p.r.Templates["done"]), v)
 		return st.Message
 	}
-	type said struct {
+	type told struct {
 		text string
 		done bool
 	}
-	var parts []said
+	var parts []told
 	anyDone := false
 	for _, st := range news {
 		st.Message = p.part(st, !anyDone, vars(st))
@@ -188,25 +188,29 @@ func (p *replies) report(wf *Workflow, vars func(*Step) map[string]string) strin
 			anyDone = true
 		}
 		if st.Message != "" {
-			parts = append(parts, said{st.Message, st.Status == stepDone})
+			parts = append(parts, told{st.Message, st.Status == stepDone})
 		}
 	}
-	// A part that a later one repeats says nothing of its own: "订单 B456
-	// 当前已发货" before "订单 B456 当前已发货，没有取消".
-	parts = slices.DeleteFunc(parts, func(x said) bool {
-		return slices.ContainsFunc(parts, func(y said) bool { return y.text != x.text && strings.Contains(y.text, x.text) })
-	})
-	parts = slices.CompactFunc(parts, func(x, y said) bool { return x.text == y.text })
-	if len(parts) == 0 {
-		return ""
-	}
-	key := "summary_plain"
-	if parts[0].done {
-		key = "summary"
-	}
-	texts := make([]string, len(parts))
+	// A part that another one repeats says nothing of its own: "订单 B456
+	// 当前已发货" beside "订单 B456 当前已发货，没有取消"; so does a part
+	// said already.
+	var texts []string
+	key := ""
 	for i, x := range parts {
-		texts[i] = x.text
+		repeated := slices.ContainsFunc(parts, func(y told) bool { return y.text != x.text && strings.Contains(y.text, x.text) })
+		if repeated || slices.ContainsFunc(parts[:i], func(y told) bool { return y.text == x.text }) {
+			continue
+		}
+		if key == "" {
+			key = "summary_plain"
+			if x.done {
+				key = "summary"
+			}
+		}
+		texts = append(texts, x.text)
+	}
+	if len(texts) == 0 {
+		return ""
 	}
 	return upperFirst(p.text(key, map[string]string{"items": strings.Join(texts, p.r.Templates["summary_separator"])}))
 }

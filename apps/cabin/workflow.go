@@ -106,9 +106,12 @@ func (a *App) advance(ctx context.Context, s *State) {
 			continue
 		}
 		if st.RequiresConfirmation && !st.Confirmed {
-			if check := a.cat.intents[st.Intent].action.Check; check != "" && !a.call(ctx, s, st, check).Success {
-				st.Status = stepFailed // it could not run: nothing to confirm
-				continue
+			if check := a.cat.intents[st.Intent].action.Check; check != "" {
+				if !a.call(ctx, s, st, check).Success {
+					st.Status = stepFailed // it could not run: nothing to confirm
+					continue
+				}
+				st.Result = nil // the step has not run yet
 			}
 			wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation}
 			return
