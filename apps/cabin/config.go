@@ -161,6 +161,10 @@ type SlotSpec struct {
 	// FreeText lets a whole reply fill the slot when the assistant has
 	// just asked for it ("公司" after "去哪里?").
 	FreeText bool `yaml:"free_text"`
+	// Fresh slots are what each request says: a request of the same
+	// intent does not carry them over ("打开车窗" after "把车窗打开一半"
+	// opens fully).
+	Fresh bool `yaml:"fresh"`
 }
 
 // FormSpec is one intent's form.

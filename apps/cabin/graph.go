@@ -394,7 +394,7 @@ func (a *App) planStep(ctx context.Context, s State) (State, error) {
 		sess := &s.Session
 		if r.Intent == sess.Intent {
 			for k, v := range sess.Slots {
-				if _, ok := slots[k]; !ok {
+				if _, ok := slots[k]; !ok && !a.slots.fresh(k) {
 					slots[k] = v
 				}
 			}

@@ -52,19 +52,25 @@ func TestReplyOpening(t *testing.T) {
 		a       *api
 		text    string
 		want    said
-		window  int // the driver's window, or -1
-		sunroof int // or -1
+		window  int  // the driver's window, or -1
+		sunroof int  // or -1
+		next    bool // in the session of the case before
 	}{
-		{zh, "把车窗打开一半", done("好的，已把车窗打开到 50%。"), 50, -1},
-		{zh, "把主驾车窗打开百分之三十", done("好的，已把主驾车窗打开到 30%。"), 30, -1},
-		{zh, "天窗打开一点", done("好的，天窗已打开到 20%。"), -1, 20},
-		{zh, "打开车窗", done("好的，已打开车窗。"), 100, -1},
-		{en, "open the window halfway", done("Opened the windows to 50%."), 50, -1},
-		{en, "open the sunroof 30%", done("The sunroof is 30% open."), -1, 30},
-		{en, "open the sunroof a little", done("The sunroof is 20% open."), -1, 20},
-		{en, "open the windows", done("Opened the windows."), 100, -1},
+		{zh, "把车窗打开一半", done("好的，已把车窗打开到 50%。"), 50, -1, false},
+		{zh, "把主驾车窗打开百分之三十", done("好的，已把主驾车窗打开到 30%。"), 30, -1, false},
+		{zh, "天窗打开一点", done("好的，天窗已打开到 20%。"), -1, 20, false},
+		{zh, "打开车窗", done("好的，已打开车窗。"), 100, -1, false},
+		{zh, "把车窗打开一半", done("好的，已把车窗打开到 50%。"), 50, -1, false},
+		{zh, "打开车窗", done("好的，已打开车窗。"), 100, -1, true}, // how far is not carried over
+		{en, "open the sunroof 30%", done("The sunroof is 30% open."), -1, 30, false},
+		{en, "open the sunroof a little", done("The sunroof is 20% open."), -1, 20, false},
+		{en, "open the window halfway", done("Opened the windows to 50%."), 50, -1, false},
+		{en, "open the windows", done("Opened the windows."), 100, -1, true},
 	} {
-		session := fmt.Sprintf("open-%d", i)
+		session := fmt.Sprint("open-", i)
+		if c.next {
+			session = fmt.Sprint("open-", i-1)
+		}
 		conversation(t, c.a, session, line{c.text, c.want})
 		v := c.a.vehicle(session)
 		if c.window >= 0 && v.Windows["driver"] != c.window {

@@ -117,6 +117,13 @@ func (r *slotReader) clean(given map[string]string) map[string]string {
 	return out
 }
 
+// fresh reports whether slot name is not carried from one request to the
+// next of the same intent.
+func (r *slotReader) fresh(name string) bool {
+	t := r.slots[name]
+	return t != nil && t.Fresh
+}
+
 // missing lists the required slots of intent not in slots.
 func (r *slotReader) missing(intentID string, slots map[string]string) []string {
 	var out []string
