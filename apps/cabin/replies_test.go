@@ -87,23 +87,23 @@ func TestReplyOpening(t *testing.T) {
 // order, with its currency.
 func TestReplyCancel(t *testing.T) {
 	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: LocaleEnglish})
-	conversation(t, zh, "delivered", line{"取消订单C789", done("订单 C789 已经签收，不能取消了，可以申请售后。")})
-	conversation(t, zh, "cancelled", line{"取消订单E567", done("订单 E567 之前已经取消过了。")})
-	conversation(t, zh, "unknown", line{"取消订单Z999", done("没有找到订单 Z999，请核对一下订单号。")})
-	conversation(t, zh, "unpaid",
-		line{"取消订单D234", asks("确认要取消订单 D234 吗？")},
-		line{"确认", done("订单 D234 已取消。")})
-	conversation(t, zh, "paid",
-		line{"取消订单A123", asks("确认要取消订单 A123 吗？")},
-		line{"确认", done("订单 A123 已取消，199 元将原路退回。")})
-	conversation(t, en, "delivered", line{"cancel order C789", done("Order C789 was delivered, so it can't be cancelled; you can ask for a return.")})
-	conversation(t, en, "cancelled", line{"cancel order E567", done("Order E567 was cancelled already.")})
-	conversation(t, en, "unpaid",
-		line{"cancel order D234", asks("Shall I cancel order D234?")},
-		line{"yes", done("Order D234 is cancelled.")})
-	conversation(t, en, "paid",
-		line{"cancel order A123", asks("Shall I cancel order A123?")},
-		line{"yes", done("Order A123 is cancelled; CNY 199 will be refunded.")})
+	for _, c := range []struct {
+		a       *api
+		session string
+		lines   []line
+	}{
+		{zh, "delivered", []line{{"取消订单C789", done("订单 C789 已经签收，不能取消了，可以申请售后。")}}},
+		{zh, "cancelled", []line{{"取消订单E567", done("订单 E567 之前已经取消过了。")}}},
+		{zh, "unknown", []line{{"取消订单Z999", done("没有找到订单 Z999，请核对一下订单号。")}}},
+		{zh, "unpaid", []line{{"取消订单D234", asks("确认要取消订单 D234 吗？")}, {"确认", done("订单 D234 已取消。")}}},
+		{zh, "paid", []line{{"取消订单A123", asks("确认要取消订单 A123 吗？")}, {"确认", done("订单 A123 已取消，199 元将原路退回。")}}},
+		{en, "delivered", []line{{"cancel order C789", done("Order C789 was delivered, so it can't be cancelled; you can ask for a return.")}}},
+		{en, "cancelled", []line{{"cancel order E567", done("Order E567 was cancelled already.")}}},
+		{en, "unpaid", []line{{"cancel order D234", asks("Shall I cancel order D234?")}, {"yes", done("Order D234 is cancelled.")}}},
+		{en, "paid", []line{{"cancel order A123", asks("Shall I cancel order A123?")}, {"yes", done("Order A123 is cancelled; CNY 199 will be refunded.")}}},
+	} {
+		conversation(t, c.a, c.session, c.lines...)
+	}
 	for _, c := range []struct {
 		a    *api
 		id   string
