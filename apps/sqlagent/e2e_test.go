@@ -56,7 +56,6 @@ func serve(t *testing.T, model *llmtest.Server, db string, opts sqlagent.ServerO
 	if err != nil {
 		t.Fatal(err)
 	}
-	sqlagent.Mount(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

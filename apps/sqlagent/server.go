@@ -92,6 +92,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
+		Routes:   func(srv *server.Server, _ graph.Runner) http.Handler { return routes(srv) },
 		// A chat reply to the pause at the round budget is read by the
 		// server's consent reader (server.DefaultAnswer): "继续",
 		// "continue", "好的" … continue; "停止", "no" … stop with the
@@ -236,13 +237,15 @@ func cellText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Mount adds the agent's own endpoint to a server, behind its API keys:
+// routes are the agent's own endpoint, which the server serves behind its
+// API keys (server.Agent.Routes):
 //
 //	GET /api/v1/sqlagent/threads/{id}/result.csv   the last answer's table as CSV
 //
 // A thread of another key, or without an answer with a table, is a 404.
-func Mount(srv *server.Server) {
-	srv.HandleAPI("GET /api/v1/sqlagent/threads/{id}/result.csv", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func routes(srv *server.Server) http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /api/v1/sqlagent/threads/{id}/result.csv", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		cp, err := srv.Saver().Get(r.Context(), id, "")
 		if err == nil {
@@ -279,6 +282,7 @@ func Mount(srv *server.Server) {
 		}
 		cw.Flush()
 	}))
+	return m
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

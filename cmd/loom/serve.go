@@ -80,8 +80,6 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	// The SQL agent's CSV download: /api/v1/sqlagent/threads/{id}/result.csv
-	sqlagent.Mount(srv)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
