@@ -101,6 +101,9 @@ func Routes(app *App, threads Threads) http.Handler {
 		o, err := app.store.Order(r.Context(), id)
 		writeFound(w, o, err, "order", id)
 	})
+	m.HandleFunc("POST /api/v1/cabin/reset", func(w http.ResponseWriter, r *http.Request) {
+		writeResult(w, map[string]bool{"reset": true}, app.store.Reset(r.Context()))
+	})
 	m.HandleFunc("GET /api/v1/cabin/handoffs", func(w http.ResponseWriter, r *http.Request) {
 		hs, err := app.store.Handoffs(r.Context())
 		writeResult(w, map[string]any{"handoffs": hs}, err)

@@ -52,6 +52,9 @@ type OrderStore interface {
 type Store interface {
 	VehicleStore
 	OrderStore
+	// Reset puts the caller's simulated car and orders back as a new key
+	// finds them, and forgets its hand-offs.
+	Reset(ctx context.Context) error
 }
 
 // ErrNotFound is wrapped by store errors for a missing order.
@@ -215,6 +218,24 @@ func (s *SQLStore) seed(ctx context.Context, owner string) error {
 	}
 	s.seeded.Store(owner, true)
 	return nil
+}
+
+// Reset implements Store.
+func (s *SQLStore) Reset(ctx context.Context) error {
+	owner := server.Caller(ctx)
+	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for _, table := range []string{"cabin_vehicles", "cabin_orders", "cabin_handoffs"} {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE owner = ?`), owner); err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reset the simulated data: %w", err)
+	}
+	s.seeded.Delete(owner)
+	return s.seed(ctx, owner)
 }
 
 // Vehicle implements VehicleStore.
@@ -443,6 +464,14 @@ func (m *MemoryStore) data(ctx context.Context) *memoryData {
 		m.owners[owner] = d
 	}
 	return d
+}
+
+// Reset implements Store.
+func (m *MemoryStore) Reset(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.owners, server.Caller(ctx))
+	return nil
 }
 
 // Vehicle implements VehicleStore.
