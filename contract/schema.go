@@ -138,23 +138,47 @@ func (noLoader) Load(url string) (any, error) {
 // ignored, as encoding/json ignores them, and a missing required field
 // names them instead.
 func allowAdditional(v any) {
+	eachSchema(v, func(m map[string]any) {
+		if m["additionalProperties"] == false {
+			delete(m, "additionalProperties")
+		}
+	})
+}
+
+// eachSchema calls fn on every object of a schema document, skipping the
+// values of enum, const, default and examples, which are not schemas.
+func eachSchema(v any, fn func(map[string]any)) {
 	switch v := v.(type) {
 	case map[string]any:
-		if v["additionalProperties"] == false {
-			delete(v, "additionalProperties")
-		}
+		fn(v)
 		for k, e := range v {
 			switch k {
 			case "enum", "const", "default", "examples":
-				continue // values, not schemas
+				continue
 			}
-			allowAdditional(e)
+			eachSchema(e, fn)
 		}
 	case []any:
 		for _, e := range v {
-			allowAdditional(e)
+			eachSchema(e, fn)
 		}
 	}
+}
+
+// Lenient returns the schema's document with no field required: the
+// values that decode into the type, a field left out being its zero
+// value (what an interrupt's answer must satisfy, see graph.Ask).
+func (s *Schema) Lenient() json.RawMessage {
+	var doc any
+	if json.Unmarshal(s.raw, &doc) != nil {
+		return s.raw
+	}
+	eachSchema(doc, func(m map[string]any) { delete(m, "required") })
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return s.raw
+	}
+	return raw
 }
 
 func reflectSchema(t reflect.Type) (s *Schema, err error) {

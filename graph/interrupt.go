@@ -112,36 +112,11 @@ func answerSchema(t reflect.Type) json.RawMessage {
 	var raw json.RawMessage
 	if t.Kind() != reflect.Interface && t != reflect.TypeFor[json.RawMessage]() {
 		if s, err := contract.SchemaOf(t); err == nil {
-			var doc any
-			if json.Unmarshal(s.JSON(), &doc) == nil {
-				dropRequired(doc)
-				raw, _ = json.Marshal(doc)
-			}
+			raw = s.Lenient()
 		}
 	}
 	v, _ := answerSchemas.LoadOrStore(t, raw)
 	return v.(json.RawMessage)
-}
-
-// dropRequired removes "required" from every schema in doc.
-func dropRequired(doc any) {
-	switch v := doc.(type) {
-	case map[string]any:
-		if _, ok := v["required"].([]any); ok {
-			delete(v, "required")
-		}
-		for k, e := range v {
-			switch k {
-			case "enum", "const", "default", "examples":
-				continue // values, not schemas
-			}
-			dropRequired(e)
-		}
-	case []any:
-		for _, e := range v {
-			dropRequired(e)
-		}
-	}
 }
 
 // CheckAnswer reports whether value fits what interrupt i asked for: an

@@ -28,36 +28,41 @@ func (s *records) acceptRun(ctx context.Context, r *RunRecord, spec jobSpec) err
 	return nil
 }
 
+// unfinishedRun is a run recorded as pending or running, with its spec, or
+// why it cannot be executed again.
+type unfinishedRun struct {
+	rec  RunRecord
+	spec jobSpec
+	why  string
+}
+
 // unfinishedRuns returns the runs recorded as pending or running, oldest
-// first, with their specs.
-func (s *records) unfinishedRuns(ctx context.Context) ([]*RunRecord, []jobSpec, error) {
+// first.
+func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read unfinished runs: %w", err)
+		return nil, fmt.Errorf("read unfinished runs: %w", err)
 	}
 	defer rows.Close()
-	var recs []*RunRecord
-	var specs []jobSpec
+	var out []unfinishedRun
 	for rows.Next() {
-		var rec RunRecord
+		var u unfinishedRun
 		var meta string
 		var created, updated int64
 		var job []byte
-		if err := rows.Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &job); err != nil {
-			return nil, nil, fmt.Errorf("read unfinished runs: %w", err)
+		if err := rows.Scan(&u.rec.ID, &u.rec.Thread, &u.rec.Agent, &u.rec.Status, &u.rec.Strategy, &meta, &u.rec.Error, &created, &updated, &job); err != nil {
+			return nil, fmt.Errorf("read unfinished runs: %w", err)
 		}
-		rec.Metadata, rec.Created, rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
-		var spec jobSpec
-		if len(job) > 0 {
-			if err := json.Unmarshal(job, &spec); err != nil {
-				rec.Error = fmt.Sprintf("its stored input is unreadable: %v", err)
-			}
-		} else {
-			rec.Error = "it was accepted by a version of Loom that did not record runs' inputs"
+		u.rec.Metadata, u.rec.Created, u.rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
+		switch err := json.Unmarshal(job, &u.spec); {
+		case len(job) == 0:
+			u.why = "it was accepted by a version of Loom that did not record runs' inputs"
+		case err != nil:
+			u.why = fmt.Sprintf("its stored input is unreadable: %v", err)
 		}
-		recs, specs = append(recs, &rec), append(specs, spec)
+		out = append(out, u)
 	}
-	return recs, specs, rows.Err()
+	return out, rows.Err()
 }
 
 // recoverRuns executes again the runs that a process which stopped left
@@ -68,28 +73,26 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]*RunRecord, []jobSpec, 
 // read) is marked failed with the reason, so no run stays pending and no
 // thread busy.
 func (s *Server) recoverRuns(ctx context.Context) error {
-	recs, specs, err := s.records.unfinishedRuns(ctx)
+	runs, err := s.records.unfinishedRuns(ctx)
 	if err != nil {
 		return err
 	}
-	for i, rec := range recs {
-		spec := specs[i]
-		r := s.newRun(rec.Thread, rec.Agent, spec.Owner, rec.Strategy, rec.Metadata, spec.Input)
-		r.id, r.input.Run, r.created = rec.ID, rec.ID, rec.Created
-		r.from, r.rollbackID, r.temp, r.modes, r.recovered = spec.From, spec.Rollback, spec.Temp, spec.Modes, true
-		why := rec.Error
-		if _, ok := s.agents[rec.Agent]; !ok && why == "" {
-			why = fmt.Sprintf("agent %s is no longer served", rec.Agent)
+	for _, u := range runs {
+		r := s.newRun(u.rec.Thread, u.rec.Agent, u.spec.Owner, u.rec.Strategy, u.rec.Metadata, u.spec.Input)
+		r.id, r.input.Run, r.created = u.rec.ID, u.rec.ID, u.rec.Created
+		r.from, r.rollbackID, r.temp, r.modes, r.recovered = u.spec.From, u.spec.Rollback, u.spec.Temp, u.spec.Modes, true
+		if _, ok := s.agents[u.rec.Agent]; !ok && u.why == "" {
+			u.why = fmt.Sprintf("agent %s is no longer served", u.rec.Agent)
 		}
-		if why != "" {
-			s.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+why, StatusError)
+		if u.why != "" {
+			s.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+u.why, StatusError)
 			continue
 		}
 		r.strategy = strategyEnqueue // accepted already: it only waits its turn
 		s.enqueue(r)
 	}
-	if len(recs) > 0 {
-		s.log.Info("runs recovered after a restart", "runs", len(recs))
+	if len(runs) > 0 {
+		s.log.Info("runs recovered after a restart", "runs", len(runs))
 	}
 	return nil
 }
