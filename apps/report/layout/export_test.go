@@ -1,0 +1,4 @@
+package layout
+
+// WithoutRules is withoutRules for the tests.
+var WithoutRules = withoutRules

@@ -1,0 +1,171 @@
+package layout
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/xuri/excelize/v2"
+)
+
+// Limits on a workbook: how much it may unzip to, and how many rows and
+// columns of a sheet are read.
+const (
+	maxUnzip     = 64 << 20
+	MaxSheetRows = 1000
+	MaxSheetCols = 200
+)
+
+// FromXLSX reads the layout of a sheet of an XLSX workbook (the active
+// sheet unless opts.Sheet names one) from its cells: each cell with text,
+// or merged range, is a cell of the layout with the box its columns'
+// widths and rows' heights give, at 96 pixels to the inch. No OCR is
+// involved.
+func FromXLSX(ctx context.Context, data []byte, opts Options) (*Layout, error) {
+	if Detect(data) != KindXLSX {
+		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{UnzipSizeLimit: maxUnzip, UnzipXMLSizeLimit: maxUnzip})
+	if err != nil {
+		return nil, fmt.Errorf("reading workbook: %w", err)
+	}
+	defer f.Close()
+	sheet := opts.Sheet
+	if sheet == "" {
+		sheet = f.GetSheetName(f.GetActiveSheetIndex())
+	}
+	if idx, err := f.GetSheetIndex(sheet); err != nil || idx < 0 {
+		return nil, fmt.Errorf("reading workbook: no sheet %q (sheets: %s)", sheet, strings.Join(f.GetSheetList(), ", "))
+	}
+	grid, err := f.GetRows(sheet)
+	if err != nil {
+		return nil, fmt.Errorf("reading sheet %q: %w", sheet, err)
+	}
+	if len(grid) > MaxSheetRows {
+		grid = grid[:MaxSheetRows]
+	}
+	merges, err := f.GetMergeCells(sheet)
+	if err != nil {
+		return nil, fmt.Errorf("reading sheet %q's merged cells: %w", sheet, err)
+	}
+	// Each merged range, by its top left cell; the other cells it covers.
+	type rng struct{ c0, r0, c1, r1 int }
+	merged := map[[2]int]rng{}
+	covered := map[[2]int]bool{}
+	for _, m := range merges {
+		c0, r0, err1 := excelize.CellNameToCoordinates(m.GetStartAxis())
+		c1, r1, err2 := excelize.CellNameToCoordinates(m.GetEndAxis())
+		if err1 != nil || err2 != nil || c0 > MaxSheetCols || r0 > MaxSheetRows {
+			continue
+		}
+		c1, r1 = min(c1, MaxSheetCols), min(r1, MaxSheetRows)
+		merged[[2]int{c0, r0}] = rng{c0, r0, c1, r1}
+		for r := r0; r <= r1; r++ {
+			for c := c0; c <= c1; c++ {
+				if r != r0 || c != c0 {
+					covered[[2]int{c, r}] = true
+				}
+			}
+		}
+	}
+	// The extent: the last row and column with text or a merged range.
+	lastCol, lastRow := 0, 0
+	for r, row := range grid {
+		for c, v := range row {
+			if c < MaxSheetCols && strings.TrimSpace(v) != "" {
+				lastCol, lastRow = max(lastCol, c+1), max(lastRow, r+1)
+			}
+		}
+	}
+	for _, m := range merged {
+		lastCol, lastRow = max(lastCol, m.c1), max(lastRow, m.r1)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reading sheet %q: %w", sheet, err)
+	}
+	// Column edges and row edges in pixels.
+	xs := make([]int, lastCol+1)
+	for c := 1; c <= lastCol; c++ {
+		name, _ := excelize.ColumnNumberToName(c)
+		w, err := f.GetColWidth(sheet, name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the width of column %s: %w", name, err)
+		}
+		xs[c] = xs[c-1] + colPixels(w)
+	}
+	ys := make([]int, lastRow+1)
+	for r := 1; r <= lastRow; r++ {
+		h, err := f.GetRowHeight(sheet, r)
+		if err != nil {
+			return nil, fmt.Errorf("reading the height of row %d: %w", r, err)
+		}
+		ys[r] = ys[r-1] + int(h*96/72+0.5)
+	}
+	l := &Layout{Source: KindXLSX, Width: xs[lastCol], Height: ys[lastRow], DPI: 96}
+	for c := 1; c <= lastCol; c++ {
+		l.Columns = append(l.Columns, Span{X: xs[c-1], W: xs[c] - xs[c-1]})
+	}
+	rowOf := map[int]int{} // sheet row → layout row
+	for r := 1; r <= lastRow; r++ {
+		for c := 1; c <= lastCol; c++ {
+			if covered[[2]int{c, r}] {
+				continue
+			}
+			text := ""
+			if r <= len(grid) && c <= len(grid[r-1]) {
+				text = strings.TrimSpace(grid[r-1][c-1])
+			}
+			if text == "" {
+				continue
+			}
+			m, isMerged := merged[[2]int{c, r}]
+			if !isMerged {
+				m = rng{c, r, c, r}
+			}
+			ref, _ := excelize.CoordinatesToCellName(c, r)
+			col := c - 1
+			if isMerged {
+				end, _ := excelize.CoordinatesToCellName(m.c1, m.r1)
+				ref += ":" + end
+				if m.c1 > m.c0 {
+					col = -1
+				}
+			}
+			if _, ok := rowOf[r]; !ok {
+				rowOf[r] = len(l.Rows)
+				l.Rows = append(l.Rows, Row{})
+			}
+			l.Cells = append(l.Cells, Cell{
+				Text:       text,
+				Box:        Box{X: xs[m.c0-1], Y: ys[m.r0-1], W: xs[m.c1] - xs[m.c0-1], H: ys[m.r1] - ys[m.r0-1]},
+				Row:        rowOf[r],
+				Col:        col,
+				Confidence: 100,
+				Bold:       bold(f, sheet, ref),
+				Ref:        ref,
+			})
+		}
+	}
+	l.bound()
+	l.finish()
+	return l, nil
+}
+
+// colPixels converts a column width in characters, as a workbook stores
+// it, to pixels the way Excel does (7 pixels to the digit, with padding).
+func colPixels(w float64) int {
+	return int((256*w + 18) / 256 * 7)
+}
+
+// bold says whether the cell at ref (or a range's first cell) is set in
+// a bold font.
+func bold(f *excelize.File, sheet, ref string) bool {
+	ref, _, _ = strings.Cut(ref, ":")
+	id, err := f.GetCellStyle(sheet, ref)
+	if err != nil || id == 0 {
+		return false
+	}
+	s, err := f.GetStyle(id)
+	return err == nil && s != nil && s.Font != nil && s.Font.Bold
+}
