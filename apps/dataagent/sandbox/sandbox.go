@@ -352,12 +352,14 @@ func (r *Runner) args(l Limits, prlimit, work, script string) []string {
 		"--size", size, "--tmpfs", "/tmp",
 		"--bind", work, "/work",
 		"--ro-bind", script, "/sandbox/main.py",
+		"--ro-bind", filepath.Join(filepath.Dir(script), "matplotlibrc"), "/sandbox/matplotlibrc",
 		"--chdir", "/work",
 		"--clearenv",
 		"--setenv", "PATH", "/usr/bin:/bin",
 		"--setenv", "HOME", "/tmp",
 		"--setenv", "LANG", "C.UTF-8",
 		"--setenv", "MPLBACKEND", "Agg",
+		"--setenv", "MATPLOTLIBRC", "/sandbox/matplotlibrc",
 		"--setenv", "MPLCONFIGDIR", "/tmp/matplotlib",
 		"--setenv", "XDG_CACHE_HOME", "/tmp/cache",
 		"--setenv", "OPENBLAS_NUM_THREADS", "1",
@@ -386,6 +388,9 @@ func prepare(base, work, script string, job Job) (map[string][]byte, error) {
 	}
 	if err := os.WriteFile(script, []byte(job.Code), 0o644); err != nil {
 		return nil, fmt.Errorf("writing the script: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "matplotlibrc"), []byte(matplotlibrc()), 0o644); err != nil {
+		return nil, fmt.Errorf("writing matplotlibrc: %w", err)
 	}
 	if err := os.Mkdir(work, 0o755); err != nil {
 		return nil, fmt.Errorf("making the work directory: %w", err)
@@ -423,6 +428,22 @@ func prepare(base, work, script string, job Job) (map[string][]byte, error) {
 		}
 	}
 	return inputs, nil
+}
+
+// matplotlibrc lets charts label in Chinese: glyphs DejaVu Sans lacks
+// are drawn from a CJK font when one of those Debian packages is
+// installed (fonts-noto-cjk, fonts-arphic-gbsn00lp).
+func matplotlibrc() string {
+	families := []string{"DejaVu Sans"}
+	for _, f := range []struct{ file, family string }{
+		{"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", "Noto Sans CJK SC"},
+		{"/usr/share/fonts/truetype/arphic-gbsn00lp/gbsn00lp.ttf", "AR PL SungtiL GB"},
+	} {
+		if _, err := os.Stat(f.file); err == nil {
+			families = append(families, f.family)
+		}
+	}
+	return "backend: Agg\nfont.family: " + strings.Join(families, ", ") + "\naxes.unicode_minus: False\n"
 }
 
 // removeAll removes a sandbox directory even where the script took the
@@ -480,7 +501,8 @@ func (w cappedWriter) Write(p []byte) (int, error) {
 func (c *capped) strings() (string, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.buf[0].String(), c.buf[1].String()
+	// A cut at the cap may split a character.
+	return strings.ToValidUTF8(c.buf[0].String(), ""), strings.ToValidUTF8(c.buf[1].String(), "")
 }
 
 // watchDisk stops the run when the work directory holds more than max
@@ -547,7 +569,7 @@ func collect(root *os.Root, inputs map[string][]byte, max int64) (map[string][]b
 	var total int64
 	for _, f := range found {
 		if in, ok := inputs[f.name]; ok && int64(len(in)) == f.size {
-			if b, err := root.ReadFile(f.name); err == nil && bytes.Equal(b, in) {
+			if b, err := readCapped(root, f.name, f.size); err == nil && bytes.Equal(b, in) {
 				continue
 			}
 		}
@@ -566,12 +588,17 @@ func collect(root *os.Root, inputs map[string][]byte, max int64) (map[string][]b
 	return files, omitted
 }
 
+// readCapped reads a regular file of at most max bytes. A script still
+// dying after a kill may swap a file for a pipe: opening does not wait.
 func readCapped(root *os.Root, name string, max int64) ([]byte, error) {
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err

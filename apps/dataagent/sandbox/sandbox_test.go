@@ -43,6 +43,7 @@ import matplotlib.pyplot as plt
 rows = json.load(open("data/rows.json"))
 fig, ax = plt.subplots(figsize=(4, 3), dpi=50)
 ax.bar([r["k"] for r in rows], [r["v"] for r in rows])
+ax.set_title("销售额 Sales")
 fig.savefig("out/chart.png")
 print("saved")
 `,
@@ -67,6 +68,28 @@ print("saved")
 	}
 	if len(res.Files) != 1 {
 		t.Errorf("files = %v, want only the chart", keys(res.Files))
+	}
+	if strings.Contains(res.Stderr, "missing from") || strings.Contains(res.Stderr, "findfont") {
+		t.Errorf("the Chinese title lacks a font: %s", res.Stderr)
+	}
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	r := runner(t)
+	bomb := make(chan *Result)
+	go func() {
+		res, err := r.Run(context.Background(), Job{Code: "import os\nwhile True:\n    os.fork()\n"})
+		if err != nil {
+			t.Error(err)
+		}
+		bomb <- res
+	}()
+	// Runs next to the bomb, each with its own process count.
+	for range 3 {
+		stillWorks(t, r)
+	}
+	if res := <-bomb; res != nil {
+		wantStopped(t, res, ReasonProcs, "processes")
 	}
 }
 
