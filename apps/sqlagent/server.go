@@ -103,6 +103,26 @@ func ServerAgent(opts ServerOptions) server.Agent {
 
 // open opens the sources of opts and returns the agent on them.
 func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
+	cfgs, err := SourceConfigs(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	limits := opts.Limits
+	if limits == (datasource.Limits{}) {
+		limits = DefaultLimits
+	}
+	ss, err := OpenSources(ctx, cfgs, limits)
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget})
+}
+
+// SourceConfigs returns the data sources opts configure: opts.Sources,
+// else those of the file EnvSources names, else the demo shop (written
+// on first start at opts.DemoPath, see ServerOptions). Other agents that
+// work on the same databases call it with the same options.
+func SourceConfigs(ctx context.Context, opts ServerOptions) ([]SourceConfig, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -127,15 +147,7 @@ func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
 		}
 		cfgs = []SourceConfig{{Name: "shop", URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}}
 	}
-	limits := opts.Limits
-	if limits == (datasource.Limits{}) {
-		limits = DefaultLimits
-	}
-	ss, err := OpenSources(ctx, cfgs, limits)
-	if err != nil {
-		return nil, err
-	}
-	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget})
+	return cfgs, nil
 }
 
 // demoPath returns where the demo shop lives.

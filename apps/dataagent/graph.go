@@ -1,0 +1,288 @@
+package dataagent
+
+import (
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/loomkit/loom/convo"
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+)
+
+// AgentName is the name the agent is registered under.
+const AgentName = "dataagent"
+
+// The graph's nodes, named as the analyst's steps.
+const (
+	NodeIntent      = "intent_recognition"
+	NodeEvidence    = "evidence_recall"
+	NodeEnhance     = "query_enhance"
+	NodeSchema      = "schema_recall"
+	NodeRelation    = "table_relation"
+	NodeFeasibility = "feasibility_assessment"
+	NodePlanner     = "planner"
+	NodeExecutor    = "plan_executor"
+	NodeFeedback    = "human_feedback"
+	NodeSQLGenerate = "sql_generate"
+	NodeSemantic    = "semantic_consistency"
+	NodeSQLExecute  = "sql_execute"
+	NodePyGenerate  = "python_generate"
+	NodePyExecute   = "python_execute"
+	NodePyAnalyze   = "python_analyze"
+	NodeReport      = "report_generator"
+)
+
+// Bounds of the graph's loops.
+const (
+	// RelationTries is how many times table_relation runs before a
+	// retryable error ends the run (retried fewer than 3 times).
+	RelationTries = 3
+	// PlanRepairs is how many times the planner repairs a plan that does
+	// not validate; one more failure ends the run.
+	PlanRepairs = 2
+	// SQLTries is how many SQL statements one step may generate.
+	SQLTries = 10
+	// MaxSteps bounds a plan's steps.
+	MaxSteps = 8
+	// MaxRejections bounds how often a person may send a plan back in
+	// one run.
+	MaxRejections = 5
+	// DefaultPythonTries is how many Python runs a step may take before
+	// it falls back to analysing without Python.
+	DefaultPythonTries = 3
+	// DefaultMatch is how close a question must be to a stored example's
+	// (0 to 1) for the example's SQL to answer it without a model.
+	DefaultMatch = 0.6
+	// DefaultSchemaBudget is the tokens of schema sent to the model.
+	DefaultSchemaBudget = 3000
+)
+
+// Config configures the agent.
+type Config struct {
+	// Sources are the data sources, in order (the first is the default).
+	Sources []Source
+	// Model is the language model; nil answers only questions that match
+	// a stored example and says which variables configure a model.
+	Model llm.Model
+	// Knowledge is the recall over business knowledge; nil recalls none.
+	Knowledge Knowledge
+	// Schema finds the tables a question needs; nil uses every table of
+	// the source, packed to SchemaBudget.
+	Schema SchemaRecaller
+	// Report draws the reports' charts and pages; nil writes reports
+	// without charts.
+	Report Renderer
+	// Python runs analysis code; nil analyses without Python (fallback).
+	Python PythonRunner
+	// PythonTries is how many failed Python runs a step takes before the
+	// fallback (default 3, or LOOM_DATAAGENT_PYTHON_TRIES).
+	PythonTries int
+	// StrictPython ends the run when Python fails PythonTries times,
+	// instead of going on without it.
+	StrictPython bool
+	// Match is the threshold for answering from a stored example without
+	// a model (default 0.6).
+	Match float64
+	// SchemaBudget is the tokens of schema sent to the model (default
+	// 3000).
+	SchemaBudget int
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Source is one data source of the agent: its name, what it is about, and
+// the guarded connection every statement goes through.
+type Source struct {
+	Name        string
+	Description string
+	*datasource.Source
+}
+
+// Agent is the data analyst: its configuration and graph.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	history *convo.Builder
+}
+
+// New returns the agent for cfg.
+func New(cfg Config) *Agent {
+	if cfg.PythonTries <= 0 {
+		cfg.PythonTries = DefaultPythonTries
+		if n, err := strconv.Atoi(os.Getenv("LOOM_DATAAGENT_PYTHON_TRIES")); err == nil && n > 0 {
+			cfg.PythonTries = n
+		}
+	}
+	if cfg.Match <= 0 {
+		cfg.Match = DefaultMatch
+	}
+	if cfg.SchemaBudget <= 0 {
+		cfg.SchemaBudget = DefaultSchemaBudget
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Agent{cfg: cfg, log: log, history: convo.New(convo.Config{
+		Window: 6, MaxChars: 3000, SummaryMaxChars: 1000,
+		SummaryKey: "dataagent-1", Counter: convo.Estimate{},
+	})}
+}
+
+// Graph builds the analyst's graph. Every branch is a declared route and
+// every retry a bounded loop:
+//
+//	intent_recognition → evidence_recall → query_enhance → schema_recall
+//	  → table_relation (retried < 3) → feasibility_assessment → planner
+//	  → plan_executor ⇄ planner (2 repairs), human_feedback (approve/reject)
+//	  plan_executor → sql_generate (< 10) → semantic_consistency → sql_execute → plan_executor
+//	  plan_executor → python_generate → python_execute (retries, then fallback) → python_analyze → plan_executor
+//	  plan_executor → report_generator → END
+func (a *Agent) Graph() *graph.Graph[State] {
+	g := graph.New[State](AgentName)
+	g.Node(NodeIntent, a.intentRecognition).
+		Node(NodeEvidence, a.evidenceRecall).
+		Node(NodeEnhance, a.queryEnhance).
+		Node(NodeSchema, a.schemaRecall).
+		Node(NodeRelation, a.tableRelation).
+		Node(NodeFeasibility, a.feasibilityAssessment).
+		Node(NodePlanner, a.planner).
+		Node(NodeExecutor, a.planExecutor).
+		Node(NodeFeedback, a.humanFeedback).
+		Node(NodeSQLGenerate, a.sqlGenerate).
+		Node(NodeSemantic, a.semanticConsistency).
+		Node(NodeSQLExecute, a.sqlExecute).
+		Node(NodePyGenerate, a.pythonGenerate).
+		Node(NodePyExecute, a.pythonExecute).
+		Node(NodePyAnalyze, a.pythonAnalyze).
+		Node(NodeReport, a.reportGenerator)
+
+	g.Edge(graph.Start, NodeIntent).
+		Route(NodeIntent, routeIntent, NodeEvidence, graph.End).
+		Edge(NodeEvidence, NodeEnhance).
+		Route(NodeEnhance, routeEnhance, NodeSchema, graph.End).
+		Route(NodeSchema, routeSchema, NodeRelation, graph.End).
+		Route(NodeRelation, routeRelation, NodeRelation, NodeFeasibility, graph.End).
+		Route(NodeFeasibility, routeFeasibility, NodePlanner, graph.End).
+		Edge(NodePlanner, NodeExecutor).
+		Route(NodeExecutor, routeExecutor, NodePlanner, NodeFeedback, NodeSQLGenerate, NodePyGenerate, NodeReport, graph.End).
+		Route(NodeFeedback, routeFeedback, NodePlanner, NodeExecutor, graph.End).
+		Route(NodeSQLGenerate, routeSQLGenerate, NodeSQLGenerate, NodeSemantic, graph.End).
+		Route(NodeSemantic, routeSemantic, NodeSQLGenerate, NodeSQLExecute).
+		Route(NodeSQLExecute, routeSQLExecute, NodeSQLGenerate, NodeExecutor).
+		Edge(NodePyGenerate, NodePyExecute).
+		Route(NodePyExecute, a.routePyExecute, NodePyGenerate, NodePyAnalyze, graph.End).
+		Edge(NodePyAnalyze, NodeExecutor).
+		Edge(NodeReport, graph.End)
+
+	// The retries, each a loop with its bound and where it goes after.
+	// The routes count the same bounds in the state, so the loop bound
+	// is only reached if they did not stop first.
+	g.Loop(NodeRelation, NodeRelation, RelationTries-1, graph.End).
+		Loop(NodeExecutor, NodePlanner, PlanRepairs, graph.End).
+		Loop(NodeFeedback, NodePlanner, MaxRejections, graph.End).
+		Loop(NodeFeedback, NodeExecutor, 1, graph.End).
+		Loop(NodeSQLGenerate, NodeSQLGenerate, SQLTries-1, graph.End).
+		Loop(NodeSemantic, NodeSQLGenerate, SQLTries-1, graph.End).
+		Loop(NodeSQLExecute, NodeSQLGenerate, SQLTries-1, graph.End).
+		Loop(NodeSQLExecute, NodeExecutor, MaxSteps, graph.End).
+		Loop(NodePyExecute, NodePyGenerate, max(a.cfg.PythonTries-1, 1), NodePyAnalyze).
+		Loop(NodePyAnalyze, NodeExecutor, MaxSteps, graph.End)
+	return g
+}
+
+func routeIntent(s State) string {
+	if s.Answer != nil || s.Intent == nil || s.Intent.Kind != "analysis" {
+		return graph.End
+	}
+	return NodeEvidence
+}
+
+func routeEnhance(s State) string {
+	if s.Answer != nil || s.Enhanced == nil || s.Enhanced.Canonical == "" {
+		return graph.End
+	}
+	return NodeSchema
+}
+
+func routeSchema(s State) string {
+	if len(s.Tables) == 0 {
+		return graph.End
+	}
+	return NodeRelation
+}
+
+func routeRelation(s State) string {
+	switch {
+	case s.RelationsReady:
+		return NodeFeasibility
+	case s.RelationRetry && s.RelationTries < RelationTries:
+		return NodeRelation
+	}
+	return graph.End
+}
+
+func routeFeasibility(s State) string {
+	if s.Feasibility != nil && s.Feasibility.Kind == "analysis" {
+		return NodePlanner
+	}
+	return graph.End
+}
+
+func routeExecutor(s State) string {
+	switch s.Next {
+	case NodePlanner, NodeFeedback, NodeSQLGenerate, NodePyGenerate, NodeReport:
+		return s.Next
+	}
+	return graph.End
+}
+
+func routeFeedback(s State) string {
+	switch {
+	case s.Approved:
+		return NodeExecutor
+	case s.Feedback != nil && !s.Feedback.Accept && s.Feedback.Note != "" && s.Answer == nil:
+		return NodePlanner
+	}
+	return graph.End
+}
+
+func routeSQLGenerate(s State) string {
+	switch {
+	case s.SQLGiveUp != "" || s.Answer != nil:
+		return graph.End
+	case s.SQLFailed && s.SQLTries < SQLTries:
+		return NodeSQLGenerate
+	case s.SQLFailed:
+		return graph.End
+	}
+	return NodeSemantic
+}
+
+func routeSemantic(s State) string {
+	if s.Consistent {
+		return NodeSQLExecute
+	}
+	return NodeSQLGenerate
+}
+
+func routeSQLExecute(s State) string {
+	if s.SQLOK {
+		return NodeExecutor
+	}
+	return NodeSQLGenerate
+}
+
+func (a *Agent) routePyExecute(s State) string {
+	switch {
+	case s.PythonOK || s.PythonFallback:
+		return NodePyAnalyze
+	case s.PythonTries < a.cfg.PythonTries:
+		return NodePyGenerate
+	case a.cfg.StrictPython:
+		return graph.End
+	}
+	return NodePyAnalyze
+}

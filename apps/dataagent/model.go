@@ -1,0 +1,227 @@
+package dataagent
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/llm"
+)
+
+//go:embed prompts/*.md
+var prompts embed.FS
+
+// prompt returns an embedded prompt; a missing one is a programming error.
+func prompt(name string) string {
+	b, err := prompts.ReadFile("prompts/" + name + ".md")
+	if err != nil {
+		panic(fmt.Sprintf("dataagent: prompt %s: %v", name, err))
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// askJSON asks the model for a typed decision T, feeding malformed
+// answers back (contract.Ask) at most twice.
+func askJSON[T any](ctx context.Context, m llm.Model, system, user string) (T, error) {
+	var zero T
+	schema, err := contract.SchemaFor[T]()
+	if err != nil {
+		return zero, err
+	}
+	msgs := []llm.Message{
+		llm.System(system + "\n\nAnswer with one JSON object inside <DECISION></DECISION>, in this format:\n" + schema.Format()),
+		llm.User(user),
+	}
+	return contract.Ask[T](ctx, contract.Chat(m, &msgs, llm.WithTemperature(0.1)), contract.WithRetries(2))
+}
+
+// askText asks the model for free text (code, a report).
+func askText(ctx context.Context, m llm.Model, system, user string) (string, error) {
+	resp, err := m.Generate(ctx, []llm.Message{llm.System(system), llm.User(user)}, llm.WithTemperature(0.2))
+	if err != nil {
+		return "", err
+	}
+	return resp.Message.Content, nil
+}
+
+// brief is the context a prompt gives the model, section by section;
+// empty sections are left out.
+type brief []string
+
+func (b brief) add(title, body string) brief {
+	if strings.TrimSpace(body) == "" {
+		return b
+	}
+	return append(b, "## "+title+"\n"+strings.TrimSpace(body))
+}
+
+func (b brief) String() string { return strings.Join(b, "\n\n") }
+
+// schemaText writes the tables for a prompt, one line a table: name
+// (column type PK, column type → other.column, …) and the comments.
+func schemaText(tables []datasource.Table) string {
+	var b strings.Builder
+	for _, t := range tables {
+		fks := map[string]string{}
+		for _, fk := range t.ForeignKeys {
+			for i, c := range fk.Columns {
+				if i < len(fk.RefColumns) {
+					fks[c] = fk.RefTable + "." + fk.RefColumns[i]
+				}
+			}
+		}
+		cols := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			s := c.Name + " " + strings.ToLower(c.Type)
+			if slices.Contains(t.PrimaryKey, c.Name) {
+				s += " PK"
+			}
+			if ref, ok := fks[c.Name]; ok {
+				s += " → " + ref
+			}
+			if c.Comment != "" {
+				s += " -- " + oneLine(c.Comment, 80)
+			}
+			cols[i] = s
+		}
+		fmt.Fprintf(&b, "- %s(%s)", t.Name, strings.Join(cols, ", "))
+		if t.Comment != "" {
+			b.WriteString(" -- " + oneLine(t.Comment, 120))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func relationText(rs []Relation) string {
+	var b strings.Builder
+	for _, r := range rs {
+		kind := "foreign key"
+		if r.Logical {
+			kind = "logical key"
+		}
+		fmt.Fprintf(&b, "- %s = %s (%s)\n", r.From, r.To, kind)
+	}
+	return b.String()
+}
+
+func evidenceText(ev []Evidence) string {
+	var b strings.Builder
+	for _, e := range ev {
+		switch e.Kind {
+		case "example":
+			fmt.Fprintf(&b, "- example: %s\n  SQL: %s\n", e.Title, oneLine(e.SQL, 600))
+		default:
+			fmt.Fprintf(&b, "- %s %s: %s\n", e.Kind, e.Title, oneLine(e.Text, 400))
+		}
+	}
+	return b.String()
+}
+
+func planText(p *Plan) string {
+	if p == nil {
+		return ""
+	}
+	var b strings.Builder
+	for i, st := range p.Steps {
+		fmt.Fprintf(&b, "%d. [%s] %s\n", i+1, st.Tool, st.Instruction)
+	}
+	return b.String()
+}
+
+// resultText writes a step's result as a Markdown table of at most n
+// rows, with the count.
+func resultText(r StepResult, n int) string {
+	if len(r.Columns) == 0 {
+		return "(no columns)"
+	}
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(escapeCells(r.Columns), " | ") + " |\n|")
+	b.WriteString(strings.Repeat("---|", len(r.Columns)))
+	for _, row := range r.Rows[:min(len(r.Rows), n)] {
+		cells := make([]string, len(row))
+		for i, v := range row {
+			cells[i] = cellText(v)
+		}
+		b.WriteString("\n| " + strings.Join(escapeCells(cells), " | ") + " |")
+	}
+	more := ""
+	if r.Truncated {
+		more = "+"
+	}
+	fmt.Fprintf(&b, "\n\n(%d%s rows)", len(r.Rows), more)
+	return b.String()
+}
+
+func resultsText(rs []StepResult, n int) string {
+	var b strings.Builder
+	for _, r := range rs {
+		fmt.Fprintf(&b, "Step %d: %s\nSQL: %s\n%s\n\n", r.Step+1, r.Instruction, oneLine(r.SQL, 600), resultText(r, n))
+	}
+	return b.String()
+}
+
+func escapeCells(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(c)
+	}
+	return out
+}
+
+// cellText shows a value in a table cell; null is NULL.
+func cellText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	if f, ok := v.(float64); ok {
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.6f", f), "0"), ".")
+	}
+	return fmt.Sprint(v)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// zh reports whether text has Chinese in it, to answer in its language.
+func zh(text string) bool {
+	return strings.ContainsFunc(text, func(r rune) bool { return unicode.Is(unicode.Han, r) })
+}
+
+// say picks the English or Chinese text for the language of q.
+func say(q, en, cn string) string {
+	if zh(q) {
+		return cn
+	}
+	return en
+}
+
+// codeBlock returns the body of the first fenced block of text in lang
+// (or any fence), else text itself.
+func codeBlock(text, lang string) string {
+	for _, open := range []string{"```" + lang + "\n", "```" + lang + "\r\n", "```\n"} {
+		if i := strings.Index(text, open); i >= 0 {
+			body := text[i+len(open):]
+			if j := strings.Index(body, "```"); j >= 0 {
+				body = body[:j]
+			}
+			return strings.TrimSpace(body)
+		}
+	}
+	return strings.TrimSpace(text)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,777 @@
+package dataagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
+)
+
+// noModel is what the agent says when a question needs a model.
+func noModel(q string) string {
+	return say(q,
+		"No language model is configured, and no stored example question matches this one closely enough to answer it from its SQL. To ask questions in plain language, set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible endpoint) and LOOM_MODEL, then restart loom serve.",
+		"尚未配置语言模型，知识库里也没有与这个问题足够接近的示例问题可以直接用它的 SQL 回答。若要用自然语言提问，请设置 OPENAI_API_KEY（使用其他兼容 OpenAI 的服务时再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启 loom serve。")
+}
+
+// source returns the data source called name, or the first for "".
+func (a *Agent) source(name string) (*Source, error) {
+	if len(a.cfg.Sources) == 0 {
+		return nil, errors.New("no data sources are configured")
+	}
+	if name == "" {
+		return &a.cfg.Sources[0], nil
+	}
+	for i := range a.cfg.Sources {
+		if a.cfg.Sources[i].Name == name {
+			return &a.cfg.Sources[i], nil
+		}
+	}
+	names := make([]string, len(a.cfg.Sources))
+	for i, s := range a.cfg.Sources {
+		names[i] = s.Name
+	}
+	return nil, fmt.Errorf("no data source %q (the sources are: %s)", name, strings.Join(names, ", "))
+}
+
+// sourceName is the name of the source the state uses.
+func (a *Agent) sourceName(s State) string {
+	if src, err := a.source(s.Source); err == nil {
+		return src.Name
+	}
+	return s.Source
+}
+
+// finish ends the turn with ans: it is recorded in the history, and the
+// per-request switches are turned off for the next question.
+func (s State) finish(ans *Answer) State {
+	s.Answer = ans
+	text := ans.Text
+	if ans.SQL != "" {
+		text += "\nSQL: " + oneLine(ans.SQL, 400)
+	}
+	s.History = append(slices.Clip(s.History), llm.User(s.Query), llm.Assistant(text))
+	s.HumanReview, s.NL2SQLOnly = false, false
+	return s
+}
+
+// fail ends the turn with a message and no result.
+func (s State) fail(text string) State {
+	return s.finish(&Answer{Text: text, Failed: true})
+}
+
+// intentRecognition starts a turn: the question moves to Query, the
+// per-turn keys are cleared, the earlier turns are compressed into the
+// model's context, and the model tells an analysis request from small
+// talk (a typed decision).
+func (a *Agent) intentRecognition(ctx context.Context, s State) (State, error) {
+	q := strings.TrimSpace(s.Question)
+	s = State{
+		Source: s.Source, HumanReview: s.HumanReview, NL2SQLOnly: s.NL2SQLOnly,
+		History: s.History, Summary: s.Summary, Query: q,
+	}
+	if q == "" {
+		return s.fail("Ask a question about the data. / 请提出一个关于数据的问题。"), nil
+	}
+	if _, err := a.source(s.Source); err != nil {
+		return s.fail(err.Error()), nil
+	}
+	if len(s.History) > 0 {
+		view, err := a.history.Build(ctx, s.History, nil, &s.Summary)
+		if err != nil {
+			return s, fmt.Errorf("compressing the conversation: %w", err)
+		}
+		var b strings.Builder
+		for _, m := range view.Messages {
+			if m.Content != "" {
+				fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
+			}
+		}
+		s.Context = b.String()
+	}
+	if a.cfg.Model == nil {
+		s.Intent = &IntentDecision{Kind: "analysis"}
+		return s, nil
+	}
+	d, err := askJSON[IntentDecision](ctx, a.cfg.Model, prompt("intent"),
+		brief{}.add("Earlier in this conversation", s.Context).add("Message", q).String())
+	if err != nil {
+		return s, fmt.Errorf("recognising the intent: %w", err)
+	}
+	s.Intent = &d
+	if d.Kind != "analysis" {
+		reply := d.Reply
+		if reply == "" {
+			reply = say(q, "I analyse the data of the configured sources; ask me a question about them.", "我负责分析已配置数据源中的数据，请提出与数据相关的问题。")
+		}
+		return s.finish(&Answer{Text: reply}), nil
+	}
+	return s, nil
+}
+
+// evidenceRecall recalls the caller's knowledge of the source for the
+// question: terms, documents and examples. An example that matches the
+// question above the threshold is kept: without a model its SQL answers.
+func (a *Agent) evidenceRecall(ctx context.Context, s State) (State, error) {
+	if a.cfg.Knowledge == nil {
+		return s, nil
+	}
+	ev, err := a.cfg.Knowledge.Evidence(ctx, server.Caller(ctx), a.sourceName(s), s.Query, 8)
+	if err != nil {
+		return s, fmt.Errorf("recalling knowledge: %w", err)
+	}
+	s.Evidence = ev
+	for i, e := range ev {
+		if e.Kind == "example" && e.SQL != "" && e.Match >= a.cfg.Match && (s.Example == nil || e.Match > s.Example.Match) {
+			s.Example = &ev[i]
+		}
+	}
+	return s, nil
+}
+
+// queryEnhance rewrites the question to stand on its own, with variants
+// for recall. Without a model the question is used as it is.
+func (a *Agent) queryEnhance(ctx context.Context, s State) (State, error) {
+	if a.cfg.Model == nil {
+		s.Enhanced = &EnhancedQuery{Canonical: s.Query}
+		return s, nil
+	}
+	d, err := askJSON[EnhancedQuery](ctx, a.cfg.Model, prompt("enhance"),
+		brief{}.add("Earlier in this conversation", s.Context).
+			add("Knowledge", evidenceText(s.Evidence)).
+			add("Question", s.Query).String())
+	if err != nil {
+		return s, fmt.Errorf("enhancing the question: %w", err)
+	}
+	d.Canonical = strings.TrimSpace(d.Canonical)
+	s.Enhanced = &d
+	if d.Canonical == "" {
+		return s.fail(say(s.Query, "I could not find a question about the data in that.", "没有从中识别出关于数据的问题。")), nil
+	}
+	return s, nil
+}
+
+// schemaRecall finds the tables the question needs, with the canonical
+// and expanded queries, packed to the schema budget.
+func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
+	src, err := a.source(s.Source)
+	if err != nil {
+		return s.fail(err.Error()), nil
+	}
+	queries := []string{s.Enhanced.Canonical}
+	for _, q := range append(slices.Clone(s.Enhanced.Expanded), s.Query) {
+		if q = strings.TrimSpace(q); q != "" && !slices.Contains(queries, q) {
+			queries = append(queries, q)
+		}
+	}
+	var tables []datasource.Table
+	if a.cfg.Schema != nil {
+		tables, err = a.cfg.Schema.Recall(ctx, src.Name, queries, a.cfg.SchemaBudget)
+	} else {
+		tables, err = src.Schema(ctx)
+	}
+	if err != nil {
+		return s, fmt.Errorf("recalling the schema of %s: %w", src.Name, err)
+	}
+	s.Tables = tables
+	if len(tables) == 0 {
+		return s.fail(say(s.Query, "I found no tables in "+src.Name+" that this question is about.", "在 "+src.Name+" 中没有找到与这个问题相关的表。")), nil
+	}
+	return s, nil
+}
+
+// tableRelation describes the recalled tables afresh and finds the joins
+// between them: their foreign keys, and logical keys (a column
+// TABLE_id or TABLEid naming another recalled table's one-column primary
+// key). A database error is retried; a table that is gone is not.
+func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
+	src, err := a.source(s.Source)
+	if err != nil {
+		return s.fail(err.Error()), nil
+	}
+	s.RelationsReady, s.RelationError, s.RelationRetry = false, "", false
+	tables := make([]datasource.Table, 0, len(s.Tables))
+	for _, t := range s.Tables {
+		d, err := src.Describe(ctx, t.Name)
+		if err != nil {
+			s.RelationTries++
+			s.RelationError = fmt.Sprintf("describing %s: %v", t.Name, err)
+			s.RelationRetry = !errors.Is(err, datasource.ErrNoTable) && ctx.Err() == nil
+			if !s.RelationRetry || s.RelationTries >= RelationTries {
+				return s.fail(say(s.Query, "I could not read the tables' structure: ", "无法读取表结构：") + s.RelationError), nil
+			}
+			return s, nil
+		}
+		tables = append(tables, *d)
+	}
+	s.Tables = tables
+	s.Relations = relations(tables)
+	s.RelationsReady = true
+	return s, nil
+}
+
+// relations are the joins between tables: foreign keys, then logical keys.
+func relations(tables []datasource.Table) []Relation {
+	var out []Relation
+	byName := map[string]datasource.Table{}
+	for _, t := range tables {
+		byName[strings.ToLower(t.Name)] = t
+	}
+	seen := map[string]bool{}
+	for _, t := range tables {
+		for _, fk := range t.ForeignKeys {
+			if _, ok := byName[strings.ToLower(fk.RefTable)]; !ok {
+				continue
+			}
+			for i, c := range fk.Columns {
+				if i < len(fk.RefColumns) {
+					r := Relation{From: t.Name + "." + c, To: fk.RefTable + "." + fk.RefColumns[i]}
+					seen[strings.ToLower(r.From)] = true
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	for _, t := range tables {
+		for _, c := range t.Columns {
+			name := strings.ToLower(c.Name)
+			base, ok := strings.CutSuffix(name, "_id")
+			if !ok {
+				base, ok = strings.CutSuffix(name, "id")
+			}
+			if !ok || base == "" || seen[strings.ToLower(t.Name+"."+c.Name)] {
+				continue
+			}
+			for _, cand := range []string{base, base + "s", base + "es"} {
+				ref, found := byName[cand]
+				if found && !strings.EqualFold(ref.Name, t.Name) && len(ref.PrimaryKey) == 1 {
+					out = append(out, Relation{From: t.Name + "." + c.Name, To: ref.Name + "." + ref.PrimaryKey[0], Logical: true})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// feasibilityAssessment decides whether the recalled data can answer the
+// question (a typed decision). Without a model only a question that
+// matches a stored example can be answered; any other is told which
+// variables configure a model, with what recall found.
+func (a *Agent) feasibilityAssessment(ctx context.Context, s State) (State, error) {
+	if a.cfg.Model == nil {
+		if s.Example != nil {
+			s.Feasibility = &FeasibilityDecision{Kind: "analysis", Reason: "matches the stored example " + s.Example.Title}
+			return s, nil
+		}
+		s.Feasibility = &FeasibilityDecision{Kind: "not_analysis", Reason: "no model"}
+		return s.fail(noModel(s.Query) + a.recalled(s)), nil
+	}
+	d, err := askJSON[FeasibilityDecision](ctx, a.cfg.Model, prompt("feasibility"),
+		brief{}.add("Tables", schemaText(s.Tables)).
+			add("Joins", relationText(s.Relations)).
+			add("Knowledge", evidenceText(s.Evidence)).
+			add("Question", s.Enhanced.Canonical).String())
+	if err != nil {
+		return s, fmt.Errorf("assessing feasibility: %w", err)
+	}
+	s.Feasibility = &d
+	if d.Kind != "analysis" {
+		text := d.Reply
+		if text == "" {
+			text = d.Reason
+		}
+		return s.fail(text), nil
+	}
+	return s, nil
+}
+
+// recalled lists what recall found, for an answer without a model.
+func (a *Agent) recalled(s State) string {
+	var names []string
+	for _, t := range s.Tables {
+		names = append(names, t.Name)
+	}
+	var ev []string
+	for _, e := range s.Evidence[:min(len(s.Evidence), 5)] {
+		ev = append(ev, e.Title)
+	}
+	out := ""
+	if len(names) > 0 {
+		out += say(s.Query, "\n\nTables that look relevant: ", "\n\n可能相关的表：") + strings.Join(names, ", ")
+	}
+	if len(ev) > 0 {
+		out += say(s.Query, "\nKnowledge that looks relevant: ", "\n可能相关的知识：") + strings.Join(ev, "; ")
+	}
+	return out
+}
+
+// planner makes the plan: with a model, from the question, the schema,
+// the knowledge, and what went wrong with the last plan (a validation
+// error or a person's comment); in nl2sql_only mode, or answering from
+// a stored example, one SQL step.
+func (a *Agent) planner(ctx context.Context, s State) (State, error) {
+	s.PlanChecked, s.PlanValid, s.Approved, s.Step, s.Results = false, false, false, 0, nil
+	q := s.Enhanced.Canonical
+	switch {
+	case a.cfg.Model == nil:
+		s.Plan = &Plan{Thought: "answer from the stored example " + s.Example.Title, Steps: []Step{{Tool: "sql", Instruction: s.Example.Title}}}
+		if !s.NL2SQLOnly {
+			s.Plan.Steps = append(s.Plan.Steps, Step{Tool: "report", Instruction: q})
+		}
+		return s, nil
+	case s.NL2SQLOnly:
+		s.Plan = &Plan{Steps: []Step{{Tool: "sql", Instruction: q}}}
+		return s, nil
+	}
+	b := brief{}.add("Earlier in this conversation", s.Context).
+		add("Tables", schemaText(s.Tables)).
+		add("Joins", relationText(s.Relations)).
+		add("Knowledge", evidenceText(s.Evidence))
+	if s.Plan != nil && (s.PlanError != "" || s.Feedback != nil) {
+		b = b.add("Previous plan", planText(s.Plan))
+	}
+	if s.PlanError != "" {
+		b = b.add("What was wrong with the previous plan (fix it)", s.PlanError)
+	}
+	if s.Feedback != nil && !s.Feedback.Accept && s.Feedback.Note != "" {
+		b = b.add("The user rejected the previous plan with this comment (follow it)", s.Feedback.Note)
+	}
+	b = b.add("Question", q)
+	plan, err := askJSON[Plan](ctx, a.cfg.Model, prompt("planner"), b.String())
+	if err != nil {
+		s.Plan = nil
+		s.PlanError = "the plan could not be read: " + err.Error()
+		return s, nil
+	}
+	s.Plan = &plan
+	return s, nil
+}
+
+// validate checks a plan: one to MaxSteps steps with instructions, at
+// least one SQL step, Python only after SQL, a report only last, and
+// nothing but SQL in nl2sql_only mode.
+func validate(p *Plan, nl2sqlOnly bool) error {
+	if p == nil || len(p.Steps) == 0 {
+		return errors.New("the plan has no steps")
+	}
+	if len(p.Steps) > MaxSteps {
+		return fmt.Errorf("the plan has %d steps; at most %d are allowed", len(p.Steps), MaxSteps)
+	}
+	sql := false
+	for i, st := range p.Steps {
+		switch {
+		case strings.TrimSpace(st.Instruction) == "":
+			return fmt.Errorf("step %d has no instruction", i+1)
+		case st.Tool == "sql":
+			sql = true
+		case nl2sqlOnly:
+			return fmt.Errorf("step %d is %s; only sql steps are allowed when only SQL is asked for", i+1, st.Tool)
+		case st.Tool == "python" && !sql:
+			return fmt.Errorf("step %d is python but no sql step comes before it: python analyses the results of earlier sql steps", i+1)
+		case st.Tool == "report" && i != len(p.Steps)-1:
+			return fmt.Errorf("step %d is report but is not the last step", i+1)
+		case st.Tool != "python" && st.Tool != "report":
+			return fmt.Errorf("step %d has the unknown tool %q", i+1, st.Tool)
+		}
+	}
+	if !sql {
+		return errors.New("the plan has no sql step")
+	}
+	return nil
+}
+
+// planExecutor validates a new plan (a failure goes back to the planner,
+// and after PlanRepairs repairs ends the run), asks for approval when
+// the request wants it, and sends the run to the next step's node.
+func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
+	if !s.PlanChecked {
+		s.PlanChecked = true
+		if err := validate(s.Plan, s.NL2SQLOnly); err != nil {
+			if s.PlanError != "" && s.Plan == nil {
+				err = errors.New(s.PlanError)
+			}
+			s.PlanValid, s.PlanError = false, err.Error()
+			s.PlanRepairs++
+			if s.PlanRepairs > PlanRepairs {
+				s.Next = graph.End
+				return s.fail(say(s.Query, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
+			}
+			s.Next = NodePlanner
+			return s, nil
+		}
+		s.PlanValid, s.PlanError = true, ""
+	}
+	if s.HumanReview && !s.Approved && a.cfg.Model != nil {
+		s.Next = NodeFeedback
+		return s, nil
+	}
+	if s.Step >= len(s.Plan.Steps) {
+		if s.NL2SQLOnly {
+			s.Next = graph.End
+			return s.finish(a.sqlAnswer(s)), nil
+		}
+		s.Next = NodeReport
+		return s, nil
+	}
+	// A new step starts with its counters at zero.
+	s.SQL, s.SQLTries, s.SQLFailed, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", 0, false, "", "", nil
+	s.Consistent, s.SQLOK = false, false
+	s.Python, s.PythonTries, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", 0, false, false, "", nil
+	switch s.Plan.Steps[s.Step].Tool {
+	case "sql":
+		s.Next = NodeSQLGenerate
+	case "python":
+		s.Next = NodePyGenerate
+	default:
+		s.Next = NodeReport
+	}
+	return s, nil
+}
+
+// sqlAnswer is the answer of nl2sql_only mode: the last statement and its
+// result.
+func (a *Agent) sqlAnswer(s State) *Answer {
+	ans := &Answer{Text: say(s.Query, "Here is the SQL and its result.", "SQL 及其结果如下。")}
+	if s.Example != nil && a.cfg.Model == nil {
+		ans.FromExample = s.Example.Title
+		ans.Text = fromExample(s.Query, s.Example.Title)
+	}
+	if n := len(s.Results); n > 0 {
+		r := s.Results[n-1]
+		ans.SQL, ans.Columns, ans.Rows, ans.Truncated = r.SQL, r.Columns, r.Rows, r.Truncated
+	}
+	return ans
+}
+
+func fromExample(q, example string) string {
+	return say(q,
+		"No language model is configured, so I answered from the stored example question \""+example+"\", which matches yours, by running its SQL.",
+		"尚未配置语言模型，因此用知识库中与之匹配的示例问题“"+example+"”的 SQL 作答。")
+}
+
+// humanFeedback shows the plan and waits for a person (graph.Ask): an
+// approval runs it, a rejection with a comment sends it back to the
+// planner with the comment, a rejection without one ends the turn.
+func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
+	fb, err := graph.Ask[Feedback](ctx, PlanReview{Question: s.Query, Plan: s.Plan})
+	if err != nil {
+		return s, err
+	}
+	fb.Note = strings.TrimSpace(fb.Note)
+	s.Feedback = &fb
+	switch {
+	case fb.Accept:
+		s.Approved = true
+	case fb.Note == "":
+		return s.fail(say(s.Query, "The plan was rejected, so I stopped. Ask again, or reject with a comment saying what to change.", "计划被拒绝，已停止。可以重新提问，或在拒绝时说明要修改什么。")), nil
+	}
+	return s, nil
+}
+
+// step is the plan step being run.
+func (s State) step() Step {
+	if s.Plan != nil && s.Step < len(s.Plan.Steps) {
+		return s.Plan.Steps[s.Step]
+	}
+	return Step{}
+}
+
+// sqlDecision is sql_generate's answer.
+type sqlDecision struct {
+	SQL          string `json:"sql,omitempty" jsonschema_description:"one read-only query in the source's dialect"`
+	Unanswerable string `json:"unanswerable,omitempty" jsonschema_description:"only when no SQL over these tables can do the step: why"`
+}
+
+// sqlGenerate writes the statement of the current SQL step: with the
+// model, from the step, the schema, the knowledge and the errors of the
+// step's earlier tries; without one, the stored example's. A generation
+// that gives no statement, or the same statement as the try before, is a
+// failure; SQLTries failures end the turn.
+func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
+	if s.SQLTries >= SQLTries {
+		return s.fail(fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), s.SQLTries, s.RetryReason)), nil
+	}
+	s.SQLTries++
+	s.SQLFailed, s.Consistent, s.SQLOK = false, false, false
+	src, err := a.source(s.Source)
+	if err != nil {
+		return s.fail(err.Error()), nil
+	}
+	var stmt string
+	if a.cfg.Model == nil {
+		if s.Example == nil {
+			return s.fail(noModel(s.Query)), nil
+		}
+		if s.SQLTries > 1 {
+			return s.fail(say(s.Query, "The stored example's SQL did not run: ", "示例的 SQL 无法执行：") + s.RetryReason), nil
+		}
+		stmt = s.Example.SQL
+	} else {
+		st := s.step()
+		b := brief{}.add("Data source", fmt.Sprintf("%s (%s)", src.Name, src.Dialect())).
+			add("Tables", schemaText(s.Tables)).
+			add("Joins", relationText(s.Relations)).
+			add("Knowledge", evidenceText(s.Evidence)).
+			add("Earlier in this conversation", s.Context).
+			add("Results of earlier steps", resultsText(s.Results, 5)).
+			add("Question", s.Enhanced.Canonical).
+			add("This step", st.Instruction)
+		if len(s.SQLErrors) > 0 {
+			b = b.add("Earlier tries of this step failed (do not repeat them)", "- "+strings.Join(s.SQLErrors, "\n- "))
+		}
+		d, err := askJSON[sqlDecision](ctx, a.cfg.Model, prompt("sql"), b.String())
+		switch {
+		case err != nil:
+			return s.sqlFailure("the answer could not be read: " + err.Error()), nil
+		case strings.TrimSpace(d.SQL) == "" && d.Unanswerable != "":
+			s.SQLGiveUp = d.Unanswerable
+			return s.fail(d.Unanswerable), nil
+		case strings.TrimSpace(d.SQL) == "":
+			return s.sqlFailure("no SQL was given"), nil
+		}
+		stmt = strings.TrimSpace(d.SQL)
+	}
+	if s.SQL != "" && normalSQL(stmt) == normalSQL(s.SQL) {
+		return s.sqlFailure("the same SQL was generated twice in a row: " + oneLine(stmt, 300)), nil
+	}
+	s.SQL = stmt
+	return s, nil
+}
+
+// sqlFailure records a failed generation of the step.
+func (s State) sqlFailure(reason string) State {
+	s.SQLFailed, s.RetryReason = true, reason
+	s.SQLErrors = append(slices.Clip(s.SQLErrors), reason)
+	if s.SQLTries >= SQLTries {
+		return s.fail(fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), s.SQLTries, reason))
+	}
+	return s
+}
+
+// normalSQL is a statement without its spacing, case and final
+// semicolons, to tell the same statement written again.
+func normalSQL(stmt string) string {
+	return strings.ToLower(strings.Join(strings.Fields(strings.TrimRight(strings.TrimSpace(stmt), "; \n")), " "))
+}
+
+// consistencyDecision is semantic_consistency's verdict.
+type consistencyDecision struct {
+	Consistent bool   `json:"consistent" jsonschema_description:"true when the SQL does what the step asks, over the right tables, columns, filters and grouping"`
+	Reason     string `json:"reason,omitempty" jsonschema_description:"when not consistent, what is wrong, for whoever rewrites it"`
+}
+
+// semanticConsistency checks the statement before it runs: the guard's
+// verdict (one read-only query), then, with a model, whether it does what
+// the step asks. A failure goes back to sql_generate with the reason.
+func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error) {
+	src, err := a.source(s.Source)
+	if err != nil {
+		return s.fail(err.Error()), nil
+	}
+	stmt, err := datasource.Check(src.Dialect(), s.SQL)
+	if err != nil {
+		s.Consistent = false
+		s.RetryReason = "refused before running: " + err.Error()
+		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
+		return s, nil
+	}
+	if a.cfg.Model != nil {
+		d, err := askJSON[consistencyDecision](ctx, a.cfg.Model, prompt("consistency"),
+			brief{}.add("Tables", schemaText(s.Tables)).
+				add("Knowledge", evidenceText(s.Evidence)).
+				add("Question", s.Enhanced.Canonical).
+				add("This step", s.step().Instruction).
+				add("SQL", stmt).String())
+		if err != nil {
+			return s, fmt.Errorf("checking the SQL: %w", err)
+		}
+		if !d.Consistent {
+			s.Consistent = false
+			s.RetryReason = "the SQL does not do what the step asks: " + d.Reason
+			s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(stmt, 300)+")")
+			return s, nil
+		}
+	}
+	s.SQL, s.Consistent = stmt, true
+	return s, nil
+}
+
+// sqlExecute runs the statement through the guarded, read-only path. An
+// error goes back to sql_generate with the database's message; a result
+// completes the step.
+func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
+	src, err := a.source(s.Source)
+	if err != nil {
+		return s.fail(err.Error()), nil
+	}
+	res, err := src.Query(ctx, s.SQL)
+	if err != nil {
+		if ctx.Err() != nil {
+			return s, err
+		}
+		s.SQLOK = false
+		s.RetryReason = "the database answered with an error: " + err.Error()
+		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
+		return s, nil
+	}
+	s.SQLOK = true
+	s.Results = append(slices.Clip(s.Results), StepResult{
+		Step: s.Step, Instruction: s.step().Instruction, SQL: s.SQL,
+		Columns: res.Columns, Rows: res.Rows, Truncated: res.Truncated,
+	})
+	s.Step++
+	return s, nil
+}
+
+// pythonGenerate writes the Python code of the current step, given the
+// earlier results as CSV files and the errors of earlier tries.
+func (a *Agent) pythonGenerate(ctx context.Context, s State) (State, error) {
+	s.Python, s.PythonOK = "", false
+	if a.cfg.Model == nil {
+		return s, nil
+	}
+	b := brief{}.add("Data files in the current directory", dataFiles(s.Results)).
+		add("Question", s.Enhanced.Canonical).
+		add("This step", s.step().Instruction)
+	if len(s.PythonErrors) > 0 {
+		b = b.add("Earlier tries of this step failed (fix the cause)", "- "+strings.Join(s.PythonErrors, "\n- "))
+	}
+	text, err := askText(ctx, a.cfg.Model, prompt("python"), b.String())
+	if err != nil {
+		return s, fmt.Errorf("writing Python: %w", err)
+	}
+	s.Python = codeBlock(text, "python")
+	return s, nil
+}
+
+// dataFiles describes the CSV files a Python step gets.
+func dataFiles(rs []StepResult) string {
+	var b strings.Builder
+	for i, r := range rs {
+		fmt.Fprintf(&b, "- data_%d.csv (step %d: %s): columns %s; %d rows\n", i+1, r.Step+1, oneLine(r.Instruction, 120), strings.Join(r.Columns, ", "), len(r.Rows))
+	}
+	return b.String()
+}
+
+// csvFiles writes the results as data_1.csv, data_2.csv, …
+func csvFiles(rs []StepResult) map[string][]byte {
+	files := map[string][]byte{}
+	for i, r := range rs {
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		w.Write(r.Columns)
+		for _, row := range r.Rows {
+			cells := make([]string, len(row))
+			for j, v := range row {
+				if v != nil {
+					cells[j] = cellText(v)
+				}
+			}
+			w.Write(cells)
+		}
+		w.Flush()
+		files[fmt.Sprintf("data_%d.csv", i+1)] = buf.Bytes()
+	}
+	return files
+}
+
+// pythonExecute runs the code in the sandbox with the results as CSV
+// files. A failure goes back to python_generate with the error; after
+// PythonTries failures, or when there is no sandbox, the step goes on
+// without Python (fallback mode).
+func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
+	fallback := func(why string) (State, error) {
+		s.PythonFallback, s.PythonOK, s.PythonOutput = true, false, why
+		s.FallbackNote = why
+		return s, nil
+	}
+	if a.cfg.Python == nil {
+		return fallback("no Python sandbox is configured")
+	}
+	failed := func(why string) (State, error) {
+		s.PythonOK = false
+		s.PythonTries++
+		s.PythonErrors = append(slices.Clip(s.PythonErrors), why)
+		s.PythonOutput = why
+		if s.PythonTries >= a.cfg.PythonTries && !a.cfg.StrictPython {
+			return fallback(fmt.Sprintf("Python failed %d times; the last error: %s", s.PythonTries, why))
+		}
+		if s.PythonTries >= a.cfg.PythonTries {
+			return s.fail(say(s.Query, "The Python analysis failed: ", "Python 分析失败：") + why), nil
+		}
+		return s, nil
+	}
+	if strings.TrimSpace(s.Python) == "" {
+		return failed("no Python code was written")
+	}
+	out, err := a.cfg.Python.Run(ctx, s.Python, csvFiles(s.Results))
+	var pe *PythonError
+	switch {
+	case errors.Is(err, ErrNoSandbox):
+		return fallback(err.Error())
+	case errors.As(err, &pe):
+		return failed(pe.Error())
+	case err != nil:
+		if ctx.Err() != nil {
+			return s, err
+		}
+		return failed(err.Error())
+	}
+	s.PythonOK, s.PythonOutput = true, oneOutput(out.Stdout)
+	return s, nil
+}
+
+// oneOutput bounds what a run printed to what the model reads.
+func oneOutput(s string) string {
+	const maxOutput = 8000
+	if len(s) <= maxOutput {
+		return s
+	}
+	return s[:maxOutput] + "\n… (output cut)"
+}
+
+// PythonError is a Python script that ran and failed: its error output,
+// or the limit that stopped it.
+type PythonError struct {
+	Message string
+}
+
+func (e *PythonError) Error() string { return e.Message }
+
+// pythonAnalyze reads the step's Python output (or, in fallback mode,
+// the SQL results themselves, saying Python did not run) into findings
+// for the report.
+func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
+	st := s.step()
+	var b brief
+	if s.PythonFallback {
+		b = b.add("Python could not run, so analyse the data below directly, without Python", s.PythonOutput).
+			add("Data", resultsText(s.Results, 30))
+	} else {
+		b = b.add("Python code", s.Python).add("What it printed", s.PythonOutput)
+	}
+	b = b.add("Question", s.Enhanced.Canonical).add("This step", st.Instruction)
+	finding := ""
+	if a.cfg.Model != nil {
+		text, err := askText(ctx, a.cfg.Model, prompt("analyze"), b.String())
+		if err != nil {
+			return s, fmt.Errorf("analysing the Python output: %w", err)
+		}
+		finding = strings.TrimSpace(text)
+	}
+	if s.PythonFallback {
+		finding = say(s.Query, "(This analysis ran without Python: ", "（本步分析未使用 Python：") + s.PythonOutput + say(s.Query, ")", "）") + "\n" + finding
+	}
+	s.PythonAnalysis = append(slices.Clip(s.PythonAnalysis), strings.TrimSpace(finding))
+	s.Step++
+	return s, nil
+}

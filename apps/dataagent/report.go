@@ -1,0 +1,118 @@
+package dataagent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/loomkit/loom/datasource"
+)
+
+// reportGenerator writes the turn's report in Markdown with chart
+// blocks: with a model, the model's report from the results and
+// findings; without one, the results as a table and a chart. Either way
+// the report says when Python did not run, and ends with the SQL that
+// produced its figures.
+func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
+	q := s.Query
+	var md string
+	if a.cfg.Model != nil {
+		b := brief{}.add("Plan", planText(s.Plan)).
+			add("Results", resultsText(s.Results, 30)).
+			add("Findings of the analysis steps", strings.Join(s.PythonAnalysis, "\n\n")).
+			add("Question", s.Enhanced.Canonical)
+		if s.Step < len(s.Plan.Steps) {
+			b = b.add("Report instruction", s.step().Instruction)
+		}
+		text, err := askText(ctx, a.cfg.Model, prompt("report"), b.String())
+		if err != nil {
+			return s, fmt.Errorf("writing the report: %w", err)
+		}
+		md = strings.TrimSpace(codeBlockIfWhole(text, "markdown"))
+		if !hasChart(md) {
+			md += a.charts(s)
+		}
+	} else {
+		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(q, s.Example.Title) + "\n" + a.charts(s)
+		for _, r := range s.Results {
+			md += "\n" + resultText(r, 50) + "\n"
+		}
+	}
+	if s.FallbackNote != "" {
+		md = insertAfterTitle(md, "> "+say(q, "Python analysis could not run here, so this analysis ran without Python: ", "Python 分析无法运行，本次分析未使用 Python：")+oneLine(s.FallbackNote, 400)+"\n")
+	}
+	if len(s.Results) > 0 {
+		md += "\n\n## SQL\n"
+		for _, r := range s.Results {
+			md += "\n```sql\n" + strings.TrimSpace(r.SQL) + "\n```\n"
+		}
+	}
+	ans := &Answer{Text: summaryLine(md), Report: md, Fallback: s.FallbackNote}
+	if s.Example != nil && a.cfg.Model == nil {
+		ans.FromExample = s.Example.Title
+	}
+	if n := len(s.Results); n > 0 {
+		r := s.Results[n-1]
+		ans.SQL, ans.Columns, ans.Rows, ans.Truncated = r.SQL, r.Columns, r.Rows, r.Truncated
+	}
+	if s.Step < len(s.Plan.Steps) {
+		s.Step++
+	}
+	return s.finish(ans), nil
+}
+
+// charts are chart blocks for the results that have something to draw.
+func (a *Agent) charts(s State) string {
+	if a.cfg.Report == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range s.Results {
+		block, ok := a.cfg.Report.Chart(datasource.Result{Columns: r.Columns, Rows: r.Rows}, oneLine(r.Instruction, 60))
+		if ok {
+			b.WriteString("\n" + block)
+		}
+	}
+	return b.String()
+}
+
+func hasChart(md string) bool {
+	for _, lang := range []string{"```echarts", "```echart", "```chart"} {
+		if strings.Contains(md, lang) {
+			return true
+		}
+	}
+	return false
+}
+
+// codeBlockIfWhole unwraps an answer that is one fenced block of lang.
+func codeBlockIfWhole(text, lang string) string {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "```"+lang) && strings.HasSuffix(t, "```") {
+		return strings.TrimSuffix(strings.TrimPrefix(t, "```"+lang), "```")
+	}
+	return t
+}
+
+// insertAfterTitle puts text after the report's first heading line.
+func insertAfterTitle(md, text string) string {
+	if strings.HasPrefix(md, "# ") {
+		if i := strings.Index(md, "\n"); i >= 0 {
+			return md[:i+1] + "\n" + text + md[i+1:]
+		}
+	}
+	return text + "\n" + md
+}
+
+// summaryLine is the report's first paragraph that is not a heading, a
+// quote or a block.
+func summaryLine(md string) string {
+	for _, p := range strings.Split(md, "\n\n") {
+		p = strings.TrimSpace(p)
+		if p == "" || strings.HasPrefix(p, "#") || strings.HasPrefix(p, ">") || strings.HasPrefix(p, "```") || strings.HasPrefix(p, "|") {
+			continue
+		}
+		return oneLine(p, 400)
+	}
+	return ""
+}

@@ -1,0 +1,248 @@
+package dataagent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
+)
+
+// ServerOptions configure the agent as Loom's server and command line
+// serve it.
+type ServerOptions struct {
+	// Model is the language model; nil answers from stored examples only.
+	Model llm.Model
+	// Sources are the databases; nil takes the SQL agent's (the file
+	// LOOM_SQLAGENT_SOURCES names, else the demo shop), so both agents
+	// see the same data.
+	Sources []sqlagent.SourceConfig
+	// DemoPath is where the demo shop is written on first start (see
+	// sqlagent.ServerOptions).
+	DemoPath string
+	// Limits bound each statement (default sqlagent.DefaultLimits).
+	Limits datasource.Limits
+	// Python runs the analysis code; nil uses the bubblewrap sandbox,
+	// and without bwrap or python3 the analysis runs without Python.
+	Python PythonRunner
+	// PythonTries is how many failed Python runs a step takes before the
+	// fallback (default 3, or LOOM_DATAAGENT_PYTHON_TRIES).
+	PythonTries int
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Input is a run's input, decoded over State.
+type Input struct {
+	Question    string `json:"question,omitempty" jsonschema_description:"a question about the data, e.g. which city brings the most revenue?"`
+	Source      string `json:"source,omitempty" jsonschema_description:"the data source to use (default: the first)"`
+	HumanReview bool   `json:"human_review,omitempty" jsonschema_description:"show the plan and wait for approval before running it"`
+	NL2SQLOnly  bool   `json:"nl2sql_only,omitempty" jsonschema_description:"answer with the SQL and its result only, without a report"`
+}
+
+// runner is the compiled graph with what the agent's Routes serve.
+type runner struct {
+	graph.Runner
+	parts *parts
+}
+
+// ServerAgent returns the agent as the server registers it, under the
+// name "dataagent". Its BuildOn opens the data sources (the SQL agent's),
+// the knowledge store on the server's database (the demo shop's
+// knowledge seeded for every key), schema recall and the Python sandbox.
+// A chat message is a question, or the answer to a plan waiting for
+// approval ("好的" / "yes" runs it, "不行，…" / "no, …" re-plans with
+// the comment).
+func ServerAgent(opts ServerOptions) server.Agent {
+	return server.Agent{
+		Name:        AgentName,
+		Description: "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
+		InputSchema: server.InputSchemaFor[Input](),
+		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
+			if saver == nil { // drawing the graph: nothing to open
+				return New(Config{Model: opts.Model, PythonTries: opts.PythonTries}).Graph().Compile()
+			}
+			return build(context.Background(), opts, saver, nil)
+		},
+		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+			o := opts
+			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" && os.Getenv("LOOM_SQLAGENT_DEMO") == "" {
+				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
+			}
+			return build(ctx, o, db.Saver(), db)
+		},
+		FromChat: FromChat,
+		Reply:    Reply,
+		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
+			var p *parts
+			if ar, ok := r.(runner); ok {
+				p = ar.parts
+			}
+			return routes(srv, p)
+		},
+	}
+}
+
+// build opens the agent's parts and compiles its graph on saver; db,
+// when set, keeps the knowledge.
+func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, db *store.DB) (graph.Runner, error) {
+	log := cmp.Or(opts.Logger, slog.Default())
+	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, DemoPath: opts.DemoPath, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("dataagent: %w", err)
+	}
+	limits := opts.Limits
+	if limits == (datasource.Limits{}) {
+		limits = sqlagent.DefaultLimits
+	}
+	var sources []Source
+	for _, c := range cfgs {
+		s, err := datasource.Open(ctx, c.URL, limits)
+		if err != nil {
+			for _, o := range sources {
+				o.Close()
+			}
+			return nil, fmt.Errorf("dataagent: source %s: %w", c.Name, err)
+		}
+		sources = append(sources, Source{Name: c.Name, Description: c.Description, Source: s})
+	}
+	p, err := openParts(ctx, opts, sources, db, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{
+		Sources: sources, Model: opts.Model, PythonTries: opts.PythonTries, Logger: log,
+		Knowledge: p.knowledge, Schema: p.schema, Python: p.python, Report: p.report,
+	}
+	g, err := New(cfg).Graph().Compile(graph.WithSaver(saver))
+	if err != nil {
+		return nil, err
+	}
+	return runner{g, p}, nil
+}
+
+// FromChat turns a chat message into a run's input: the question.
+func FromChat(text string) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"question": strings.TrimSpace(text)})
+}
+
+// Reply is the assistant's text for a run: the report (or, in
+// nl2sql_only mode, the SQL and its table), or the plan while it waits
+// for approval.
+func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+	var s State
+	if err := json.Unmarshal(state, &s); err != nil {
+		return string(state)
+	}
+	q := s.Query
+	if pending != nil {
+		var r PlanReview
+		if json.Unmarshal(pending.Payload, &r) == nil && r.Plan != nil {
+			return say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(r.Plan) +
+				say(q, "\nReply \"yes\" to run it, or \"no, …\" with what to change.", "\n回复“好的”开始执行，或回复“不行，……”说明要修改的地方。")
+		}
+		return string(pending.Payload)
+	}
+	if s.Answer == nil {
+		return ""
+	}
+	return s.Answer.Markdown(q)
+}
+
+// Markdown writes the answer as text: the report, or the text with the
+// SQL and the result as a table.
+func (a *Answer) Markdown(question string) string {
+	if a.Report != "" {
+		return a.Report
+	}
+	out := a.Text
+	if a.SQL != "" {
+		out += "\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```"
+	}
+	if len(a.Columns) > 0 {
+		out += "\n\n" + resultText(StepResult{Columns: a.Columns, Rows: a.Rows, Truncated: a.Truncated}, 20)
+	}
+	return strings.TrimSpace(out)
+}
+
+// routes are the agent's own endpoints, served behind the server's API
+// keys under /api/v1/dataagent/:
+//
+//	GET /api/v1/dataagent/reports/{thread}                 the last report as one HTML page
+//	GET /api/v1/dataagent/reports/{thread}?format=markdown  the same as Markdown
+//	    /api/v1/dataagent/knowledge/…                      the knowledge API
+//
+// A thread of another key, or without a report, is a 404.
+func routes(srv *server.Server, p *parts) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /api/v1/dataagent/reports/{thread}", func(w http.ResponseWriter, r *http.Request) {
+		format := r.URL.Query().Get("format")
+		if format != "" && format != "html" && format != "markdown" {
+			writeError(w, http.StatusBadRequest, "invalid_format", "format must be html or markdown")
+			return
+		}
+		id := r.PathValue("thread")
+		cp, err := srv.Saver().Get(r.Context(), id, "")
+		if err == nil {
+			err = srv.TrackThread(r.Context(), id, AgentName, "")
+		}
+		var s State
+		if err == nil {
+			err = json.Unmarshal(cp.State, &s)
+		}
+		switch {
+		case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
+			writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+			return
+		case err != nil:
+			writeError(w, http.StatusConflict, "not_dataagent", err.Error())
+			return
+		case s.Answer == nil || s.Answer.Report == "":
+			writeError(w, http.StatusNotFound, "no_report", "thread "+id+" has no report yet")
+			return
+		case p == nil || p.report == nil:
+			writeError(w, http.StatusNotFound, "no_renderer", "reports are not rendered by this server")
+			return
+		}
+		locale := say(s.Query, "en", "zh")
+		if format == "markdown" {
+			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+			w.Header().Set("Content-Disposition", `attachment; filename="report.md"`)
+			w.Write([]byte(p.report.Markdown(s.Answer.Report, locale)))
+			return
+		}
+		page, err := p.report.HTML(s.Answer.Report, locale)
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Query().Has("download") {
+			w.Header().Set("Content-Disposition", `attachment; filename="report.html"`)
+		}
+		w.Write(page)
+	})
+	if p != nil && p.knowledgeAPI != nil {
+		m.Handle("/api/v1/dataagent/knowledge/", p.knowledgeAPI)
+	}
+	return m
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
