@@ -3,74 +3,26 @@ package intent
 import (
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/loomkit/loom/internal/bm25"
 )
 
 // Normalize folds text to the form every matcher and rule sees: full-width
 // ASCII to half-width, ideographic space to space, lower case, runs of
 // space collapsed and the ends trimmed.
-func Normalize(text string) string {
-	var b strings.Builder
-	b.Grow(len(text))
-	space := true // drops leading space
-	for _, r := range text {
-		r = fold(r)
-		if unicode.IsSpace(r) {
-			if !space {
-				b.WriteByte(' ')
-				space = true
-			}
-			continue
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	return strings.TrimRight(b.String(), " ")
-}
+func Normalize(text string) string { return bm25.Normalize(text) }
 
 // fold is what Normalize does to one rune: full-width ASCII to half-width,
 // ideographic space to space, lower case.
-func fold(r rune) rune {
-	switch {
-	case r >= 0xFF01 && r <= 0xFF5E:
-		r -= 0xFEE0
-	case r == 0x3000:
-		r = ' '
-	}
-	return unicode.ToLower(r)
-}
+func fold(r rune) rune { return bm25.Fold(r) }
 
 // isHan reports whether r is written without spaces between words (Chinese,
 // Japanese kana), so that each rune is a token of its own.
-func isHan(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
-}
+func isHan(r rune) bool { return bm25.IsHan(r) }
 
 // tokens splits normalized text into words: runs of letters and digits,
 // and every Han rune on its own. Punctuation and space separate tokens.
-func tokens(text string) []string {
-	var out []string
-	start := -1
-	for i, r := range text {
-		word := unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
-		if start >= 0 && (!word || isHan(r)) {
-			out = append(out, text[start:i])
-			start = -1
-		}
-		switch {
-		case isHan(r):
-			out = append(out, text[i:i+utf8.RuneLen(r)])
-		case word && start < 0:
-			start = i
-		}
-	}
-	if start >= 0 {
-		out = append(out, text[start:])
-	}
-	return out
-}
+func tokens(text string) []string { return bm25.Tokens(text) }
 
 // Features says which features a text yields for the classifier and the
 // retrieval index.
@@ -97,82 +49,24 @@ type feature struct {
 // vector is a sparse feature vector sorted by id with no repeated id.
 type vector []feature
 
-const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
-)
-
-func hashString(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}
-
-func hashByte(h uint64, b byte) uint64 {
-	h ^= uint64(b)
-	return h * fnvPrime
+// analyzer is the tokenizer shared with every other retrieval in Loom,
+// configured by fs.
+func (fs Features) analyzer() bm25.Analyzer {
+	return bm25.Analyzer{WordNgrams: fs.WordNgrams, CharMin: fs.CharMin, CharMax: fs.CharMax}
 }
 
 // terms appends the hashed terms of normalized text to dst: word n-grams
 // and character n-grams, each kind in its own namespace, repeats kept.
 func (fs Features) terms(dst []uint64, text string) []uint64 {
-	words := tokens(text)
-	for n := 1; n <= fs.WordNgrams; n++ {
-		for i := 0; i+n <= len(words); i++ {
-			h := hashByte(fnvOffset, 'w'+byte(n))
-			for _, w := range words[i : i+n] {
-				h = hashString(hashByte(h, ' '), w)
-			}
-			dst = append(dst, h)
-		}
-	}
-	if fs.CharMax <= 0 {
-		return dst
-	}
-	// The words joined by single spaces with a space at either end: a
-	// rune-offset table lets every n-gram hash straight from the bytes.
-	var b strings.Builder
-	b.WriteByte(' ')
-	for i, w := range words {
-		if i > 0 && !(isHanWord(w) && isHanWord(words[i-1])) {
-			b.WriteByte(' ')
-		}
-		b.WriteString(w)
-	}
-	b.WriteByte(' ')
-	s := b.String()
-	offs := make([]int, 0, len(s)+1)
-	for i := range s {
-		offs = append(offs, i)
-	}
-	offs = append(offs, len(s))
-	runes := len(offs) - 1
-	for n := max(fs.CharMin, 1); n <= fs.CharMax; n++ {
-		for i := 0; i+n <= runes; i++ {
-			if n == 1 && s[offs[i]] == ' ' {
-				continue
-			}
-			h := hashString(hashByte(fnvOffset, 'c'+byte(n)), s[offs[i]:offs[i+n]])
-			dst = append(dst, h)
-		}
-	}
-	return dst
-}
-
-func isHanWord(w string) bool {
-	r, _ := utf8.DecodeRuneInString(w)
-	return isHan(r)
+	return fs.analyzer().Terms(dst, text)
 }
 
 // vectorize turns hashed terms into a feature vector: counts with
 // sublinear scaling (1 + ln tf), L2-normalised. It sorts terms in place.
 func (fs Features) vectorize(terms []uint64) vector {
-	mask := uint64(1)<<fs.HashBits - 1
 	ids := make([]uint32, len(terms))
 	for i, h := range terms {
-		ids[i] = uint32((h ^ h>>32) & mask)
+		ids[i] = bm25.Bucket(h, fs.HashBits)
 	}
 	slices.Sort(ids)
 	v := make(vector, 0, len(ids))
