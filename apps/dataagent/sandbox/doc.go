@@ -12,9 +12,9 @@
 //		Code:  code,                                    // the model's script
 //		Files: map[string][]byte{"result.csv": csv},    // read as "result.csv"
 //	})
-//	// err: the sandbox could not be made, or ctx ended.
-//	// !res.OK(): give the model res.Stderr (the traceback) and
-//	// res.Stopped (which limit stopped it and what to do instead).
+//	// err: the sandbox could not be made (ErrUnavailable), or ctx ended.
+//	// !res.OK(): give the model res.Failure(): which limit stopped it
+//	// and what to do instead (res.Stopped), then the traceback's end.
 //	// res.Stdout is what it printed; res.Files what it wrote (PNG charts).
 //
 // Each run gets a fresh directory, bound at /work and the script's

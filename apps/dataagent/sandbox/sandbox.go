@@ -71,7 +71,8 @@ type Runner struct {
 	// Limits bound each run; zero fields take DefaultLimits.
 	Limits Limits
 	// WorkRoot is where each run's private directory is made and
-	// removed, os.TempDir() when empty.
+	// removed, os.TempDir() when empty. When Loom runs as root, user
+	// 65534 must be able to reach it (bwrap runs as that user).
 	WorkRoot string
 }
 
@@ -128,6 +129,29 @@ type Result struct {
 
 // OK reports whether the script ran to the end and exited 0.
 func (r *Result) OK() bool { return r.ExitCode == 0 && r.Reason == "" }
+
+// Failure says what went wrong, for a model to correct the script: why
+// it was stopped, then the end of its stderr (the traceback), or its exit
+// status. It is "" when the script succeeded.
+func (r *Result) Failure() string {
+	if r.OK() {
+		return ""
+	}
+	var parts []string
+	if r.Stopped != "" {
+		parts = append(parts, r.Stopped)
+	}
+	if tail := strings.TrimSpace(lastLines(r.Stderr, failureLines)); tail != "" {
+		parts = append(parts, tail)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, fmt.Sprintf("The script exited with status %d.", r.ExitCode))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// failureLines is how many lines of stderr Failure gives.
+const failureLines = 20
 
 // sandboxUID is the user the script runs as inside the sandbox, and, when
 // Loom runs as root, outside it too: root is exempt from the process
@@ -221,7 +245,8 @@ func prlimit() (string, error) {
 
 // Run runs job in a fresh sandbox and removes the sandbox's directory
 // afterwards. The error is for a sandbox that could not be made or a
-// context that ended; whatever the script did is in the Result.
+// context that ended (it wraps ErrUnavailable when bwrap could not make
+// the sandbox); whatever the script did is in the Result.
 func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 	lim := r.limits()
 	bw, err := r.bwrap()
@@ -308,7 +333,7 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 	}
 	stdout, stderr := out.strings()
 	if !exited && reason == "" {
-		return nil, fmt.Errorf("making the sandbox: %s", strings.TrimSpace(lastLines(stderr, 5)))
+		return nil, fmt.Errorf("%w: making the sandbox: %s", ErrUnavailable, strings.TrimSpace(lastLines(stderr, 5)))
 	}
 	res := &Result{Stdout: stdout, Stderr: stderr, ExitCode: cmd.ProcessState.ExitCode(), Reason: reason, Elapsed: elapsed}
 	if res.Reason == "" {
@@ -332,6 +357,7 @@ func (r *Runner) args(l Limits, prlimit, work, script string) []string {
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--json-status-fd", "3",
 		"--ro-bind", "/usr", "/usr",
+		"--tmpfs", "/usr/local", // programs and libraries installed by hand, not Debian's
 	}
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		if t, err := os.Readlink(d); err == nil {
@@ -366,7 +392,7 @@ func (r *Runner) args(l Limits, prlimit, work, script string) []string {
 		"--setenv", "OMP_NUM_THREADS", "1",
 		"--setenv", "MKL_NUM_THREADS", "1",
 		// Last: the root the mounts above were made on, and /dev, a tmpfs.
-		"--remount-ro", "/", "--remount-ro", "/dev",
+		"--remount-ro", "/", "--remount-ro", "/dev", "--remount-ro", "/usr/local",
 	)
 	cpu := int64((l.CPUTime + time.Second - 1) / time.Second)
 	a = append(a, "--", prlimit,

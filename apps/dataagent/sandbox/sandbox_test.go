@@ -102,6 +102,12 @@ func TestScriptErrorIsAResult(t *testing.T) {
 	if !strings.Contains(res.Stderr, "FileNotFoundError") {
 		t.Errorf("stderr has no traceback: %q", res.Stderr)
 	}
+	if f := res.Failure(); !strings.Contains(f, "FileNotFoundError") || !strings.Contains(f, "missing.csv") {
+		t.Errorf("Failure() = %q, want the traceback's end", f)
+	}
+	if ok := run(t, r, Job{Code: "print(1)"}); ok.Failure() != "" {
+		t.Errorf("Failure() of a success = %q", ok.Failure())
+	}
 }
 
 func TestBadInputName(t *testing.T) {
@@ -141,12 +147,16 @@ func TestNoShadow(t *testing.T) {
 	res := run(t, r, Job{Code: `import os
 for p in ["/etc/shadow", "/etc/passwd", "/root", "/home", "/work/../etc/shadow"]:
     print(p, os.path.exists(p))
+print("/usr/local", os.listdir("/usr/local"))
 print(open("/etc/shadow").read())
 `})
 	if res.OK() {
 		t.Fatalf("/etc/shadow was read: %q", res.Stdout)
 	}
 	hidden(t, res, "/etc/shadow", "/etc/passwd", "/root", "/home")
+	if !strings.Contains(res.Stdout, "/usr/local []") {
+		t.Errorf("/usr/local is not hidden: %q", res.Stdout)
+	}
 	if !strings.Contains(res.Stderr, "FileNotFoundError") {
 		t.Errorf("stderr = %q, want FileNotFoundError", res.Stderr)
 	}
@@ -401,6 +411,9 @@ func wantStopped(t *testing.T, res *Result, reason Reason, words string) {
 	}
 	if !strings.Contains(res.Stopped, words) {
 		t.Errorf("stopped = %q, want it to say %q", res.Stopped, words)
+	}
+	if f := res.Failure(); !strings.HasPrefix(f, res.Stopped) {
+		t.Errorf("Failure() = %q, want it to begin with %q", f, res.Stopped)
 	}
 }
 
