@@ -105,8 +105,9 @@ type jobs struct {
 	stopOnce sync.Once
 	draining atomic.Bool
 
-	mu      sync.Mutex
-	running map[string]*run // runs this replica executes now
+	mu       sync.Mutex
+	running  map[string]*run  // runs this replica executes now
+	attempts map[int64]attempt // the jobs it works, for the heartbeat
 }
 
 // currentSchema returns the schema the pool's connections create tables
@@ -173,14 +174,17 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}}
+	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}, attempts: map[int64]attempt{}}
 	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	j.stopHub, j.hubDone = stopHub, make(chan struct{})
 	ready := make(chan struct{})
 	go func() {
 		defer close(j.hubDone)
+		var beats sync.WaitGroup
+		beats.Go(func() { j.heartbeat(hubCtx, pool.Config().ConnConfig) })
 		j.hub.listen(hubCtx, pool.Config().ConnConfig, j.channel, s.log, ready)
+		beats.Wait()
 	}()
 	select {
 	case <-ready:

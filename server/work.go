@@ -32,7 +32,7 @@ type threadWorker struct {
 // job must have gone without being attempted before the rescuer takes it
 // (a negative timeout would mean never). Work keeps the second and
 // drops the first: an attempt ends at the first step boundary after its
-// lease, however long its steps take, and beats meanwhile (see beat).
+// lease, however long its steps take, and beats meanwhile (see heartbeat).
 func (w *threadWorker) Timeout(*river.Job[threadJob]) time.Duration { return w.j.s.opts.RescueAfter }
 
 // withoutDeadline returns a context with parent's values that is
@@ -48,27 +48,6 @@ func withoutDeadline(parent context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel(nil) }
 }
 
-// beat tells the queue that this replica is alive and works job, every
-// RescueAfter/5, until ctx is done: River's rescuer takes a running job
-// whose attempted_at is older than RescueAfter for one whose replica
-// died, so the beat moves attempted_at on. A step may thus take longer
-// than RescueAfter, and a dead replica's runs still go on elsewhere
-// within RescueAfter plus the rescuer's 30 s period.
-func (j *jobs) beat(ctx context.Context, job *river.Job[threadJob]) {
-	t := time.NewTicker(j.s.opts.RescueAfter / 5)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := j.pool.Exec(ctx, `UPDATE river_job SET attempted_at = now() WHERE id = $1 AND state = 'running'`, job.ID); err != nil && ctx.Err() == nil {
-			j.s.log.Warn("job heartbeat", "thread", job.Args.Thread, "err", err)
-		}
-	}
-}
-
 // nextSQL selects a thread's oldest unfinished run, with its job spec.
 const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
 
@@ -77,10 +56,10 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 	j := w.j
 	ctx, done := withoutDeadline(ctx)
 	defer done()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	defer j.working(job.ID, job.Attempt, stop)()
 	lease := time.Now().Add(j.s.opts.Lease)
-	beating, stopBeat := context.WithCancel(ctx)
-	defer stopBeat()
-	go j.beat(beating, job)
 	for {
 		var rec RunRecord
 		var raw []byte
@@ -223,8 +202,14 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 		})
 	}
 	perr := pub.close()
+	// Handed back to the queue, not ended, when the run stopped for a
+	// reason outside it: a drain or a lease, a cancelled attempt (a
+	// shutdown, or a rescue that gave the job to another attempt), the
+	// database away, or a step that lost its checkpoint to another
+	// attempt's (a rescue's overlap): the next attempt goes on from the
+	// thread's head.
 	again := stopped || perr != nil ||
-		(end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(runErr, store.ErrUnavailable)))
+		(end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(runErr, store.ErrUnavailable) || lostStep(runErr)))
 	if again {
 		s.metrics.attemptEnded(r.agent)
 		tr.finish("handed back", "", steps)
@@ -251,6 +236,13 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	}
 	s.log.Debug("run ended", "run", r.id, "thread", r.thread, "agent", r.agent, "status", runStatus, "err", end.Err)
 	return false, done, nil
+}
+
+// lostStep says whether err is a step's checkpoint refused because
+// another attempt wrote the thread's head first, not an answer to a
+// question that was answered meanwhile.
+func lostStep(err error) bool {
+	return errors.Is(err, checkpoint.ErrConflict) && !errors.Is(err, graph.ErrNoInterrupt)
 }
 
 // restoreStepEnd publishes the end of the step that wrote head, when the
