@@ -62,6 +62,11 @@ type Agent struct {
 	// RoutesPrefix is the pattern Routes is served under, a path ending
 	// in "/" (default "/api/v1/" followed by the agent's name and "/").
 	RoutesPrefix string
+	// UploadLimit, when above zero, lets Routes take multipart/form-data
+	// bodies (file uploads) of up to that many bytes, and a little more
+	// for the form around the file; other bodies stay JSON within the
+	// server's MaxBody.
+	UploadLimit int64
 }
 
 // Registry is the set of agents a server serves, by name. The zero value

@@ -35,6 +35,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -273,7 +274,7 @@ func (s *Server) mountRoutes(a *builtAgent) (err error) {
 			err = fmt.Errorf("routes prefix %q: %v", prefix, r)
 		}
 	}()
-	s.HandleAPI(prefix, a.Routes(s, a.runner))
+	s.handleAPI(prefix, a.Routes(s, a.runner), a.UploadLimit)
 	return nil
 }
 
@@ -318,8 +319,12 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // server's own routes: for endpoints a binary adds beside the API, such
 // as an agent's own, which take JSON bodies. h learns who called with
 // Caller; an error it writes is its own.
-func (s *Server) HandleAPI(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, s.api(func(w http.ResponseWriter, r *http.Request, owner string) error {
+func (s *Server) HandleAPI(pattern string, h http.Handler) { s.handleAPI(pattern, h, 0) }
+
+// handleAPI is HandleAPI, taking multipart/form-data bodies of up to
+// uploads bytes (and 1 MiB for the form) when uploads is above zero.
+func (s *Server) handleAPI(pattern string, h http.Handler, uploads int64) {
+	s.mux.Handle(pattern, s.apiUploads(uploads, func(w http.ResponseWriter, r *http.Request, owner string) error {
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, owner)))
 		return nil
 	}))
@@ -470,7 +475,11 @@ type handler func(w http.ResponseWriter, r *http.Request, owner string) error
 // api wraps h with the JSON Content-Type check, authentication, the rate
 // limit, the body size limit, the write deadline, panic recovery and
 // error responses.
-func (s *Server) api(h handler) http.Handler {
+func (s *Server) api(h handler) http.Handler { return s.apiUploads(0, h) }
+
+// apiUploads is api, taking multipart/form-data bodies of up to uploads
+// bytes, and 1 MiB more for the form, when uploads is above zero.
+func (s *Server) apiUploads(uploads int64, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: s.opts.WriteTimeout}
@@ -484,14 +493,17 @@ func (s *Server) api(h handler) http.Handler {
 			s.metrics.request(r.Pattern, sw.status, time.Since(began))
 		}()
 		owner, err := s.authenticate(r)
-		if err == nil {
+		limit := s.opts.MaxBody
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); uploads > 0 && mt == "multipart/form-data" {
+			limit = uploads + 1<<20
+		} else if err == nil {
 			err = checkJSON(r)
 		}
 		if err == nil {
 			err = s.quotas.allow(owner)
 		}
 		if err == nil {
-			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBody)
+			r.Body = http.MaxBytesReader(sw, r.Body, limit)
 			err = h(sw, r, owner)
 		}
 		if err != nil {

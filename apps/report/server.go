@@ -1,0 +1,335 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/apps/report/xsd"
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
+)
+
+// Kinds of upload, told by content, never by name.
+const (
+	KindImage = "image"
+	KindXLSX  = "xlsx"
+	KindPDF   = "pdf"
+	KindJRXML = "jrxml"
+)
+
+// MaxUpload bounds an uploaded file (10 MiB).
+const MaxUpload = 10 << 20
+
+// routesBase is where the agent's own endpoints are served.
+const routesBase = "/api/v1/report/"
+
+// ServerOptions configure the agent as Loom's server and command line
+// serve it.
+type ServerOptions struct {
+	// Model is the language model; nil works without one.
+	Model llm.Model
+	// Layouts reads uploaded forms (nil: none).
+	Layouts Layouts
+	// Templates is the templates knowledge base (nil: none).
+	Templates *Knowledge
+	// Schemas are XSD files to validate against (default: the files
+	// LOOM_JRXML_XSD lists; none: structural checks only).
+	Schemas []string
+	// MaxRetry and SSIM: see Config.
+	MaxRetry int
+	SSIM     float64
+	// Logger receives the agent's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// ServerAgent returns the agent as the server registers it, under the
+// name "report". On the server's database its uploads, versions and past
+// corrections live beside the checkpoints; its endpoints are served under
+// /api/v1/report/.
+func ServerAgent(opts ServerOptions) server.Agent {
+	return server.Agent{
+		Name:        AgentName,
+		Description: "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
+		InputSchema: server.InputSchemaFor[Input](),
+		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
+			return build(context.Background(), opts, saver, nil)
+		},
+		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+			return build(ctx, opts, db.Saver(), NewSQLStore(db))
+		},
+		Migrations: Migrations,
+		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
+			ar, ok := r.(agentRunner)
+			if !ok {
+				return http.NotFoundHandler()
+			}
+			return ar.agent.Routes(srv)
+		},
+		UploadLimit: MaxUpload,
+		FromChat:    FromChat,
+		Reply:       Reply,
+	}
+}
+
+// agentRunner is the compiled graph with the Agent for its Routes.
+type agentRunner struct {
+	graph.Runner
+	agent *Agent
+}
+
+func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
+	cfg := Config{Model: opts.Model, Store: st, Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
+	schemas := opts.Schemas
+	if schemas == nil {
+		schemas = xsd.SchemasFromEnv()
+	}
+	if len(schemas) > 0 {
+		v, err := xsd.New(schemas...)
+		if err != nil {
+			return nil, fmt.Errorf("report: %w", err)
+		}
+		cfg.Schema = v
+	}
+	a, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.Compile(saver)
+	if err != nil {
+		return nil, err
+	}
+	return agentRunner{c, a}, nil
+}
+
+// FromChat turns a chat message into a run's input.
+func FromChat(text string) (json.RawMessage, error) {
+	return json.Marshal(Input{Message: strings.TrimSpace(text)})
+}
+
+// Reply is the assistant's text for a run: the turn's reply.
+func Reply(state json.RawMessage, _ *checkpoint.Interrupt) string {
+	var s State
+	if err := json.Unmarshal(state, &s); err != nil {
+		return string(state)
+	}
+	return s.Turn.Reply
+}
+
+// Routes are the agent's own endpoints, served by Loom's server behind
+// its API keys:
+//
+//	POST /api/v1/report/threads/{id}/uploads             a file (multipart field "file"): {"id", "kind", …}
+//	GET  /api/v1/report/threads/{id}/versions            the versions, oldest first
+//	GET  /api/v1/report/threads/{id}/versions/{n}.{jrxml|png|pdf}
+//	GET  /api/v1/report/threads/{id}/current.{jrxml|png|pdf}, preview.png
+//
+// A thread of another key is a 404; a bad upload a 4xx JSON error, with
+// nothing stored.
+func (a *Agent) Routes(srv *server.Server) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("POST "+routesBase+"threads/{id}/uploads", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := srv.TrackThread(r.Context(), id, AgentName, ""); err != nil {
+			threadError(w, id, err)
+			return
+		}
+		u, status, code, err := readUpload(r)
+		if err != nil {
+			writeError(w, status, code, err.Error())
+			return
+		}
+		u.Thread, u.ID, u.Created = id, "up-"+checkpoint.NewID(), time.Now().UTC()
+		if err := a.store.PutUpload(r.Context(), u); err != nil {
+			a.log.Error("report: storing an upload", "err", err)
+			writeError(w, http.StatusServiceUnavailable, "store_failed", "the upload could not be stored; try again")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(u)
+	})
+	m.HandleFunc("GET "+routesBase+"threads/{id}/versions", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, ok := a.thread(w, r, srv, id); !ok {
+			return
+		}
+		vs, err := a.store.Versions(r.Context(), id)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"versions": vs})
+	})
+	m.HandleFunc("GET "+routesBase+"threads/{id}/versions/{file}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, ok := a.thread(w, r, srv, id); !ok {
+			return
+		}
+		num, ext, _ := strings.Cut(r.PathValue("file"), ".")
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 {
+			writeError(w, http.StatusNotFound, "not_found", "no version "+num+": versions are numbered from 1")
+			return
+		}
+		v, err := a.store.Version(r.Context(), id, n)
+		if errors.Is(err, ErrNotFound) {
+			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
+			return
+		} else if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			return
+		}
+		a.serveTemplate(w, r, v.JRXML, fmt.Sprintf("report-v%d", n), ext)
+	})
+	m.HandleFunc("GET "+routesBase+"threads/{id}/{file}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		s, ok := a.thread(w, r, srv, id)
+		if !ok {
+			return
+		}
+		name, ext, _ := strings.Cut(r.PathValue("file"), ".")
+		if name != "current" && !(name == "preview" && ext == "png") {
+			writeError(w, http.StatusNotFound, "not_found", "no such file: "+r.PathValue("file"))
+			return
+		}
+		if s.JRXML == "" {
+			writeError(w, http.StatusNotFound, "no_template", "thread "+id+" has no template yet")
+			return
+		}
+		a.serveTemplate(w, r, s.JRXML, "report", ext)
+	})
+	return m
+}
+
+// thread reads a thread's state for the caller; a missing thread or one
+// of another key is a 404.
+func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Server, id string) (State, bool) {
+	var s State
+	cp, err := srv.Saver().Get(r.Context(), id, "")
+	if err == nil {
+		err = srv.TrackThread(r.Context(), id, AgentName, "")
+	}
+	if err == nil {
+		if err = json.Unmarshal(cp.State, &s); err != nil {
+			writeError(w, http.StatusConflict, "not_report", "thread "+id+" is not a report design")
+			return s, false
+		}
+	}
+	if err != nil {
+		threadError(w, id, err)
+		return s, false
+	}
+	return s, true
+}
+
+func threadError(w http.ResponseWriter, id string, err error) {
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+	default:
+		writeError(w, http.StatusBadRequest, "bad_thread", err.Error())
+	}
+}
+
+// serveTemplate writes a template as JRXML, a PNG of its first page
+// (?page=N for another) or a PDF.
+func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name, ext string) {
+	switch ext {
+	case "jrxml":
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.jrxml"`)
+		io.WriteString(w, src)
+	case "png":
+		page := 1
+		if p := r.URL.Query().Get("page"); p != "" {
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 {
+				writeError(w, http.StatusBadRequest, "bad_page", "page must be a number from 1")
+				return
+			}
+			page = n
+		}
+		b, err := a.PNG(src, page-1)
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(b)
+	case "pdf":
+		b, err := a.PDF(src)
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.pdf"`)
+		w.Write(b)
+	default:
+		writeError(w, http.StatusNotFound, "not_found", "ask for .jrxml, .png or .pdf")
+	}
+}
+
+// readUpload reads the multipart field "file" of r, at most MaxUpload
+// bytes, and tells its kind by its content: the status, code and error
+// of a refusal otherwise.
+func readUpload(r *http.Request) (Upload, int, string, error) {
+	r.Body = http.MaxBytesReader(nil, r.Body, MaxUpload+1<<20) // the file and the form around it
+	f, h, err := r.FormFile("file")
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return Upload{}, http.StatusRequestEntityTooLarge, "too_large", fmt.Errorf("the upload is larger than %d MiB", MaxUpload>>20)
+	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
+		return Upload{}, http.StatusUnsupportedMediaType, "not_multipart", errors.New(`send the file as multipart/form-data in the field "file"`)
+	case errors.Is(err, http.ErrMissingFile):
+		return Upload{}, http.StatusBadRequest, "no_file", errors.New(`the form has no field "file"`)
+	case err != nil:
+		return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf("reading the form: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxUpload+1))
+	if err != nil {
+		return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf("reading the file: %w", err)
+	}
+	if len(data) > MaxUpload {
+		return Upload{}, http.StatusRequestEntityTooLarge, "too_large", fmt.Errorf("the upload is larger than %d MiB", MaxUpload>>20)
+	}
+	kind := DetectKind(data)
+	if kind == "" {
+		return Upload{}, http.StatusUnsupportedMediaType, "unsupported_type", errors.New("the file is not a PNG or JPEG image, an XLSX workbook, a PDF or a JRXML template")
+	}
+	return Upload{Name: h.Filename, Kind: kind, Size: len(data), Data: data}, 0, "", nil
+}
+
+// DetectKind tells an upload's kind by its content: KindImage, KindPDF,
+// KindXLSX, KindJRXML, or "" for anything else.
+func DetectKind(data []byte) string {
+	if k := detectLayoutKind(data); k != "" {
+		return k
+	}
+	head := data[:min(len(data), 4096)]
+	if bytes.Contains(head, []byte("<jasperReport")) {
+		return KindJRXML
+	}
+	return ""
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
