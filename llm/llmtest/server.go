@@ -2,8 +2,9 @@
 // tests. It answers with scripted replies in order, or with replies computed
 // from each request, whole or streamed as the request asks, and it can
 // script the faults a real provider has: rate limits with Retry-After,
-// server errors, hangs, truncated streams and malformed JSON. It records
-// every request for assertions.
+// server errors, hangs, truncated streams and malformed JSON. It also
+// serves /embeddings with deterministic vectors (see Embedding), without
+// using the script. It records every request for assertions.
 //
 //	srv := llmtest.New(t, llmtest.Text("hello"))
 //	m, _ := openai.New(openai.Config{BaseURL: srv.BaseURL(), Model: "test"})
@@ -30,7 +31,8 @@ import (
 type Server struct {
 	// URL is the server's root, e.g. http://127.0.0.1:41234. The chat
 	// endpoint is at URL + "/v1/chat/completions" (and, for clients that
-	// are given URL itself as the base, URL + "/chat/completions").
+	// are given URL itself as the base, URL + "/chat/completions"); the
+	// embeddings endpoint likewise at "/v1/embeddings".
 	URL string
 
 	t     testing.TB
@@ -202,6 +204,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/embeddings") && req.Body != nil:
+		s.embeddings(w, req)
+		return
 	case r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: no endpoint %s %s", r.Method, r.URL.Path))
 		return

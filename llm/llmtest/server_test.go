@@ -181,7 +181,8 @@ func TestBadRequests(t *testing.T) {
 		path, body string
 		status     int
 	}{
-		{"/v1/embeddings", `{}`, http.StatusNotFound},
+		{"/v1/images/generations", `{}`, http.StatusNotFound},
+		{"/v1/embeddings", `{}`, http.StatusBadRequest},
 		{"/v1/chat/completions", `not json`, http.StatusBadRequest},
 	}
 	for _, tt := range tests {
@@ -192,8 +193,8 @@ func TestBadRequests(t *testing.T) {
 	if srv.Pending() != 1 {
 		t.Errorf("a bad request used a scripted reply")
 	}
-	if n := len(srv.Requests()); n != 2 {
-		t.Errorf("recorded %d requests, want 2", n)
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("recorded %d requests, want 3", n)
 	}
 }
 
@@ -208,5 +209,50 @@ func TestStatusFault(t *testing.T) {
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "3" || body.Error.Type != "rate_limit_error" {
 		t.Errorf("status %d, Retry-After %q, error type %q", resp.StatusCode, resp.Header.Get("Retry-After"), body.Error.Type)
+	}
+}
+
+func TestEmbeddings(t *testing.T) {
+	srv := llmtest.New(t) // no script: embeddings do not use it
+	var got struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+		Model string `json:"model"`
+	}
+	resp := post(t, srv.BaseURL()+"/embeddings", `{"model":"e","input":["订单金额 order amount","order amount","天气 weather"],"dimensions":64}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Data) != 3 || got.Model != "e" || len(got.Data[0].Embedding) != 64 {
+		t.Fatalf("answer %+v", got)
+	}
+	cos := func(a, b []float32) (s float32) {
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	v := got.Data
+	if !reflect.DeepEqual(v[1].Embedding, llmtest.Embedding("order amount", 64)) {
+		t.Error("vector is not Embedding of its text")
+	}
+	if self := cos(v[0].Embedding, v[0].Embedding); self < 0.999 || self > 1.001 {
+		t.Errorf("not unit length: %v", self)
+	}
+	if near, far := cos(v[0].Embedding, v[1].Embedding), cos(v[0].Embedding, v[2].Embedding); near <= far {
+		t.Errorf("cosine to a text sharing words %.3f ≤ to an unrelated one %.3f", near, far)
+	}
+	if reqs := srv.Requests(); len(reqs) != 1 || len(reqs[0].Inputs()) != 3 {
+		t.Errorf("recorded %d requests", len(reqs))
+	}
+	for _, body := range []string{`{"model":"e","input":[]}`, `{"model":"e","input":["a",""]}`, `{"model":"e","input":"a","dimensions":0}`, `{"model":"e"}`} {
+		if resp := post(t, srv.BaseURL()+"/embeddings", body); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", body, resp.StatusCode)
+		}
 	}
 }

@@ -11,3 +11,6 @@ func SetWait(m *Model, f func(ctx context.Context, d time.Duration) error) { m.w
 
 // SetJitter replaces the random source of the backoff jitter.
 func SetJitter(m *Model, f func() float64) { m.jitter = f }
+
+// SetEmbedWait replaces an Embedder's sleep between attempts.
+func SetEmbedWait(e *Embedder, f func(ctx context.Context, d time.Duration) error) { e.m.wait = f }

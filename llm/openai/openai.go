@@ -140,6 +140,7 @@ type Model struct {
 	cfg      Config
 	provider Provider
 	svc      oa.ChatCompletionService
+	reqOpts  []option.RequestOption // the client configuration, for the embeddings service
 	log      *slog.Logger
 	// wait sleeps between attempts; tests replace it.
 	wait func(ctx context.Context, d time.Duration) error
@@ -205,6 +206,7 @@ func New(cfg Config) (*Model, error) {
 		cfg:      cfg,
 		provider: cfg.Provider,
 		svc:      oa.NewChatCompletionService(opts...),
+		reqOpts:  opts,
 		log:      log.With("model", cfg.Model, "provider", string(cfg.Provider)),
 		wait:     sleep,
 		jitter:   randFloat,
