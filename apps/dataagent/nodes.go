@@ -422,14 +422,15 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 		s.Next = NodeReport
 		return s, nil
 	}
-	// A new step starts with its counters at zero.
-	s.SQL, s.SQLTries, s.SQLFailed, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", 0, false, "", "", nil
-	s.Consistent, s.SQLOK = false, false
-	s.Python, s.PythonTries, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", 0, false, false, "", nil
+	// A SQL or Python step starts with its counters at zero; the report
+	// step leaves the last step's for the record.
 	switch s.Plan.Steps[s.Step].Tool {
 	case "sql":
+		s.SQL, s.SQLTries, s.SQLFailed, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", 0, false, "", "", nil
+		s.Consistent, s.SQLOK = false, false
 		s.Next = NodeSQLGenerate
 	case "python":
+		s.Python, s.PythonTries, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", 0, false, false, "", nil
 		s.Next = NodePyGenerate
 	default:
 		s.Next = NodeReport

@@ -1,0 +1,342 @@
+package dataagent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store/storetest"
+)
+
+const (
+	keyA = "key-a-0123456789"
+	keyB = "key-b-0123456789"
+)
+
+// loom is Loom's server with the analyst on a loopback port.
+type loom struct {
+	t    *testing.T
+	base string
+}
+
+// serve starts Loom's server on the SQLite database file db with the
+// analyst, over the fake model (nil: no model).
+func serve(t *testing.T, model *fakeModel, db string, opts dataagent.ServerOptions) *loom {
+	t.Helper()
+	if model != nil {
+		m, err := openai.New(openai.Config{BaseURL: model.srv.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Model = m
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	var reg server.Registry
+	if err := reg.Register(dataagent.ServerAgent(opts)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return &loom{t: t, base: "http://" + ln.Addr().String()}
+}
+
+// do sends a request with key and returns the status and body.
+func (l *loom) do(key, method, path string, body any) (int, []byte) {
+	l.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, l.base+path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// chat sends one chat message on a thread and returns the reply.
+func (l *loom) chat(thread, text string) string {
+	l.t.Helper()
+	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
+		"model": "dataagent", "thread_id": thread,
+		"messages": []map[string]string{{"role": "user", "content": text}},
+	})
+	if code != 200 {
+		l.t.Fatalf("chat %q: %d %s", text, code, b)
+	}
+	var resp struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil || len(resp.Choices) == 0 {
+		l.t.Fatalf("chat: %v %s", err, b)
+	}
+	return resp.Choices[0].Message.Content
+}
+
+// run starts a run on thread with input, or answers its question with
+// resume, waits for it, and returns the thread's state.
+func (l *loom) run(thread string, input, resume any) dataagent.State {
+	l.t.Helper()
+	body := map[string]any{"assistant_id": "dataagent", "if_not_exists": "create"}
+	if resume != nil {
+		body["command"] = map[string]any{"resume": resume}
+	} else {
+		body["input"] = input
+	}
+	if code, b := l.do(keyA, "POST", "/threads/"+thread+"/runs/wait", body); code != 200 {
+		l.t.Fatalf("run %v %v: %d %s", input, resume, code, b)
+	}
+	return l.state(thread)
+}
+
+// state returns the thread's state values.
+func (l *loom) state(thread string) dataagent.State {
+	l.t.Helper()
+	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
+	if code != 200 {
+		l.t.Fatalf("state: %d %s", code, b)
+	}
+	var st struct {
+		Values dataagent.State `json:"values"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		l.t.Fatal(err)
+	}
+	return st.Values
+}
+
+// status returns the thread's status (idle, interrupted, …).
+func (l *loom) status(thread string) string {
+	l.t.Helper()
+	code, b := l.do(keyA, "GET", "/threads/"+thread, nil)
+	var th struct {
+		Status string `json:"status"`
+	}
+	if code != 200 || json.Unmarshal(b, &th) != nil {
+		l.t.Fatalf("thread: %d %s", code, b)
+	}
+	return th.Status
+}
+
+// The model's calls, told apart by their system prompts.
+const (
+	callIntent      = "intent"
+	callEnhance     = "enhance"
+	callFeasibility = "feasibility"
+	callPlanner     = "planner"
+	callSQL         = "sql"
+	callConsistency = "consistency"
+	callPython      = "python"
+	callAnalyze     = "analyze"
+	callReport      = "report"
+)
+
+var callMarks = []struct{ kind, mark string }{
+	{callIntent, "front desk of a data analyst"},
+	{callEnhance, "rewrite a user's question"},
+	{callFeasibility, "can be answered with the tables shown"},
+	{callPlanner, "You plan a data analysis"},
+	{callSQL, "one read-only SQL query for one step"},
+	{callConsistency, "review a SQL query before it runs"},
+	{callPython, "Python 3 script for one step"},
+	{callAnalyze, "output of one analysis step"},
+	{callReport, "final report of a data analysis"},
+}
+
+// fakeModel is an llmtest endpoint that answers each kind of call from
+// its own script, in order, and records the requests by kind.
+type fakeModel struct {
+	t   *testing.T
+	srv *llmtest.Server
+	mu  sync.Mutex
+	// script holds the replies left, by kind of call.
+	script map[string][]string
+	calls  []string
+}
+
+func newModel(t *testing.T) *fakeModel {
+	f := &fakeModel{t: t, script: map[string][]string{}}
+	f.srv = llmtest.New(t)
+	f.srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		kind := kindOf(r)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.calls = append(f.calls, kind)
+		q := f.script[kind]
+		if len(q) == 0 {
+			t.Errorf("no scripted reply left for a %s call:\n%s", kind, allText(r))
+			return llmtest.Text("")
+		}
+		f.script[kind] = q[1:]
+		return llmtest.Text(q[0])
+	})
+	return f
+}
+
+// add scripts replies for a kind of call.
+func (f *fakeModel) add(kind string, replies ...string) *fakeModel {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[kind] = append(f.script[kind], replies...)
+	return f
+}
+
+// decide scripts a JSON decision for a kind of call.
+func (f *fakeModel) decide(kind string, v any) *fakeModel {
+	b, _ := json.Marshal(v)
+	return f.add(kind, "<DECISION>"+string(b)+"</DECISION>")
+}
+
+// requests returns the recorded requests of a kind, in order.
+func (f *fakeModel) requests(kind string) []llmtest.Request {
+	var out []llmtest.Request
+	for _, r := range f.srv.Requests() {
+		if kindOf(r) == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// left fails the test when scripted replies were not used.
+func (f *fakeModel) left() {
+	f.t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, q := range f.script {
+		if len(q) > 0 {
+			f.t.Errorf("%d scripted %s replies were not asked for", len(q), k)
+		}
+	}
+}
+
+func kindOf(r llmtest.Request) string {
+	for _, m := range r.Messages() {
+		if m.Role == llm.RoleSystem {
+			for _, c := range callMarks {
+				if strings.Contains(m.Content, c.mark) {
+					return c.kind
+				}
+			}
+		}
+	}
+	return "unknown"
+}
+
+func allText(r llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages() {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
+}
+
+// userText is the last user message of a request.
+func userText(r llmtest.Request) string {
+	ms := r.Messages()
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == llm.RoleUser {
+			return ms[i].Content
+		}
+	}
+	return ""
+}
+
+// defog loads the defog database name into a PostgreSQL schema of the
+// test's own and returns the source that reads it.
+func defog(t *testing.T, name string) sqlagent.SourceConfig {
+	t.Helper()
+	dump, err := os.ReadFile("../../../shared/data/defog/databases/" + name + ".sql")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the defog data must be beside the repository under CI: %v", err)
+		}
+		t.Skipf("the defog data are not beside the repository: %v", err)
+	}
+	url := storetest.PostgresURL(t)
+	schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, strings.ReplaceAll(string(dump), "public.", schema+".")); err != nil {
+		t.Fatalf("loading %s: %v", name, err)
+	}
+	return sqlagent.SourceConfig{Name: name, URL: url, Description: fmt.Sprintf("the defog %s database", name)}
+}
+
+// query runs a statement on the source directly, for what a test expects.
+func query(t *testing.T, src sqlagent.SourceConfig, stmt string) [][]any {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, src.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, stmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		v, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
