@@ -264,8 +264,11 @@ func (a *Agent) previous(ctx context.Context, thread string, rev int) (*State, e
 // reset clears the design and the conversation; the thread, its title and
 // its history of checkpoints stay (so even a reset can be undone).
 func (a *Agent) reset(_ context.Context, s State) (State, error) {
-	zh := s.Turn.Zh
-	s = State{Title: s.Title, Revision: s.Revision + 1, Version: s.Version, Turn: Turn{Intent: IntentReset, By: s.Turn.By, Zh: zh}}
+	var history []llm.Message
+	if s.Turn.Text != "" {
+		history = []llm.Message{llm.User(s.Turn.Text)}
+	}
+	s = State{Title: s.Title, History: history, Revision: s.Revision + 1, Version: s.Version, Turn: Turn{Text: s.Turn.Text, Intent: IntentReset, By: s.Turn.By, Zh: s.Turn.Zh}}
 	s.Turn.Reply = s.Turn.say("Started over: the design and the conversation are cleared.", "已重置：设计和对话都已清空。")
 	return s, nil
 }

@@ -1,0 +1,304 @@
+package report_test
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/llm/llmtest"
+)
+
+// TestSeedScenariosOverHTTP runs the design notes' scenarios 1 and 3–8
+// over HTTP with a scripted model (scenario 2 is TestThreeStages), and
+// checks each turn's path of nodes, from the run's events, and the state
+// it leaves.
+func TestSeedScenariosOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	model := llmtest.New(t)
+	l := serve(t, model, filepath.Join(dir, "loom.db"), report.ServerOptions{})
+	check := func(tr turn, want ...string) {
+		t.Helper()
+		if got := tr.String(); got != path(want...) {
+			t.Errorf("path\n got %s\nwant %s", got, path(want...))
+		}
+	}
+
+	// 1: a new report in one shot.
+	model.Add(xmlReply(goodJRXML))
+	tr := l.run("s1", report.Input{Message: "帮我生成一个销售报表"})
+	check(tr, "process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "finalize")
+	if st := tr.state; st.Final != goodJRXML || st.Version != 1 || st.Turn.Status != "pass" || st.Turn.By != "local" || !strings.Contains(st.Turn.Reply, "第 1 版已通过验证") {
+		t.Errorf("after generate: version %d status %q by %q reply %q final %d bytes", st.Version, st.Turn.Status, st.Turn.By, st.Turn.Reply, len(st.Final))
+	}
+	if reqs := model.Requests(); len(reqs) != 1 || !reqs[0].Stream() || !strings.Contains(system(reqs[0]), "JasperReports 6.x expert") {
+		t.Errorf("%d model requests; the generation should be one streamed request", len(reqs))
+	}
+
+	// 3: a change.
+	model.Add(xmlReply(biggerTitle))
+	tr = l.run("s1", report.Input{Message: "把标题字体改大"})
+	check(tr, "process_input", "classify_intent", "modify_jrxml", "save_session", "validate", "finalize")
+	if st := tr.state; st.JRXML != biggerTitle || st.Version != 2 || st.Revision != 2 {
+		t.Errorf("after modify: version %d revision %d", st.Version, st.Revision)
+	}
+	if sys := system(model.Requests()[1]); !strings.Contains(sys, `size="18"`) {
+		t.Errorf("the change's request does not carry the current template:\n%s", sys)
+	}
+
+	// 4: preview and export skip validation and the model.
+	n := len(model.Requests())
+	tr = l.run("s1", report.Input{Message: "预览报表"})
+	check(tr, "process_input", "classify_intent", "save_session", "finalize")
+	if !strings.Contains(tr.state.Turn.Reply, "/api/v1/report/threads/s1/preview.png") {
+		t.Errorf("preview reply %q", tr.state.Turn.Reply)
+	}
+	code, png := l.do(keyA, "GET", "/api/v1/report/threads/s1/preview.png", nil)
+	if code != 200 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("preview.png: %d %.40q", code, png)
+	}
+	tr = l.run("s1", report.Input{Message: "导出 PDF"})
+	check(tr, "process_input", "classify_intent", "save_session", "finalize")
+	code, pdf := l.do(keyA, "GET", "/api/v1/report/threads/s1/current.pdf", nil)
+	if code != 200 || !bytes.HasPrefix(pdf, []byte("%PDF")) {
+		t.Errorf("current.pdf: %d %.40q", code, pdf)
+	}
+	if len(model.Requests()) != n {
+		t.Errorf("preview and export asked the model")
+	}
+	if tr.state.Version != 2 {
+		t.Errorf("export recorded a version: %d", tr.state.Version)
+	}
+
+	// 5: a question.
+	model.Add(llmtest.Text("$F{} 是数据源的字段，$P{} 是运行时传入的参数。"))
+	tr = l.run("s1", report.Input{Message: "JasperReports 里 $F 和 $P 有什么区别？"})
+	check(tr, "process_input", "classify_intent", "handle_consult", "finalize")
+	if tr.state.Turn.Reply != "$F{} 是数据源的字段，$P{} 是运行时传入的参数。" || tr.state.JRXML != biggerTitle {
+		t.Errorf("consult: reply %q", tr.state.Turn.Reply)
+	}
+
+	// 6: undo goes back to the template before the change.
+	tr = l.run("s1", report.Input{Message: "撤销"})
+	check(tr, "process_input", "classify_intent", "handle_undo", "save_session", "validate", "finalize")
+	if st := tr.state; st.JRXML != goodJRXML || st.Revision != 1 || st.Version != 3 {
+		t.Errorf("after undo: revision %d version %d, template is the first: %v", st.Revision, st.Version, st.JRXML == goodJRXML)
+	}
+
+	// 8: an unknown intent changes the current template…
+	model.Add(llmtest.Text(`<DECISION>{"intent": "unknown"}</DECISION>`), xmlReply(biggerTitle))
+	tr = l.run("s1", report.Input{Message: "嗯，这样那样弄一下"})
+	check(tr, "process_input", "classify_intent", "modify_jrxml", "save_session", "validate", "finalize")
+	if tr.state.Turn.By != "fallback" || tr.state.JRXML != biggerTitle {
+		t.Errorf("fallback with a template: by %q", tr.state.Turn.By)
+	}
+	// … and makes a new one when there is none.
+	model.Add(llmtest.Text(`<DECISION>{"intent": "unknown"}</DECISION>`), xmlReply(goodJRXML))
+	tr = l.run("s8", report.Input{Message: "嗯，这样那样弄一下"})
+	check(tr, "process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "finalize")
+
+	// 7: reset clears the design and keeps the thread and its title.
+	tr = l.run("s1", report.Input{Message: "重置"})
+	check(tr, "process_input", "classify_intent", "handle_reset", "finalize")
+	if st := tr.state; st.JRXML != "" || st.Final != "" || st.Title != "帮我生成一个销售报表" || len(st.History) != 2 {
+		t.Errorf("after reset: title %q, %d messages, template %d bytes", st.Title, len(st.History), len(st.JRXML))
+	}
+	if code, b := l.do(keyA, "GET", "/threads/s1", nil); code != 200 || !strings.Contains(string(b), `"thread_id":"s1"`) {
+		t.Errorf("thread after reset: %d %s", code, b)
+	}
+	if model.Pending() != 0 {
+		t.Errorf("%d scripted answers unused", model.Pending())
+	}
+
+	// The versions: listed, each downloadable; another key sees none.
+	code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions", nil)
+	var vs struct{ Versions []report.Version }
+	if err := json.Unmarshal(b, &vs); code != 200 || err != nil || len(vs.Versions) != 4 || vs.Versions[2].Intent != report.IntentUndo {
+		t.Fatalf("versions: %d %s", code, b)
+	}
+	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/2.jrxml", nil); code != 200 || string(b) != biggerTitle {
+		t.Errorf("version 2: %d %.80q", code, b)
+	}
+	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/1.png", nil); code != 200 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("version 1 as PNG: %d", code)
+	}
+	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/3.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
+		t.Errorf("version 3 as PDF: %d", code)
+	}
+	for _, p := range []string{"/versions/9.jrxml", "/versions/x.pdf", "/versions/1.doc", "/current.jrxml"} {
+		if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1"+p, nil); code != 404 || !strings.Contains(string(b), `"error"`) {
+			t.Errorf("%s: %d %s", p, code, b)
+		}
+	}
+	if code, _ := l.do(keyB, "GET", "/api/v1/report/threads/s1/versions", nil); code != 404 {
+		t.Errorf("another key's versions: %d", code)
+	}
+}
+
+// TestCorrection: a model that fixes the template on its second try
+// passes validation; the fix goes to the error knowledge base.
+func TestCorrection(t *testing.T) {
+	model := llmtest.New(t,
+		xmlReply(badJRXML),
+		llmtest.Text("The detail band uses $F{amount_total}, which is not declared; use $F{amount}."),
+		xmlReply(worseJRXML),
+		llmtest.Text("Two fields are not declared."),
+		xmlReply(goodJRXML),
+	)
+	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
+	tr := l.run("c1", report.Input{Message: "generate a sales report"})
+	want := path("process_input", "classify_intent", "retrieve", "generate", "save_session",
+		"validate", "explain_error", "correct_jrxml", "validate", "explain_error", "correct_jrxml", "validate", "finalize")
+	if tr.String() != want {
+		t.Errorf("path\n got %s\nwant %s", tr, want)
+	}
+	st := tr.state
+	if st.Final != goodJRXML || st.Turn.Status != "pass" || st.Turn.Corrections != 2 || st.Turn.Retry != 2 || st.PendingFailure != nil {
+		t.Errorf("status %q corrections %d retry %d", st.Turn.Status, st.Turn.Corrections, st.Turn.Retry)
+	}
+	reqs := model.Requests()
+	if !strings.Contains(allText(reqs[1]), "amount_total") || !strings.Contains(allText(reqs[2]), "use $F{amount}") {
+		t.Errorf("the correction does not see the problem and its explanation:\n%s", allText(reqs[2]))
+	}
+}
+
+// TestCorrectionGivesUp: a model that returns the template unchanged
+// spends two retries a correction, so the loop ends after three; the
+// failure context goes into the next turn's request.
+func TestCorrectionGivesUp(t *testing.T) {
+	model := llmtest.New(t, xmlReply(badJRXML))
+	for range 3 {
+		model.Add(llmtest.Text("A field is not declared."), xmlReply(badJRXML))
+	}
+	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
+	tr := l.run("c2", report.Input{Message: "generate a sales report"})
+	want := path("process_input", "classify_intent", "retrieve", "generate", "save_session",
+		"validate", "explain_error", "correct_jrxml", "validate", "explain_error", "correct_jrxml", "validate", "explain_error", "correct_jrxml", "finalize")
+	if tr.String() != want {
+		t.Errorf("path\n got %s\nwant %s", tr, want)
+	}
+	st := tr.state
+	if st.Turn.Corrections != 3 || st.Turn.Retry != 6 || st.PendingFailure == nil || !strings.Contains(st.PendingFailure.Error, "amount_total") || st.Final != "" {
+		t.Fatalf("corrections %d retry %d pending %+v", st.Turn.Corrections, st.Turn.Retry, st.PendingFailure)
+	}
+	if !strings.Contains(st.Turn.Reply, "3 corrections") {
+		t.Errorf("reply %q", st.Turn.Reply)
+	}
+
+	model.Add(xmlReply(goodJRXML))
+	tr = l.run("c2", report.Input{Message: "use the amount field"})
+	next := model.Requests()[len(model.Requests())-1]
+	if sys := system(next); !strings.Contains(sys, "pending_failure_context") || !strings.Contains(sys, "$F{amount_total} is not a declared field") {
+		t.Errorf("the next turn's request lacks the failure context:\n%s", sys)
+	}
+	if tr.state.PendingFailure != nil || tr.state.Final != goodJRXML {
+		t.Errorf("after the next turn: pending %+v", tr.state.PendingFailure)
+	}
+}
+
+// TestUndoAcrossVersionsAndRestart: three versions, a restart, then undo
+// twice goes back to the first; a third undo has nothing left.
+func TestUndoAcrossVersionsAndRestart(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "loom.db")
+	third := strings.Replace(biggerTitle, "销售报表", "月度销售报表", 1)
+	model := llmtest.New(t, xmlReply(goodJRXML), xmlReply(biggerTitle), xmlReply(third))
+	l := serve(t, model, db, report.ServerOptions{})
+	l.run("u1", report.Input{Message: "帮我生成一个销售报表"})
+	l.run("u1", report.Input{Message: "把标题字体改大"})
+	if st := l.run("u1", report.Input{Message: "把标题改成月度销售报表"}).state; st.JRXML != third || st.Revision != 3 {
+		t.Fatalf("third version: revision %d", st.Revision)
+	}
+	l.stop()
+
+	l = serve(t, nil, db, report.ServerOptions{}) // no model: undo needs none
+	if st := l.run("u1", report.Input{Message: "撤销"}).state; st.JRXML != biggerTitle || st.Revision != 2 {
+		t.Errorf("first undo: revision %d", st.Revision)
+	}
+	if st := l.run("u1", report.Input{Message: "undo"}).state; st.JRXML != goodJRXML || st.Revision != 1 {
+		t.Errorf("second undo: revision %d", st.Revision)
+	}
+	st := l.run("u1", report.Input{Message: "撤销"}).state
+	if st.JRXML != goodJRXML || !strings.Contains(st.Turn.Reply, "没有可撤销") {
+		t.Errorf("third undo: %q", st.Turn.Reply)
+	}
+	code, b := l.do(keyA, "GET", "/api/v1/report/threads/u1/versions/5.jrxml", nil)
+	if code != 200 || string(b) != goodJRXML {
+		t.Errorf("version 5 (the second undo): %d", code)
+	}
+}
+
+// TestWithoutModel: an uploaded template becomes the design with no
+// model, previews and exports; a description, a change and a question
+// say which variables to set.
+func TestWithoutModel(t *testing.T) {
+	l := serve(t, nil, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
+	id := l.uploadID("n1", "sales.jrxml", []byte(goodJRXML))
+	tr := l.run("n1", report.Input{Upload: id})
+	if want := path("process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "finalize"); tr.String() != want {
+		t.Errorf("path %s", tr)
+	}
+	if st := tr.state; st.Final != goodJRXML || st.Version != 1 || st.Source == nil || st.Source.Kind != report.KindJRXML {
+		t.Errorf("from the template: version %d source %+v", st.Version, st.Source)
+	}
+	for _, msg := range []string{"把标题字体改大", "JasperReports 里 $F 和 $P 有什么区别？"} {
+		st := l.run("n1", report.Input{Message: msg}).state
+		for _, want := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "LOOM_MODEL"} {
+			if !st.Turn.NeedsModel || !strings.Contains(st.Turn.Reply, want) {
+				t.Errorf("%q: reply %q lacks %s", msg, st.Turn.Reply, want)
+			}
+		}
+		if st.JRXML != goodJRXML {
+			t.Errorf("%q changed the template", msg)
+		}
+	}
+	st := l.run("n2", report.Input{Message: "generate a sales report"}).state
+	if !strings.Contains(st.Turn.Reply, "LOOM_MODEL") || st.JRXML != "" {
+		t.Errorf("a description without a model: %q", st.Turn.Reply)
+	}
+	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/n1/current.jrxml", nil); code != 200 || string(b) != goodJRXML {
+		t.Errorf("current.jrxml: %d", code)
+	}
+}
+
+// TestBadUploads: a file over the limit and one that is neither a form
+// nor a template get 4xx JSON errors, and nothing is stored.
+func TestBadUploads(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "loom.db")
+	l := serve(t, nil, db, report.ServerOptions{})
+	big := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0}, 20<<20)...)
+	for _, c := range []struct {
+		name string
+		data []byte
+		want int
+	}{
+		{"big.png", big, 413},
+		{"form.png", []byte("this is text, not a picture"), 415},
+		{"report.jrxml", []byte("<html><body>not a template</body></html>"), 415},
+		{"empty.xlsx", []byte{}, 415},
+	} {
+		code, b := l.upload("b1", c.name, c.data)
+		var e struct{ Error struct{ Code, Message string } }
+		if err := json.Unmarshal(b, &e); code != c.want || err != nil || e.Error.Message == "" {
+			t.Errorf("%s: %d %s", c.name, code, b)
+		}
+	}
+	// A JSON body is not an upload.
+	if code, b := l.do(keyA, "POST", "/api/v1/report/threads/b1/uploads", map[string]string{"file": "x"}); code != 415 {
+		t.Errorf("JSON upload: %d %s", code, b)
+	}
+	l.stop()
+	sdb, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	var n int
+	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d uploads stored (%v)", n, err)
+	}
+}

@@ -1,0 +1,293 @@
+package report_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/server"
+)
+
+const (
+	keyA = "key-a-0123456789"
+	keyB = "key-b-0123456789"
+)
+
+// loom is Loom's server with the report agent on a loopback port.
+type loom struct {
+	t    testing.TB
+	base string
+	stop func()
+}
+
+// serve starts Loom's server on the SQLite file db with the agent, over
+// model (nil: no model).
+func serve(t testing.TB, model *llmtest.Server, db string, opts report.ServerOptions) *loom {
+	t.Helper()
+	if model != nil {
+		m, err := openai.New(openai.Config{BaseURL: model.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Model = m
+	}
+	if opts.Schemas == nil {
+		opts.Schemas = []string{} // not the environment's
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	var reg server.Registry
+	if err := reg.Register(report.ServerAgent(opts)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	l := &loom{t: t, base: "http://" + ln.Addr().String()}
+	stopped := false
+	l.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	t.Cleanup(l.stop)
+	return l
+}
+
+// do sends a request with key and returns the status and body.
+func (l *loom) do(key, method, path string, body any) (int, []byte) {
+	l.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, l.base+path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// upload sends a file to a thread as multipart/form-data and returns the
+// status and body.
+func (l *loom) upload(thread, name string, data []byte) (int, []byte) {
+	l.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(data)
+	mw.Close()
+	req, _ := http.NewRequest("POST", l.base+"/api/v1/report/threads/"+thread+"/uploads", &body)
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// uploadID uploads a file and returns its id.
+func (l *loom) uploadID(thread, name string, data []byte) string {
+	l.t.Helper()
+	code, b := l.upload(thread, name, data)
+	var u report.Upload
+	if err := json.Unmarshal(b, &u); code != 201 || err != nil || u.ID == "" {
+		l.t.Fatalf("upload %s: %d %s", name, code, b)
+	}
+	return u.ID
+}
+
+// turn is one run on a thread as its events tell it.
+type turn struct {
+	path  []string
+	state report.State
+	// progress counts refine_layout's progress events.
+	progress int
+}
+
+// run streams one run on thread with input and returns the nodes it went
+// through, from its events, and the state it ended with.
+func (l *loom) run(thread string, input report.Input) turn {
+	l.t.Helper()
+	b, _ := json.Marshal(map[string]any{"assistant_id": "report", "input": input, "if_not_exists": "create", "stream_mode": []string{"updates", "custom", "values"}})
+	req, _ := http.NewRequest("POST", l.base+"/threads/"+thread+"/runs/stream", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		body, _ := io.ReadAll(resp.Body)
+		l.t.Fatalf("run %+v: %d %s", input, resp.StatusCode, body)
+	}
+	var tr turn
+	event := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := []byte(strings.TrimPrefix(line, "data: "))
+			switch event {
+			case "updates":
+				var m map[string]json.RawMessage
+				if json.Unmarshal(data, &m) == nil {
+					for k := range m {
+						tr.path = append(tr.path, k)
+					}
+				}
+			case "values":
+				var s report.State
+				if err := json.Unmarshal(data, &s); err == nil {
+					tr.state = s
+				}
+			case "custom":
+				if strings.Contains(string(data), `"windows"`) {
+					tr.progress++
+				}
+			case "error":
+				l.t.Fatalf("run %+v: error %s", input, data)
+			}
+		}
+	}
+	return tr
+}
+
+// state returns the thread's state.
+func (l *loom) state(thread string) report.State {
+	l.t.Helper()
+	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
+	if code != 200 {
+		l.t.Fatalf("state: %d %s", code, b)
+	}
+	var st struct {
+		Values report.State `json:"values"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		l.t.Fatal(err)
+	}
+	return st.Values
+}
+
+func path(nodes ...string) string { return strings.Join(nodes, " → ") }
+
+func (tr turn) String() string { return path(tr.path...) }
+
+// xmlReply is a model's answer with a template in a code fence.
+func xmlReply(src string) llmtest.Reply {
+	return llmtest.Text("Here is the template:\n```xml\n" + src + "```\n")
+}
+
+// allText is every message of a request, joined.
+func allText(r llmtest.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages() {
+		b.WriteString(string(m.Role) + ": " + m.Content + "\n")
+	}
+	return b.String()
+}
+
+func system(r llmtest.Request) string {
+	for _, m := range r.Messages() {
+		if m.Role == llm.RoleSystem {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// sharedData returns the path of a file in the data folder beside the
+// repository, skipping the test (failing it under CI) without it.
+func sharedData(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "data", rel)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the test data must be beside the repository under CI: %v", err)
+		}
+		t.Skipf("the test data are not beside the repository: %v", err)
+	}
+	return p
+}
+
+// goodJRXML is a small valid template; badJRXML refers to a field it
+// does not declare.
+const goodJRXML = `<?xml version="1.0" encoding="UTF-8"?>
+<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://jasperreports.sourceforge.net/jasperreports http://jasperreports.sourceforge.net/xsd/jasperreport.xsd" name="sales" pageWidth="595" pageHeight="842" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
+	<queryString><![CDATA[SELECT customer, amount FROM sales]]></queryString>
+	<field name="customer" class="java.lang.String"/>
+	<field name="amount" class="java.lang.Double"/>
+	<title>
+		<band height="40">
+			<staticText>
+				<reportElement x="0" y="0" width="555" height="30"/>
+				<textElement><font size="18" isBold="true"/></textElement>
+				<text><![CDATA[销售报表 Sales]]></text>
+			</staticText>
+		</band>
+	</title>
+	<detail>
+		<band height="20">
+			<textField>
+				<reportElement x="0" y="0" width="300" height="20"/>
+				<textFieldExpression><![CDATA[$F{customer}]]></textFieldExpression>
+			</textField>
+			<textField>
+				<reportElement x="300" y="0" width="255" height="20"/>
+				<textFieldExpression><![CDATA[$F{amount}]]></textFieldExpression>
+			</textField>
+		</band>
+	</detail>
+</jasperReport>
+`
+
+var (
+	badJRXML    = strings.Replace(goodJRXML, "$F{amount}", "$F{amount_total}", 1)
+	worseJRXML  = strings.Replace(badJRXML, "$F{customer}", "$F{customer_name}", 1)
+	biggerTitle = strings.Replace(goodJRXML, `size="18"`, `size="26"`, 1)
+)
