@@ -194,14 +194,15 @@ func (s *Store) Create(ctx context.Context, e Entry) (Entry, error) {
 	owner := ownerOf(ctx)
 	var out Entry
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if id, err := s.idByKey(ctx, tx, owner, e); err != nil || id != "" {
-			if err == nil {
-				err = fmt.Errorf("%w: %s in source %s has id %s", ErrExists, e.Label(), e.Source, id)
-			}
+		var created bool
+		var err error
+		if out, created, err = s.insert(ctx, tx, owner, e); err != nil || created {
 			return err
 		}
-		var err error
-		out, err = s.insert(ctx, tx, owner, e)
+		id, err := s.idByKey(ctx, tx, owner, e)
+		if err == nil {
+			err = fmt.Errorf("%w: %s in source %s has id %s", ErrExists, e.Label(), e.Source, id)
+		}
 		return err
 	})
 	if store.IsUnique(err) {
@@ -213,17 +214,26 @@ func (s *Store) Create(ctx context.Context, e Entry) (Entry, error) {
 	return out, nil
 }
 
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, owner string, e Entry) (Entry, error) {
+// insert adds e as a new entry of owner's and returns it, unless owner
+// has an entry with its natural key already: then it changes nothing and
+// reports created false. Writers that insert the same key at once do not
+// fail: one creates it, the others find it.
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, owner string, e Entry) (_ Entry, created bool, _ error) {
 	d, err := doc(e)
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	}
 	now := time.Now()
 	e.ID = checkpoint.NewID()
 	e.CreatedAt, e.UpdatedAt = parseStamp(stamp(now)), parseStamp(stamp(now))
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO knowledge_entries (owner, agent, source, kind, id, natural_key, doc, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), owner, s.agent, e.Source, string(e.Kind), e.ID, e.Key(), d, stamp(now), stamp(now))
-	return e, err
+	res, err := tx.ExecContext(ctx, s.q(`INSERT INTO knowledge_entries (owner, agent, source, kind, id, natural_key, doc, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, agent, source, kind, natural_key) DO NOTHING`),
+		owner, s.agent, e.Source, string(e.Kind), e.ID, e.Key(), d, stamp(now), stamp(now))
+	if err != nil {
+		return Entry{}, false, err
+	}
+	n, err := res.RowsAffected()
+	return e, n == 1, err
 }
 
 // idByKey returns the id of the owner's entry with e's natural key, or "".
@@ -437,6 +447,14 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, owner string, f *File)
 		return res, err
 	}
 	for _, e := range entries {
+		_, created, err := s.insert(ctx, tx, owner, e)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", e.Label(), err)
+		}
+		if created {
+			res.Created++
+			continue
+		}
 		d, err := doc(e)
 		if err != nil {
 			return res, err
@@ -445,11 +463,6 @@ func (s *Store) importTx(ctx context.Context, tx *sql.Tx, owner string, f *File)
 		err = tx.QueryRowContext(ctx, s.q(`SELECT id, doc FROM knowledge_entries WHERE owner = ? AND agent = ? AND source = ? AND kind = ? AND natural_key = ?`),
 			owner, s.agent, e.Source, string(e.Kind), e.Key()).Scan(&id, &old)
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			if _, err := s.insert(ctx, tx, owner, e); err != nil {
-				return res, fmt.Errorf("%s: %w", e.Label(), err)
-			}
-			res.Created++
 		case err != nil:
 			return res, fmt.Errorf("%s: %w", e.Label(), err)
 		case old == d:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
@@ -308,6 +309,56 @@ func TestSeed(t *testing.T) {
 		}
 		if err := st.Seed(&knowledge.File{Source: "shop", Terms: []knowledge.Entry{{Term: "x"}}}); !errors.Is(err, knowledge.ErrInvalid) {
 			t.Errorf("seeding a bad file: %v", err)
+		}
+	})
+}
+
+// Calls that seed and import the same entries at once, as replicas of a
+// server do, all succeed and store each entry once.
+func TestConcurrentSeedAndImport(t *testing.T) {
+	eachDB(t, func(t *testing.T, db *store.DB) {
+		demo, err := knowledge.Demo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := demo.Entries()
+		f, err := knowledge.Parse([]byte(shopFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := knowledge.WithOwner(context.Background(), "key-a")
+		const n = 8
+		errs := make(chan error, 2*n)
+		var wg sync.WaitGroup
+		for range n {
+			st := openStore(t, db) // each its own process's store
+			if err := st.Seed(demo); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				_, err := st.List(ctx, knowledge.Filter{Source: "shop"})
+				errs <- err
+			})
+			wg.Go(func() {
+				_, err := st.Import(ctx, f)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		got, err := openStore(t, db).List(ctx, knowledge.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// shopFile's term and its orders.status entry are also the demo's
+		// (by natural key); its document and example are new.
+		if len(got) != len(want)+2 {
+			t.Errorf("%d entries, want the demo's %d and a document and an example", len(got), len(want))
 		}
 	})
 }
