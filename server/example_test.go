@@ -70,3 +70,44 @@ func Example() {
 	// Checklist "launch": 3 items after 3 correction rounds. Approve?
 	// <nil>
 }
+
+// An agent's own endpoints, beside the API: Routes returns a handler that
+// the server mounts under /api/v1/<name>/, behind the same keys, limits
+// and error responses, with Caller saying whose key called.
+func ExampleAgent_routes() {
+	var agents server.Registry
+	agents.Register(server.Agent{
+		Name: "demo",
+		Build: func(s checkpoint.Saver) (graph.Runner, error) {
+			return demo.Graph().Compile(graph.WithSaver(s))
+		},
+		Routes: func(srv *server.Server, runner graph.Runner) http.Handler {
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /api/v1/demo/hello", func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "hello from %s, caller %q", runner.Name(), server.Caller(r.Context()))
+			})
+			return mux
+		},
+	})
+	dir, _ := os.MkdirTemp("", "loom-example")
+	defer os.RemoveAll(dir)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv, err := server.New(ctx, server.Options{Agents: &agents, Database: filepath.Join(dir, "loom.db"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(ctx, ln)
+	resp, err := http.Get("http://" + ln.Addr().String() + "/api/v1/demo/hello")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(b))
+	// Output: 200 hello from demo, caller ""
+}
