@@ -43,8 +43,9 @@ type Limits struct {
 	Output int64
 	// FileSize is the largest file the script may write, in bytes.
 	FileSize int64
-	// Disk is how many bytes the script may keep in the work directory
-	// (and, separately, in /tmp); it also caps the files returned.
+	// Disk is how many bytes the script may write in the work directory
+	// besides its inputs (checked five times a second) and, separately, in
+	// /tmp; it also caps the files returned.
 	Disk int64
 }
 
@@ -315,7 +316,11 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 	}()
 	wall := time.AfterFunc(lim.Wall, func() { stop(ReasonWall) })
 	watchDone := make(chan struct{})
-	go watchDisk(workRoot, lim.Disk, watchDone, func() { stop(ReasonDisk) })
+	budget := lim.Disk // what the script writes, on top of its inputs
+	for _, b := range inputs {
+		budget += int64(len(b))
+	}
+	go watchDisk(workRoot, budget, watchDone, func() { stop(ReasonDisk) })
 	waitErr := cmd.Wait()
 	elapsed := time.Since(start)
 	close(watchDone)

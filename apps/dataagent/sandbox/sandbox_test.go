@@ -273,14 +273,15 @@ func TestInfiniteLoopCPU(t *testing.T) {
 
 func TestSleepWallTime(t *testing.T) {
 	r := runner(t)
-	r.Limits.Wall = 3 * time.Second
+	// Long enough for Python to start on a busy machine and print.
+	r.Limits.Wall = 8 * time.Second
 	marker := fmt.Sprint(900000 + os.Getpid()%99999)
 	res := run(t, r, Job{Code: fmt.Sprintf(`import subprocess, time
 subprocess.Popen(["/bin/sleep", %q])
 print("waiting", flush=True)
 time.sleep(1000)
 `, marker)})
-	wantStopped(t, res, ReasonWall, "longer than 3s")
+	wantStopped(t, res, ReasonWall, "longer than 8s")
 	if res.ExitCode != -1 {
 		t.Errorf("exit %d, want -1 (killed)", res.ExitCode)
 	}
@@ -340,6 +341,22 @@ for i in range(1000):
 		t.Errorf("no file was reported omitted")
 	}
 	stillWorks(t, r)
+}
+
+func TestLargeInputs(t *testing.T) {
+	r := runner(t)
+	big := bytes.Repeat([]byte("a,1\n"), int(r.Limits.Disk)/4) // as large as the disk limit
+	res := run(t, r, Job{
+		// The sleep lets the disk check look at least twice.
+		Code:  "import time\nprint(len(open('big.csv').read()))\nopen('small.txt', 'w').write('x')\ntime.sleep(0.6)\n",
+		Files: map[string][]byte{"big.csv": big, "part/two.csv": big[:1000]},
+	})
+	if !res.OK() || strings.TrimSpace(res.Stdout) != fmt.Sprint(len(big)) {
+		t.Fatalf("exit %d reason %q stdout %q", res.ExitCode, res.Reason, res.Stdout)
+	}
+	if len(res.Files) != 1 || string(res.Files["small.txt"]) != "x" {
+		t.Errorf("files = %v, want only small.txt", keys(res.Files))
+	}
 }
 
 func TestSymlinkOut(t *testing.T) {
