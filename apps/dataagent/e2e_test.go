@@ -1,12 +1,15 @@
 package dataagent_test
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/sqlagent"
 )
 
@@ -331,6 +334,107 @@ func TestNL2SQLOnly(t *testing.T) {
 	}
 	if st.NL2SQLOnly {
 		t.Error("nl2sql_only is left on for the next question")
+	}
+	m.left()
+}
+
+// pythonPlan scripts a plan with a Python step and its SQL.
+func pythonPlan(m *fakeModel) {
+	front(m, "How are sale prices spread across salespersons?")
+	m.decide(callPlanner, plan("sql", "total sale price by salesperson", "python", "the mean and standard deviation of the totals", "report", "the spread")).
+		decide(callSQL, map[string]any{"sql": topSalesSQL}).
+		decide(callConsistency, map[string]any{"consistent": true})
+}
+
+// TestPythonFailsThenFallback: a script that fails in the sandbox is
+// written again with its traceback, up to the configured tries; then the
+// step is analysed without Python and the report says so.
+func TestPythonFailsThenFallback(t *testing.T) {
+	if err := (&sandbox.Runner{}).Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the sandbox must run under CI: %v", err)
+		}
+		t.Skipf("no Python sandbox here (install bubblewrap and python3-pandas): %v", err)
+	}
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	pythonPlan(m)
+	for i := range 3 {
+		m.add(callPython, fmt.Sprintf("```python\nimport pandas as pd\ndf = pd.read_csv('data_1.csv')\nraise ValueError('boom %d')\n```", i+1))
+	}
+	m.add(callAnalyze, "The totals range widely.").
+		add(callReport, "# Spread of sales\n\nThe totals range widely.")
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	st := l.run("python-1", map[string]any{"question": "How spread out are the sales?"}, nil)
+	if st.PythonTries != 3 || !st.PythonFallback || len(st.PythonErrors) != 3 || !strings.Contains(st.PythonErrors[0], "ValueError: boom 1") {
+		t.Fatalf("tries %d fallback %v errors %q answer %+v", st.PythonTries, st.PythonFallback, st.PythonErrors, st.Answer)
+	}
+	py := m.requests(callPython)
+	if len(py) != 3 || strings.Contains(userText(py[0]), "boom") || !strings.Contains(userText(py[1]), "ValueError: boom 1") || !strings.Contains(userText(py[2]), "ValueError: boom 2") {
+		t.Errorf("%d Python requests; the errors are not fed back", len(py))
+	}
+	if !strings.Contains(userText(py[0]), "data_1.csv") || !strings.Contains(userText(py[0]), "salesperson, total_sales") {
+		t.Errorf("the Python request does not describe the data:\n%s", userText(py[0]))
+	}
+	an := m.requests(callAnalyze)
+	if len(an) != 1 || !strings.Contains(userText(an[0]), "Python could not run") || !strings.Contains(userText(an[0]), "| salesperson | total_sales |") {
+		t.Errorf("the analysis is not asked in fallback mode with the data")
+	}
+	if st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Fallback, "Python failed 3 times") || !strings.Contains(st.Answer.Report, "boom 3") {
+		t.Errorf("the report does not say Python did not run:\n%+v", st.Answer)
+	}
+	if len(st.PythonAnalysis) != 1 || !strings.Contains(st.PythonAnalysis[0], "The totals range widely.") {
+		t.Errorf("analysis %q", st.PythonAnalysis)
+	}
+	m.left()
+}
+
+// TestPythonRuns: a script that works in the sandbox has its output read
+// by python_analyze, and the report is written from the findings.
+func TestPythonRuns(t *testing.T) {
+	if err := (&sandbox.Runner{}).Check(context.Background()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the sandbox must run under CI: %v", err)
+		}
+		t.Skipf("no Python sandbox here (install bubblewrap and python3-pandas): %v", err)
+	}
+	src := defog(t, "car_dealership")
+	totals := query(t, src, "SELECT count(*) FROM ("+topSalesSQL+") t")
+	m := newModel(t)
+	pythonPlan(m)
+	m.add(callPython, "```python\nimport pandas as pd\ndf = pd.read_csv('data_1.csv')\nprint('rows', len(df))\nprint('max', df['total_sales'].max())\n```").
+		add(callAnalyze, "Five salespersons; the top total is shown.").
+		add(callReport, "# Spread of sales\n\nFive salespersons.")
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	st := l.run("python-2", map[string]any{"question": "How spread out are the sales?"}, nil)
+	if !st.PythonOK || st.PythonFallback || st.PythonTries != 0 || st.Answer == nil || st.Answer.Fallback != "" {
+		t.Fatalf("ok %v fallback %v tries %d answer %+v", st.PythonOK, st.PythonFallback, st.PythonTries, st.Answer)
+	}
+	want := fmt.Sprintf("rows %d", totals[0][0])
+	if an := m.requests(callAnalyze); len(an) != 1 || !strings.Contains(userText(an[0]), want) {
+		t.Errorf("the analysis request lacks the script's output %q", want)
+	}
+	if r := m.requests(callReport); len(r) != 1 || !strings.Contains(userText(r[0]), "Five salespersons; the top total is shown.") {
+		t.Error("the report request lacks the findings")
+	}
+	m.left()
+}
+
+// TestNoSandbox: without bwrap the Python step is analysed without Python
+// at once, and the report says why.
+func TestNoSandbox(t *testing.T) {
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	pythonPlan(m)
+	m.add(callPython, "```python\nprint(1)\n```").
+		add(callAnalyze, "Analysed from the totals.").
+		add(callReport, "# Spread of sales\n\nAnalysed from the totals.")
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{
+		Sources: []sqlagent.SourceConfig{src}, Sandbox: sandbox.Runner{Bwrap: "/nonexistent/bwrap"},
+	})
+	st := l.run("python-3", map[string]any{"question": "How spread out are the sales?"}, nil)
+	if !st.PythonFallback || st.PythonTries != 0 || st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Report, "bwrap") {
+		t.Fatalf("fallback %v tries %d answer %+v", st.PythonFallback, st.PythonTries, st.Answer)
 	}
 	m.left()
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
@@ -35,9 +36,10 @@ type ServerOptions struct {
 	DemoPath string
 	// Limits bound each statement (default sqlagent.DefaultLimits).
 	Limits datasource.Limits
-	// Python runs the analysis code; nil uses the bubblewrap sandbox,
-	// and without bwrap or python3 the analysis runs without Python.
-	Python PythonRunner
+	// Sandbox is the bubblewrap sandbox Python runs in (its zero value:
+	// Debian's /usr/bin/python3, bwrap on PATH, the default limits).
+	// Without bwrap or python3 the analysis runs without Python.
+	Sandbox sandbox.Runner
 	// PythonTries is how many failed Python runs a step takes before the
 	// fallback (default 3, or LOOM_DATAAGENT_PYTHON_TRIES).
 	PythonTries int

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
@@ -29,10 +28,7 @@ type parts struct {
 // the demo shop's knowledge seeded when the demo source is served, the
 // Python sandbox and the report renderer.
 func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *store.DB, log *slog.Logger) (*parts, error) {
-	p := &parts{report: report.Renderer{}, python: opts.Python}
-	if p.python == nil {
-		p.python = &sandboxRunner{}
-	}
+	p := &parts{report: report.Renderer{}, python: &sandboxRunner{r: opts.Sandbox}}
 	if db != nil {
 		ks, err := knowledge.Open(ctx, db, AgentName)
 		if err != nil {
@@ -95,8 +91,8 @@ type sandboxRunner struct {
 	check error
 }
 
-// Run runs code; a script that fails is a *PythonError with what it
-// printed to stderr or why it was stopped.
+// Run runs code; a script that fails is a *PythonError saying why it
+// was stopped and how its traceback ends.
 func (s *sandboxRunner) Run(ctx context.Context, code string, files map[string][]byte) (*PythonOutput, error) {
 	s.once.Do(func() { s.check = s.r.Check(context.WithoutCancel(ctx)) })
 	if s.check != nil {
@@ -110,19 +106,7 @@ func (s *sandboxRunner) Run(ctx context.Context, code string, files map[string][
 		return nil, err
 	}
 	if !res.OK() {
-		msg := strings.TrimSpace(res.Stopped)
-		if msg == "" {
-			msg = lastLines(res.Stderr, 15)
-		}
-		if msg == "" {
-			msg = fmt.Sprintf("the script exited with status %d", res.ExitCode)
-		}
-		return nil, &PythonError{Message: msg}
+		return nil, &PythonError{Message: res.Failure()}
 	}
 	return &PythonOutput{Stdout: res.Stdout, Files: res.Files}, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -1,0 +1,80 @@
+package dataagent_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/apps/dataagent"
+)
+
+// TestWithoutAModel: on the demo shop with its demo knowledge and no
+// model, a question close to a stored example is answered by the
+// example's SQL, said as such, with a report and its chart; the HTML page
+// draws it; another question says which variables configure a model and
+// what recall found; the knowledge API is mounted beside it.
+func TestWithoutAModel(t *testing.T) {
+	dir := t.TempDir()
+	l := serve(t, nil, filepath.Join(dir, "loom.db"), dataagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db")})
+
+	reply := l.chat("demo-1", "How many customers are there in each city?")
+	for _, want := range []string{"No language model is configured", "How many customers are there in each city?", "```echarts", "| city | customers |", "SELECT city, count(*) AS customers FROM customers"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("reply lacks %q:\n%s", want, reply)
+		}
+	}
+	st := l.state("demo-1")
+	if st.Example == nil || st.Example.Match < dataagent.DefaultMatch || st.Answer == nil || st.Answer.FromExample != "How many customers are there in each city?" {
+		t.Fatalf("example %+v answer %+v", st.Example, st.Answer)
+	}
+	if len(st.Evidence) == 0 || len(st.Tables) == 0 || len(st.Results) != 1 || len(st.Results[0].Rows) != 12 {
+		t.Errorf("evidence %d tables %d results %+v", len(st.Evidence), len(st.Tables), st.Results)
+	}
+	code, page := l.do(keyA, "GET", "/api/v1/dataagent/reports/demo-1", nil)
+	if code != 200 || strings.Count(string(page), "<svg") < 1 || !strings.Contains(string(page), "San Francisco") {
+		t.Errorf("report page %d:\n%.400s", code, page)
+	}
+
+	// In Chinese, a question worded a little differently.
+	reply = l.chat("demo-2", "每个城市分别有多少客户？")
+	if !strings.Contains(reply, "尚未配置语言模型") || !strings.Contains(reply, "每个城市有多少客户？") || !strings.Contains(reply, "```echarts") {
+		t.Errorf("Chinese reply:\n%s", reply)
+	}
+
+	// A question no example matches: the variables to set, and what
+	// recall found.
+	reply = l.chat("demo-3", "Which products are most often returned by customers in Berlin?")
+	for _, want := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "LOOM_MODEL", "Tables that look relevant"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("reply lacks %q:\n%s", want, reply)
+		}
+	}
+	if st := l.state("demo-3"); st.Answer == nil || !st.Answer.Failed || st.Plan != nil || len(st.Tables) == 0 {
+		t.Errorf("answer %+v plan %+v tables %d", st.Answer, st.Plan, len(st.Tables))
+	}
+
+	// nl2sql_only from an example: the SQL and the table, no report.
+	st = l.run("demo-4", map[string]any{"question": "What is the order cancellation rate?", "nl2sql_only": true}, nil)
+	if st.Answer == nil || st.Answer.Report != "" || !strings.Contains(st.Answer.SQL, "cancellation_rate") || len(st.Answer.Rows) != 1 {
+		t.Errorf("nl2sql_only answer %+v", st.Answer)
+	}
+
+	// The knowledge API, per key.
+	code, b := l.do(keyA, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil)
+	if code != 200 || !strings.Contains(string(b), "How many customers are there in each city?") {
+		t.Errorf("knowledge examples: %d %.300s", code, b)
+	}
+	code, b = l.do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop", "question": "How many products are there?", "sql": "SELECT count(*) AS products FROM products"})
+	if code != 201 {
+		t.Fatalf("create an example: %d %s", code, b)
+	}
+	if reply := l.chat("demo-5", "How many products are there?"); !strings.Contains(reply, "| 60 |") {
+		t.Errorf("the new example does not answer:\n%s", reply)
+	}
+	if code, b := l.do(keyB, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil); code != 200 || strings.Contains(string(b), "How many products are there?") {
+		t.Errorf("another key sees the example: %d", code)
+	}
+	if code, b := l.do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop"}); code/100 != 4 || !strings.Contains(string(b), `"error"`) {
+		t.Errorf("a bad example: %d %s", code, b)
+	}
+}
