@@ -39,7 +39,8 @@ const (
 // Errors are JSON, {"error": {"code": "...", "message": "..."}}: 400
 // invalid (saying which field of which entry is wrong, an unknown field
 // included), 404 not_found (another key's entries are not found either),
-// 409 exists (the natural key is taken), 413 too_large.
+// 409 exists (the natural key is taken), 413 too_large, 429
+// quota_exceeded (the key holds as many entries as the store allows).
 func Handler(s *Store, prefix string) http.Handler {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -303,6 +304,9 @@ func (h *handler) write(w http.ResponseWriter, status int, v any, err error) {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, ErrExists):
 		writeError(w, http.StatusConflict, "exists", err.Error())
+	case errors.Is(err, ErrQuota):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, "quota_exceeded", err.Error())
 	case store.IsInvalidText(err):
 		writeError(w, http.StatusBadRequest, "invalid_text", "text may not contain the character NUL (\\u0000)")
 	case store.IsUnavailable(err):

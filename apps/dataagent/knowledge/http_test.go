@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,9 @@ import (
 
 const prefix = "/api/v1/kb/knowledge/"
 
+// maxEntries is how many entries a key may hold on the test server.
+const maxEntries = 20
+
 // serve runs Loom's server on database dbURL with keys key-a and key-b
 // and an agent that mounts the knowledge API at prefix, as the data
 // agent does; it returns the server's URL.
@@ -37,6 +41,7 @@ func serve(t *testing.T, dbURL string) string {
 			if st, err = knowledge.Open(ctx, db, "kb"); err != nil {
 				return nil, err
 			}
+			st.SetMaxEntries(maxEntries)
 			return demo.Graph().Compile(graph.WithSaver(db.Saver()))
 		},
 		Routes:       func(*server.Server, graph.Runner) http.Handler { return knowledge.Handler(st, prefix) },
@@ -311,6 +316,16 @@ func TestHTTPBadInput(t *testing.T) {
 	// Nothing of that was stored.
 	if got := c.entries("key-a", "entries"); len(got) != 1 {
 		t.Errorf("after the bad requests key a has %d entries, want 1", len(got))
+	}
+	// A key holds at most maxEntries.
+	for i := 1; i < maxEntries; i++ {
+		if r := c.json("key-a", "POST", "documents", map[string]any{"source": "shop", "title": fmt.Sprint("note ", i), "text": "x"}); r.status != http.StatusCreated {
+			t.Fatalf("entry %d: HTTP %d %s", i+1, r.status, r.raw)
+		}
+	}
+	r = c.json("key-a", "POST", "documents", map[string]any{"source": "shop", "title": "one too many", "text": "x"})
+	if r.status != http.StatusTooManyRequests || r.errorCode() != "quota_exceeded" || !strings.Contains(r.message(), "delete some") {
+		t.Errorf("one entry over the quota: HTTP %d %s", r.status, r.raw)
 	}
 	// Without a key: 401, before the knowledge API.
 	req, _ := http.NewRequest("GET", c.base+"entries", nil)

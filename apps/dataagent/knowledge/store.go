@@ -58,7 +58,14 @@ var (
 	// ErrExists: an entry with the same natural key (term, title,
 	// question, table and column) is there already.
 	ErrExists = errors.New("knowledge entry exists already")
+	// ErrQuota: the owner holds as many entries as the store allows (see
+	// Store.SetMaxEntries); nothing was written.
+	ErrQuota = errors.New("knowledge quota exceeded")
 )
+
+// DefaultMaxEntries is how many entries one owner may hold in a store
+// unless SetMaxEntries says otherwise.
+const DefaultMaxEntries = 10_000
 
 // DefaultAgent is the agent a Store opened with no agent name keeps
 // knowledge for.
@@ -70,8 +77,9 @@ const DefaultAgent = "dataagent"
 // never reads or changes another's entries. It is safe for concurrent
 // use.
 type Store struct {
-	db    *store.DB
-	agent string
+	db         *store.DB
+	agent      string
+	maxEntries int
 
 	mu     sync.RWMutex
 	seeds  map[string]*File // source → its starting knowledge
@@ -87,7 +95,29 @@ func Open(ctx context.Context, db *store.DB, agent string) (*Store, error) {
 	if agent == "" {
 		agent = DefaultAgent
 	}
-	return &Store{db: db, agent: agent, seeds: map[string]*File{}}, nil
+	return &Store{db: db, agent: agent, maxEntries: DefaultMaxEntries, seeds: map[string]*File{}}, nil
+}
+
+// SetMaxEntries bounds how many entries one owner may hold (n ≤ 0: no
+// bound). A Create or Import that would go over it changes nothing and
+// gives an error wrapping ErrQuota; starting knowledge (Seed) is not
+// refused.
+func (s *Store) SetMaxEntries(n int) { s.maxEntries = n }
+
+// checkQuota refuses, within tx, what left owner with more entries than
+// the store allows.
+func (s *Store) checkQuota(ctx context.Context, tx *sql.Tx, owner string) error {
+	if s.maxEntries <= 0 {
+		return nil
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM knowledge_entries WHERE owner = ? AND agent = ?`), owner, s.agent).Scan(&n); err != nil {
+		return fmt.Errorf("count entries: %w", err)
+	}
+	if n > s.maxEntries {
+		return fmt.Errorf("%w: a key may hold %d entries; delete some first", ErrQuota, s.maxEntries)
+	}
+	return nil
 }
 
 // Seed gives every owner f's entries as the starting knowledge of
@@ -196,8 +226,11 @@ func (s *Store) Create(ctx context.Context, e Entry) (Entry, error) {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var created bool
 		var err error
-		if out, created, err = s.insert(ctx, tx, owner, e); err != nil || created {
+		if out, created, err = s.insert(ctx, tx, owner, e); err != nil {
 			return err
+		}
+		if created {
+			return s.checkQuota(ctx, tx, owner)
 		}
 		id, err := s.idByKey(ctx, tx, owner, e)
 		if err == nil {
@@ -431,8 +464,10 @@ func (s *Store) Import(ctx context.Context, f *File) (ImportResult, error) {
 	var res ImportResult
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		res, err = s.importTx(ctx, tx, owner, f)
-		return err
+		if res, err = s.importTx(ctx, tx, owner, f); err != nil || res.Created == 0 {
+			return err
+		}
+		return s.checkQuota(ctx, tx, owner)
 	})
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import knowledge of %s: %w", f.Source, err)

@@ -3,6 +3,7 @@ package knowledge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -359,6 +360,37 @@ func TestConcurrentSeedAndImport(t *testing.T) {
 		// (by natural key); its document and example are new.
 		if len(got) != len(want)+2 {
 			t.Errorf("%d entries, want the demo's %d and a document and an example", len(got), len(want))
+		}
+	})
+}
+
+// An owner may hold only so many entries; what would go over changes
+// nothing, and another owner is not counted.
+func TestQuota(t *testing.T) {
+	eachDB(t, func(t *testing.T, db *store.DB) {
+		st := openStore(t, db)
+		st.SetMaxEntries(3)
+		a := knowledge.WithOwner(context.Background(), "key-a")
+		f, err := knowledge.Parse([]byte(shopFile)) // 4 entries
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Import(a, f); !errors.Is(err, knowledge.ErrQuota) {
+			t.Errorf("importing 4 entries under a quota of 3: %v", err)
+		}
+		for i := range 3 {
+			if _, err := st.Create(a, knowledge.Entry{Kind: knowledge.KindDocument, Source: "shop", Title: fmt.Sprint("note ", i), Text: "x"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := st.Create(a, knowledge.Entry{Kind: knowledge.KindDocument, Source: "crm", Title: "one more", Text: "x"}); !errors.Is(err, knowledge.ErrQuota) {
+			t.Errorf("a fourth entry: %v", err)
+		}
+		if got, _ := st.List(a, knowledge.Filter{}); len(got) != 3 {
+			t.Errorf("%d entries after the refusals, want 3", len(got))
+		}
+		if _, err := st.Import(knowledge.WithOwner(context.Background(), "key-b"), &knowledge.File{Source: "shop", Terms: f.Terms}); err != nil {
+			t.Errorf("key b's import: %v", err)
 		}
 	})
 }
