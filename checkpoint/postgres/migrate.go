@@ -37,7 +37,7 @@ type migration struct {
 // migrations is the schema's history, oldest first.
 //
 // Version 1: one row per checkpoint. A row's state is the full state
-// (is_full) or a checkpoint.Diff delta against the state of the row with
+// (is_full) or a stored.Diff delta against the state of the row with
 // seq - 1; meta holds the remaining fields as JSON (see metaDoc), as bytes
 // so that it comes back exactly as written.
 var migrations = []migration{

@@ -21,7 +21,7 @@
 //
 // A checkpoint's
 // state is stored as a delta against its parent's state when the saver has
-// the parent's state at hand (see checkpoint.DeltaCache), with a full state
+// the parent's state at hand (see stored.DeltaCache), with a full state
 // every so often, so a step that appends a message to a long conversation
 // stores about the size of the message.
 package postgres
@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 )
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
@@ -111,7 +112,7 @@ const (
 type Saver struct {
 	pool  *pgxpool.Pool
 	own   bool // Close closes pool
-	cache checkpoint.DeltaCache
+	cache stored.DeltaCache
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -164,7 +165,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if cp.ID == "" {
 		return fmt.Errorf("checkpoint postgres put %s: empty checkpoint id", cp.Thread)
 	}
-	meta, err := checkpoint.EncodeMeta(cp)
+	meta, err := stored.EncodeMeta(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint postgres put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
 	}
@@ -256,10 +257,10 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 }
 
 // resolveRows feeds the rows of a read query to a resolver.
-func resolveRows(thread string, rows pgx.Rows) (*checkpoint.Resolver, error) {
+func resolveRows(thread string, rows pgx.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
-	r := &checkpoint.Resolver{Thread: thread}
-	var rw checkpoint.Row
+	r := &stored.Resolver{Thread: thread}
+	var rw stored.Row
 	var state, meta pgtype.DriverBytes
 	for rows.Next() {
 		if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &rw.Full, &state, &meta, &rw.Keep); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 )
 
 // recordVersion is the first byte of every stored record.
@@ -17,7 +18,7 @@ const flagFull = 1
 // appendRecord appends the stored form of cp to b: the version byte, a
 // flags byte, then the id, seq, step, parent id and meta (see metaDoc),
 // each string preceded by its length as a uvarint and each number a
-// varint, then state (a full state or a checkpoint.Diff delta) to the end.
+// varint, then state (a full state or a stored.Diff delta) to the end.
 // The id comes first so that a record broken further on can still be named.
 func appendRecord(b []byte, cp *checkpoint.Checkpoint, full bool, meta, state []byte) []byte {
 	var flags byte
@@ -40,8 +41,8 @@ var errShort = errors.New("record ends early")
 
 // parseRecord fills rw from a stored record; rw.State and rw.Meta point
 // into b. On an error rw.ID holds the id when it could be read.
-func parseRecord(b []byte, rw *checkpoint.Row) error {
-	*rw = checkpoint.Row{}
+func parseRecord(b []byte, rw *stored.Row) error {
+	*rw = stored.Row{}
 	if len(b) < 2 {
 		return errShort
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 )
 
 // FuzzRecord checks that a record reads back as written, that every cut
@@ -17,7 +18,7 @@ func FuzzRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id, parent string, seq, step int64, full bool, meta, state, junk []byte) {
 		cp := &checkpoint.Checkpoint{ID: id, ParentID: parent, Seq: seq, Step: int(step)}
 		rec := appendRecord(nil, cp, full, meta, state)
-		var rw checkpoint.Row
+		var rw stored.Row
 		if err := parseRecord(rec, &rw); err != nil {
 			t.Fatalf("parse a written record: %v", err)
 		}

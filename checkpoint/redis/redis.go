@@ -13,7 +13,7 @@
 // atomically, so compare-and-set holds across any number of savers and
 // processes; a read is one script too, which returns the records from the
 // last full state up to the wanted checkpoint. Records hold a full state or
-// a delta against the parent's state (see checkpoint.DeltaCache), with a
+// a delta against the parent's state (see stored.DeltaCache), with a
 // full state every so often, so a step that appends a message to a long
 // conversation stores about the size of the message.
 //
@@ -31,6 +31,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 )
 
 // DefaultPrefix starts every key the saver uses unless WithPrefix is given.
@@ -106,7 +107,7 @@ func WithPrefix(prefix string) Option {
 type Saver struct {
 	client *goredis.Client
 	prefix string
-	cache  checkpoint.DeltaCache
+	cache  stored.DeltaCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -166,7 +167,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if cp.ID == "" {
 		return fmt.Errorf("checkpoint redis put %s: empty checkpoint id", cp.Thread)
 	}
-	meta, err := checkpoint.EncodeMeta(cp)
+	meta, err := stored.EncodeMeta(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint redis put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
 	}
@@ -201,7 +202,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 
 // Get implements checkpoint.Saver.
 func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpoint, error) {
-	var r *checkpoint.Resolver
+	var r *stored.Resolver
 	var err error
 	if id == "" {
 		r, err = s.read(ctx, thread, "h", "")
@@ -220,7 +221,7 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 
 // List implements checkpoint.Saver.
 func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoint.Checkpoint, error) {
-	var r *checkpoint.Resolver
+	var r *stored.Resolver
 	var err error
 	if limit > 0 {
 		r, err = s.read(ctx, thread, "l", limit)
@@ -244,7 +245,7 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 
 // read runs getScript in the given mode and rebuilds the checkpoints it
 // returns.
-func (s *Saver) read(ctx context.Context, thread, mode string, arg any) (*checkpoint.Resolver, error) {
+func (s *Saver) read(ctx context.Context, thread, mode string, arg any) (*stored.Resolver, error) {
 	vals, err := getScript.Run(ctx, s.client, s.keys(thread), mode, arg).Slice()
 	if err != nil {
 		return nil, err
@@ -258,8 +259,8 @@ func (s *Saver) read(ctx context.Context, thread, mode string, arg any) (*checkp
 
 // resolveReply rebuilds checkpoints from getScript's reply to a read of
 // thread (of checkpoint id, when not empty).
-func resolveReply(thread, id string, vals []any) (*checkpoint.Resolver, error) {
-	r := &checkpoint.Resolver{Thread: thread}
+func resolveReply(thread, id string, vals []any) (*stored.Resolver, error) {
+	r := &stored.Resolver{Thread: thread}
 	if len(vals) == 0 {
 		return r, nil
 	}
@@ -279,7 +280,7 @@ func resolveReply(thread, id string, vals []any) (*checkpoint.Resolver, error) {
 	}
 	base, lo, hi := bounds[0], bounds[1], bounds[2]
 	recs := vals[3:]
-	var rw checkpoint.Row
+	var rw stored.Row
 	for i, v := range recs {
 		seq := base + int64(i)
 		str, ok := v.(string)

@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 	"github.com/loomkit/loom/checkpoint/savertest"
 )
 
@@ -245,7 +246,7 @@ func TestContextCancelled(t *testing.T) {
 
 // records returns the parsed records of thread, by seq, and the seqs its
 // full set holds.
-func records(t *testing.T, s *Saver, thread string) ([]checkpoint.Row, []string) {
+func records(t *testing.T, s *Saver, thread string) ([]stored.Row, []string) {
 	t.Helper()
 	c := rawClient(t)
 	k := s.keys(thread)
@@ -253,7 +254,7 @@ func records(t *testing.T, s *Saver, thread string) ([]checkpoint.Row, []string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]checkpoint.Row, len(raw))
+	out := make([]stored.Row, len(raw))
 	for i, r := range raw {
 		if err := parseRecord([]byte(r), &out[i]); err != nil {
 			t.Fatalf("record %d: %v", i, err)
@@ -289,14 +290,14 @@ func TestCorruptRecords(t *testing.T) {
 	// log is the key of thread's list of records under prefix p.
 	log := func(t *testing.T, p, thread string) string { return open(t, p).keys(thread)[0] }
 	// rewrite re-encodes the record at seq with change applied.
-	rewrite := func(seq int64, change func(rw *checkpoint.Row)) func(t *testing.T, p, thread string) {
+	rewrite := func(seq int64, change func(rw *stored.Row)) func(t *testing.T, p, thread string) {
 		return func(t *testing.T, p, thread string) {
 			k := log(t, p, thread)
 			raw, err := c.LIndex(t.Context(), k, seq).Bytes()
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rw checkpoint.Row
+			var rw stored.Row
 			if err := parseRecord(raw, &rw); err != nil {
 				t.Fatal(err)
 			}
@@ -308,14 +309,14 @@ func TestCorruptRecords(t *testing.T) {
 		}
 	}
 	savertest.RunCorruptions(t, storage, []savertest.Corruption{
-		{Name: "meta not JSON", Break: rewrite(4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":`) }), Bad: 4, ReadOK: []int{0, 3}},
-		{Name: "meta wrong type", Break: rewrite(4, func(rw *checkpoint.Row) { rw.Meta = []byte(`{"next":"agent"}`) }), Bad: 4, ReadOK: []int{3}},
-		{Name: "delta truncated", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = rw.State[:1] }), Bad: 2, ReadOK: []int{0, 1}},
-		{Name: "delta empty", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = nil }), Bad: 2, ReadOK: []int{1}},
-		{Name: "delta past its base", Break: rewrite(2, func(rw *checkpoint.Row) { rw.State = []byte{0xff, 0xff, 0x03, 0x00} }), Bad: 2, ReadOK: []int{1}},
-		{Name: "full flag lost", Break: rewrite(0, func(rw *checkpoint.Row) { rw.Full = false }), Bad: 0},
-		{Name: "parent rewritten", Break: rewrite(3, func(rw *checkpoint.Row) { rw.Parent = "elsewhere" }), Bad: 3, ReadOK: []int{2}},
-		{Name: "seq rewritten", Break: rewrite(3, func(rw *checkpoint.Row) { rw.Seq = 7 }), Bad: 3, ReadOK: []int{2}},
+		{Name: "meta not JSON", Break: rewrite(4, func(rw *stored.Row) { rw.Meta = []byte(`{"next":`) }), Bad: 4, ReadOK: []int{0, 3}},
+		{Name: "meta wrong type", Break: rewrite(4, func(rw *stored.Row) { rw.Meta = []byte(`{"next":"agent"}`) }), Bad: 4, ReadOK: []int{3}},
+		{Name: "delta truncated", Break: rewrite(2, func(rw *stored.Row) { rw.State = rw.State[:1] }), Bad: 2, ReadOK: []int{0, 1}},
+		{Name: "delta empty", Break: rewrite(2, func(rw *stored.Row) { rw.State = nil }), Bad: 2, ReadOK: []int{1}},
+		{Name: "delta past its base", Break: rewrite(2, func(rw *stored.Row) { rw.State = []byte{0xff, 0xff, 0x03, 0x00} }), Bad: 2, ReadOK: []int{1}},
+		{Name: "full flag lost", Break: rewrite(0, func(rw *stored.Row) { rw.Full = false }), Bad: 0},
+		{Name: "parent rewritten", Break: rewrite(3, func(rw *stored.Row) { rw.Parent = "elsewhere" }), Bad: 3, ReadOK: []int{2}},
+		{Name: "seq rewritten", Break: rewrite(3, func(rw *stored.Row) { rw.Seq = 7 }), Bad: 3, ReadOK: []int{2}},
 		{Name: "record missing", Break: func(t *testing.T, p, thread string) {
 			// Remove seq 2: the record of seq 3 moves to index 2.
 			k := log(t, p, thread)

@@ -27,7 +27,7 @@ type Storage struct {
 }
 
 // Row is how a backend stored one checkpoint: its whole state or a delta
-// (see checkpoint.Diff), and the stored state's size in bytes.
+// (see stored.Diff), and the stored state's size in bytes.
 type Row struct {
 	Full bool
 	Size int

@@ -7,7 +7,7 @@
 // file; compare-and-set holds across all of them.
 //
 // A checkpoint's state is stored as a delta against its parent's state when
-// the saver has the parent's state at hand (see checkpoint.DeltaCache), so
+// the saver has the parent's state at hand (see stored.DeltaCache), so
 // a step that appends a message to a long conversation stores about the
 // size of the message.
 package sqlite
@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -35,7 +36,7 @@ import (
 const schemaVersion = 1
 
 // The table holds one row per checkpoint. A row's state is the full state
-// (full = 1) or a checkpoint.Diff delta against the state of the row with
+// (full = 1) or a stored.Diff delta against the state of the row with
 // seq - 1; meta holds the remaining fields as JSON (see metaDoc).
 const schema = `
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -128,7 +129,7 @@ type Saver struct {
 
 	head, byID, listAll, listLast *sql.Stmt
 
-	cache checkpoint.DeltaCache
+	cache stored.DeltaCache
 
 	path    string        // the database file; its WAL is path + "-wal"
 	commits atomic.Int64  // commits since the last WAL checkpoint
@@ -362,7 +363,7 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if cp.ID == "" {
 		return fmt.Errorf("checkpoint put %s: empty checkpoint id", cp.Thread)
 	}
-	meta, err := checkpoint.EncodeMeta(cp)
+	meta, err := stored.EncodeMeta(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint put %s/%s: encode meta: %w", cp.Thread, cp.ID, err)
 	}
@@ -579,10 +580,10 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 }
 
 // resolveRows feeds the rows of a read query to a resolver.
-func resolveRows(thread string, rows *sql.Rows) (*checkpoint.Resolver, error) {
+func resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
-	r := &checkpoint.Resolver{Thread: thread}
-	var rw checkpoint.Row
+	r := &stored.Resolver{Thread: thread}
+	var rw stored.Row
 	var full, keep int64
 	for rows.Next() {
 		if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &full, (*sql.RawBytes)(&rw.State), (*sql.RawBytes)(&rw.Meta), &keep); err != nil {

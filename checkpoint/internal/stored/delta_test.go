@@ -1,4 +1,4 @@
-package checkpoint_test
+package stored_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/internal/stored"
 )
 
 func TestDiffPatch(t *testing.T) {
@@ -37,11 +38,11 @@ func TestDiffPatch(t *testing.T) {
 		{"nil to nil", "", "", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := checkpoint.Diff([]byte(tc.prev), []byte(tc.next))
+			d := stored.Diff([]byte(tc.prev), []byte(tc.next))
 			if len(d) > tc.maxDelta {
 				t.Errorf("delta is %d bytes, want at most %d", len(d), tc.maxDelta)
 			}
-			got, err := checkpoint.Patch([]byte(tc.prev), d)
+			got, err := stored.Patch([]byte(tc.prev), d)
 			if err != nil {
 				t.Fatalf("patch: %v", err)
 			}
@@ -77,7 +78,7 @@ func TestPatchCorrupt(t *testing.T) {
 		{"delta for a longer base", "", uv(1, 0, 'x')},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := checkpoint.Patch([]byte(tc.prev), tc.delta)
+			got, err := stored.Patch([]byte(tc.prev), tc.delta)
 			if !errors.Is(err, checkpoint.ErrCorrupt) {
 				t.Errorf("got %q, %v; want ErrCorrupt", got, err)
 			}
@@ -120,8 +121,8 @@ func TestDiffPatchRandom(t *testing.T) {
 				b = append(randBytes(r.IntN(100)), a...)
 			}
 		}
-		d := checkpoint.Diff(a, b)
-		got, err := checkpoint.Patch(a, d)
+		d := stored.Diff(a, b)
+		got, err := stored.Patch(a, d)
 		if err != nil || !bytes.Equal(got, b) {
 			t.Fatalf("case %d: Patch(a, Diff(a, b)) = %q, %v; want %q (a = %q)", i, got, err, b, a)
 		}
@@ -137,7 +138,7 @@ func FuzzPatch(f *testing.F) {
 	f.Add([]byte(`{"a":1}`), []byte(`{"a":2}`), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0})
 	f.Fuzz(func(t *testing.T, a, b, delta []byte) {
 		// Any delta: no panic, and an error is ErrCorrupt.
-		if got, err := checkpoint.Patch(a, delta); err != nil {
+		if got, err := stored.Patch(a, delta); err != nil {
 			if !errors.Is(err, checkpoint.ErrCorrupt) {
 				t.Fatalf("Patch error %v does not wrap ErrCorrupt", err)
 			}
@@ -145,7 +146,7 @@ func FuzzPatch(f *testing.F) {
 			t.Fatalf("Patch made %d bytes from a %d-byte base and a %d-byte delta", len(got), len(a), len(delta))
 		}
 		// A real delta: exact round trip.
-		got, err := checkpoint.Patch(a, checkpoint.Diff(a, b))
+		got, err := stored.Patch(a, stored.Diff(a, b))
 		if err != nil || !bytes.Equal(got, b) {
 			t.Fatalf("Patch(a, Diff(a, b)) = %q, %v; want %q", got, err, b)
 		}
@@ -153,7 +154,7 @@ func FuzzPatch(f *testing.F) {
 }
 
 func TestDeltaCache(t *testing.T) {
-	var c checkpoint.DeltaCache
+	var c stored.DeltaCache
 	s0 := []byte(`{"msgs":[` + strings.Repeat(`"hello",`, 100) + `"x"]}`)
 
 	// Nothing cached: full state.
@@ -177,10 +178,10 @@ func TestDeltaCache(t *testing.T) {
 	if !delta {
 		t.Fatal("cached parent: got the full state")
 	}
-	if got, err := checkpoint.Patch(s0, blob); err != nil || !bytes.Equal(got, s1) {
+	if got, err := stored.Patch(s0, blob); err != nil || !bytes.Equal(got, s1) {
 		t.Fatalf("delta does not give the state: %q, %v", got, err)
 	}
-	if want := checkpoint.ChainCost(blob, len(s1)); chain != want {
+	if want := stored.ChainCost(blob, len(s1)); chain != want {
 		t.Errorf("chain %d, want %d", chain, want)
 	}
 
@@ -217,7 +218,7 @@ func TestDeltaCache(t *testing.T) {
 // TestDeltaCacheBounded checks the cache drops other threads' states past
 // its size limit but keeps the one just remembered.
 func TestDeltaCacheBounded(t *testing.T) {
-	var c checkpoint.DeltaCache
+	var c stored.DeltaCache
 	big := make([]byte, 8<<20)
 	big[0] = '"'
 	for i := range 20 {

@@ -1,6 +1,13 @@
-package checkpoint
+// Package stored is what the SQL and Redis savers share: a checkpoint as
+// a stored row (its state full or as a delta against its parent, its
+// other fields encoded as JSON), the resolver that rebuilds checkpoints
+// from rows, and the cache of recent states that deltas are made
+// against.
+package stored
 
 import (
+	"github.com/loomkit/loom/checkpoint"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -11,16 +18,16 @@ import (
 // metaDoc is the JSON a saver stores beside a checkpoint's state: the
 // fields that have no column (or record field) of their own.
 type metaDoc struct {
-	Next      []string          `json:"next,omitempty"`
-	Interrupt *Interrupt        `json:"interrupt,omitempty"`
-	Resumes   []json.RawMessage `json:"resumes,omitempty"`
-	Counters  map[string]int    `json:"counters,omitempty"`
-	Meta      Meta              `json:"meta"`
+	Next      []string              `json:"next,omitempty"`
+	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
+	Resumes   []json.RawMessage     `json:"resumes,omitempty"`
+	Counters  map[string]int        `json:"counters,omitempty"`
+	Meta      checkpoint.Meta       `json:"meta"`
 }
 
 // EncodeMeta encodes the fields of cp that a Row keeps in Meta: next,
 // interrupt, resumes, counters and metadata.
-func EncodeMeta(cp *Checkpoint) ([]byte, error) {
+func EncodeMeta(cp *checkpoint.Checkpoint) ([]byte, error) {
 	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Resumes: cp.Resumes, Counters: cp.Counters, Meta: cp.Meta})
 }
 
@@ -44,7 +51,7 @@ type Resolver struct {
 	// Thread is the thread the rows belong to, for error messages.
 	Thread string
 	// Out holds the checkpoints of the rows marked Keep, oldest first.
-	Out []*Checkpoint
+	Out []*checkpoint.Checkpoint
 	// Chain is the ChainCost of the deltas since the last full row, for
 	// DeltaCache.Remember.
 	Chain int
@@ -61,10 +68,10 @@ func (r *Resolver) LastSeq() int64 { return r.seq }
 
 // Add takes the next row. A row that does not follow the one before, a
 // delta that does not apply, or meta that does not decode gives an error
-// that names the row and wraps ErrCorrupt.
+// that names the row and wraps checkpoint.ErrCorrupt.
 func (r *Resolver) Add(rw *Row) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("checkpoint %s/%s (seq %d): %w: %s", r.Thread, rw.ID, rw.Seq, ErrCorrupt, fmt.Sprintf(format, args...))
+		return fmt.Errorf("checkpoint %s/%s (seq %d): %w: %s", r.Thread, rw.ID, rw.Seq, checkpoint.ErrCorrupt, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case !r.started && !rw.Full:
@@ -98,7 +105,7 @@ func (r *Resolver) Add(rw *Row) error {
 	if err := json.Unmarshal(rw.Meta, &m); err != nil {
 		return bad("decode meta: %v", err)
 	}
-	r.Out = append(r.Out, &Checkpoint{
+	r.Out = append(r.Out, &checkpoint.Checkpoint{
 		Thread:    r.Thread,
 		ID:        rw.ID,
 		ParentID:  rw.Parent,
@@ -147,7 +154,7 @@ func patchInPlace(prev, delta []byte) ([]byte, error) {
 // Last returns the newest checkpoint resolved, or nil. With head set (the
 // rows were read up to the thread's head) it is remembered in cache, so
 // the next Put after it can store a delta.
-func (r *Resolver) Last(cache *DeltaCache, head bool) *Checkpoint {
+func (r *Resolver) Last(cache *DeltaCache, head bool) *checkpoint.Checkpoint {
 	if len(r.Out) == 0 {
 		return nil
 	}
@@ -161,7 +168,7 @@ func (r *Resolver) Last(cache *DeltaCache, head bool) *Checkpoint {
 // NewestFirst returns the checkpoints resolved from a read up to the
 // thread's head, newest first, as List returns them; the head is
 // remembered in cache.
-func (r *Resolver) NewestFirst(cache *DeltaCache) []*Checkpoint {
+func (r *Resolver) NewestFirst(cache *DeltaCache) []*checkpoint.Checkpoint {
 	r.Last(cache, true)
 	slices.Reverse(r.Out)
 	return r.Out

@@ -1,6 +1,8 @@
-package checkpoint
+package stored
 
 import (
+	"github.com/loomkit/loom/checkpoint"
+
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -24,20 +26,20 @@ func Diff(prev, next []byte) []byte {
 }
 
 // Patch applies a delta made by Diff to prev. A delta that does not fit
-// prev gives an error wrapping ErrCorrupt.
+// prev gives an error wrapping checkpoint.ErrCorrupt.
 func Patch(prev, delta []byte) ([]byte, error) {
 	p, n := binary.Uvarint(delta)
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: delta prefix length unreadable", ErrCorrupt)
+		return nil, fmt.Errorf("%w: delta prefix length unreadable", checkpoint.ErrCorrupt)
 	}
 	delta = delta[n:]
 	s, n := binary.Uvarint(delta)
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: delta suffix length unreadable", ErrCorrupt)
+		return nil, fmt.Errorf("%w: delta suffix length unreadable", checkpoint.ErrCorrupt)
 	}
 	mid := delta[n:]
 	if p > uint64(len(prev)) || s > uint64(len(prev))-p {
-		return nil, fmt.Errorf("%w: delta keeps %d+%d bytes of a %d-byte base", ErrCorrupt, p, s, len(prev))
+		return nil, fmt.Errorf("%w: delta keeps %d+%d bytes of a %d-byte base", checkpoint.ErrCorrupt, p, s, len(prev))
 	}
 	out := make([]byte, 0, int(p)+len(mid)+int(s))
 	out = append(out, prev[:p]...)

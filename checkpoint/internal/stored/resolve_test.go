@@ -1,4 +1,4 @@
-package checkpoint
+package stored
 
 import (
 	"bytes"
@@ -8,15 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/checkpoint"
 )
 
 func TestMetaRoundTrip(t *testing.T) {
-	cp := &Checkpoint{
+	cp := &checkpoint.Checkpoint{
 		Next:      []string{"a", "b"},
-		Interrupt: &Interrupt{ID: "i", Node: "n", Payload: json.RawMessage(`{"q":"ok?"}`)},
+		Interrupt: &checkpoint.Interrupt{ID: "i", Node: "n", Payload: json.RawMessage(`{"q":"ok?"}`)},
 		Resumes:   []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`"two"`)},
 		Counters:  map[string]int{"loop": 3},
-		Meta: Meta{Source: SourceResume, Node: "n", Run: "r", Duration: 1500 * time.Microsecond,
+		Meta: checkpoint.Meta{Source: checkpoint.SourceResume, Node: "n", Run: "r", Duration: 1500 * time.Microsecond,
 			From: "f", Created: time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("Y", -3600))},
 	}
 	meta, err := EncodeMeta(cp)
@@ -68,18 +70,18 @@ func TestPatchInPlace(t *testing.T) {
 		}
 	}
 	for _, d := range [][]byte{nil, {0x80}, {5, 0}, {0, 5}, {2, 2}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0}} {
-		if _, err := patchInPlace([]byte("abc"), d); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("delta %x: got %v, want ErrCorrupt", d, err)
+		if _, err := patchInPlace([]byte("abc"), d); !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Errorf("delta %x: got %v, want checkpoint.ErrCorrupt", d, err)
 		}
 	}
 }
 
 // FuzzDecode feeds a row with arbitrary state and meta, full or a delta,
-// after a good full row: decoding never panics, an error wraps ErrCorrupt
+// after a good full row: decoding never panics, an error wraps checkpoint.ErrCorrupt
 // and names the thread and the row, and a success gives the state the row
 // describes.
 func FuzzDecode(f *testing.F) {
-	good, err := EncodeMeta(&Checkpoint{Next: []string{"n"}, Meta: Meta{Source: SourceStep}})
+	good, err := EncodeMeta(&checkpoint.Checkpoint{Next: []string{"n"}, Meta: checkpoint.Meta{Source: checkpoint.SourceStep}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -97,8 +99,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		err := r.Add(&Row{Seq: 1, ID: id, Parent: "base", Step: 1, Full: full, State: state, Meta: meta, Keep: true})
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap checkpoint.ErrCorrupt", err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, thread) || !strings.Contains(msg, id) {
 				t.Fatalf("error %q does not name %s/%s", msg, thread, id)
