@@ -103,6 +103,16 @@ func FromImage(ctx context.Context, img []byte, opts Options) (*Layout, error) {
 	return l, nil
 }
 
+// FromTSV builds the layout of a page from tesseract's TSV output, as
+// FromWords does from its words.
+func FromTSV(tsv []byte, minConfidence float64) (*Layout, error) {
+	w, h, words, err := parseTSV(tsv)
+	if err != nil {
+		return nil, err
+	}
+	return FromWords(w, h, words, minConfidence), nil
+}
+
 // FromWords builds the layout of a page w×h pixels from the words OCR
 // read: words below minConfidence and marks that are only table rules are
 // dropped, neighbouring words of a line join into cells, cells into rows;

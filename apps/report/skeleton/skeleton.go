@@ -77,7 +77,7 @@ type builder struct {
 	marginX, top int // the margins, in points
 	offX, offY   float64
 	fields       []Field
-	cellFont     map[int]int
+	rowFont      map[int]int
 	pairByLabel  map[int]layout.Pair
 	valueCell    map[int]bool
 	fieldOfCell  map[int]string
@@ -95,8 +95,9 @@ func Build(l *layout.Layout) (*Skeleton, error) {
 	if l.Width <= 0 || l.Height <= 0 {
 		return nil, fmt.Errorf("building a skeleton: the layout's page is %dx%d pixels", l.Width, l.Height)
 	}
-	b := &builder{l: l, cellFont: map[int]int{}, pairByLabel: map[int]layout.Pair{}, valueCell: map[int]bool{}, fieldOfCell: map[int]string{}}
+	b := &builder{l: l, pairByLabel: map[int]layout.Pair{}, valueCell: map[int]bool{}, fieldOfCell: map[int]string{}}
 	b.geometry()
+	b.rowFonts()
 	for _, p := range l.Pairs {
 		if p.LabelCell < 0 || p.LabelCell >= len(l.Cells) || p.Value >= len(l.Cells) {
 			return nil, fmt.Errorf("building a skeleton: pair %q names a cell the layout does not have", p.Label)
@@ -162,22 +163,46 @@ func (b *builder) geometry() {
 // pt converts layout pixels to points.
 func (b *builder) pt(px int) float64 { return float64(px) * b.scale }
 
-// fontSize guesses the font size of a cell from the height of its text:
-// Chinese characters fill about 0.92 of the size, Latin text without
-// them about 0.75. A spreadsheet cell gets 10 points, less in a low row.
+// fontSize guesses the font size of a cell from the height of its row's
+// text: Chinese characters fill about 0.92 of the size, so the median of
+// the row's Chinese cells gives it; a row without Chinese takes its
+// cells' own height, capitals and digits filling about 0.64 of the size
+// (0.8 with descenders). A spreadsheet cell gets 10 points, less in a low
+// row.
 func (b *builder) fontSize(c layout.Cell) int {
 	if b.l.Source == layout.KindXLSX {
 		return int(max(6, min(10, b.pt(c.Box.H)*0.6)))
 	}
-	h := b.pt(c.Box.H)
-	ratio := 0.75
-	for _, r := range c.Text {
-		if unicode.Is(unicode.Han, r) {
-			ratio = 0.92
-			break
+	if s, ok := b.rowFont[c.Row]; ok {
+		return s
+	}
+	ratio := 0.64
+	if strings.ContainsAny(c.Text, "gjpqy()[]{}|,;") {
+		ratio = 0.8
+	}
+	return clampFont(b.pt(c.Box.H) / ratio)
+}
+
+func clampFont(size float64) int {
+	return int(max(6, min(36, math.Round(size))))
+}
+
+// rowFonts sets the font size of each row with Chinese text.
+func (b *builder) rowFonts() {
+	b.rowFont = map[int]int{}
+	for ri, r := range b.l.Rows {
+		var sizes []float64
+		for _, i := range r.Cells {
+			c := b.l.Cells[i]
+			if strings.IndexFunc(c.Text, func(r rune) bool { return unicode.Is(unicode.Han, r) }) >= 0 {
+				sizes = append(sizes, b.pt(c.Box.H)/0.92)
+			}
+		}
+		if len(sizes) > 0 {
+			slices.Sort(sizes)
+			b.rowFont[ri] = clampFont(sizes[(len(sizes)-1)/2])
 		}
 	}
-	return int(max(6, min(36, math.Round(h/ratio))))
 }
 
 // place is the element box of a cell's text in points from the band top
@@ -185,11 +210,16 @@ func (b *builder) fontSize(c layout.Cell) int {
 // to limit (points from the page's left) at most.
 func (b *builder) place(c layout.Cell, size int, bandTop, limit float64) (x, y, w, h int) {
 	fx := b.pt(c.Box.X) - b.offX
-	fy := b.pt(c.Box.Y) - b.offY - bandTop
+	top := c.Box.Y
+	if _, ok := b.rowFont[c.Row]; ok && c.Row < len(b.l.Rows) && b.l.Source != layout.KindXLSX {
+		// In a row with Chinese, text starts at the top of the Chinese
+		// characters: digits and Latin letters sit lower by themselves.
+		top = b.l.Rows[c.Row].Y
+	}
+	fy := b.pt(top) - b.offY - bandTop
 	fw, fh := b.pt(c.Box.W), b.pt(c.Box.H)
 	if b.l.Source != layout.KindXLSX {
-		// OCR boxes hug the ink: leave room above and to the right.
-		fy -= float64(size) * 0.2
+		// OCR boxes hug the ink: leave room below and to the right.
 		fh = max(fh, float64(size)*1.35)
 		fw = max(fw+float64(size), min(limit-b.offX-fx, fw+3*float64(size)))
 	}
@@ -301,14 +331,14 @@ func (b *builder) build() *Skeleton {
 		b.cellsOf(&title, 0, table.FirstRow-1, 0)
 		// The title band reaches down to the table's header.
 		headTop := b.pt(l.Rows[table.FirstRow].Y) - b.offY
-		b.tableBands(table, &colHeader, &detail, headTop)
-		title.height = max(title.height, int(math.Floor(headTop-b.pt(2))))
+		title.height = max(title.height, int(math.Floor(headTop)))
+		pitch := b.tableBands(table, &colHeader, &detail, float64(title.height))
 		if table.LastRow < last {
-			// The summary starts where the table's last row ended.
+			// The summary keeps the distance the form has between the
+			// end of the table's last row and what follows.
 			end := l.Rows[table.LastRow]
-			top := b.pt(end.Y+end.H) - b.offY
 			b.names(table.LastRow+1, last)
-			b.cellsOf(&summary, table.LastRow+1, last, top)
+			b.cellsOf(&summary, table.LastRow+1, last, b.pt(end.Y)-b.offY+pitch)
 		}
 	}
 	sk := &Skeleton{Fields: b.fields, PageWidth: b.pageW, PageHeight: b.pageH, Scale: b.scale}
@@ -321,9 +351,10 @@ func (b *builder) build() *Skeleton {
 }
 
 // tableBands lays out a table: its header row as static text in the
-// column header band, one row of fields in the detail band, as high as
-// the rows are apart.
-func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float64) {
+// column header band, whose top is headTop points below the top margin,
+// and one row of fields in the detail band, as high as the rows are
+// apart. It returns that distance.
+func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float64) float64 {
 	l := b.l
 	cols := t.Columns
 	limit := func(k int) float64 {
@@ -345,7 +376,7 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 		head.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, text: c.Text})
 	}
 	if t.LastRow == t.FirstRow {
-		return
+		return float64(head.height)
 	}
 	// The detail band: the rows' pitch, and the first body row's cells
 	// (or the column's span where that row has none) for the fields.
@@ -354,8 +385,9 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 	if t.LastRow > t.FirstRow+1 {
 		pitch = b.pt(l.Rows[t.LastRow].Y-first.Y) / float64(t.LastRow-t.FirstRow-1)
 	}
-	rowTop := b.pt(first.Y) - b.offY
-	head.height = max(head.height, int(math.Floor(rowTop-headTop)))
+	// The header band ends where the first row's text begins.
+	head.height = max(head.height, int(math.Floor(b.pt(first.Y)-b.offY-headTop)))
+	rowTop := headTop + float64(head.height)
 	size := 10
 	for _, i := range first.Cells {
 		size = b.fontSize(l.Cells[i])
@@ -373,6 +405,7 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 			}
 		}
 		c := layout.Cell{Box: layout.Box{X: s.X, Y: first.Y, W: s.W, H: first.H}}
+		c.Row = l.Cells[first.Cells[0]].Row
 		for _, i := range first.Cells {
 			if colOf(cols, l.Cells[i].Box) == k {
 				c = l.Cells[i]
@@ -383,6 +416,7 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 		detail.add(element{x: x, y: y, w: w, h: h, size: size, field: b.field(header, values...)})
 	}
 	detail.height = max(detail.height, int(math.Round(pitch)))
+	return pitch
 }
 
 // colOf is the column of cols box overlaps most, -1 for none.

@@ -1,4 +1,4 @@
-package layout_test
+package skeleton_test
 
 import (
 	"fmt"

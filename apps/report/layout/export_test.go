@@ -1,4 +1,0 @@
-package layout
-
-// WithoutRules is withoutRules for the tests.
-var WithoutRules = withoutRules
