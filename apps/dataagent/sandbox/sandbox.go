@@ -215,6 +215,9 @@ func (r *Runner) Check(ctx context.Context) error {
 		return err
 	}
 	res, err := r.Run(ctx, Job{Code: "import pandas, numpy, matplotlib\nprint('ok')\n"})
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
