@@ -38,6 +38,22 @@ func TestTermsOfChineseAreCharacterBigrams(t *testing.T) {
 	}
 }
 
+func TestHanOnly(t *testing.T) {
+	han := Analyzer{WordNgrams: 1, CharMin: 2, CharMax: 2, HanOnly: true}
+	all := Analyzer{WordNgrams: 1, CharMin: 2, CharMax: 2}
+	// Words "order", "客", "户", "流", "失" and the bigrams 客户 户流 流失.
+	if got := len(han.Text("order 客户流失")); got != 8 {
+		t.Errorf("%d terms, want 8", got)
+	}
+	// The Chinese bigrams are the same terms as without HanOnly.
+	a, b := han.Text("客户流失"), all.Text("客户流失")
+	for _, h := range a[4:] {
+		if !slices.Contains(b, h) {
+			t.Errorf("bigram %x not among the plain analyzer's terms", h)
+		}
+	}
+}
+
 // TestScores checks the BM25 formula on a corpus small enough to work out
 // by hand, and that Search ranks by it.
 func TestScores(t *testing.T) {

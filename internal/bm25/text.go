@@ -84,6 +84,9 @@ type Analyzer struct {
 	CharMin int
 	// CharMax: see CharMin.
 	CharMax int
+	// HanOnly takes the character n-grams within runs of Han runes only,
+	// so that English words count whole and only Chinese gets n-grams.
+	HanOnly bool
 }
 
 const (
@@ -120,6 +123,9 @@ func (a Analyzer) Terms(dst []uint64, text string) []uint64 {
 	if a.CharMax <= 0 {
 		return dst
 	}
+	if a.HanOnly {
+		return a.hanGrams(dst, words)
+	}
 	// The words joined by single spaces with a space at either end: a
 	// rune-offset table lets every n-gram hash straight from the bytes.
 	var b strings.Builder
@@ -153,6 +159,31 @@ func (a Analyzer) Terms(dst []uint64, text string) []uint64 {
 // Text is Terms of Normalize(text) into a new slice.
 func (a Analyzer) Text(text string) []uint64 {
 	return a.Terms(nil, Normalize(text))
+}
+
+// hanGrams appends the character n-grams of every run of Han words.
+func (a Analyzer) hanGrams(dst []uint64, words []string) []uint64 {
+	for i := 0; i < len(words); {
+		if !isHanWord(words[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(words) && isHanWord(words[j]) {
+			j++
+		}
+		for n := max(a.CharMin, 1); n <= a.CharMax; n++ {
+			for k := i; k+n <= j; k++ {
+				h := hashByte(fnvOffset, 'c'+byte(n))
+				for _, w := range words[k : k+n] {
+					h = hashString(h, w)
+				}
+				dst = append(dst, h)
+			}
+		}
+		i = j
+	}
+	return dst
 }
 
 func isHanWord(w string) bool {
