@@ -23,7 +23,7 @@ const (
 	DefaultMaxRetry = 5
 	// DefaultSSIM is the similarity a rendering must reach against the
 	// uploaded image to pass validation.
-	DefaultSSIM = 0.2
+	DefaultSSIM = 0.5
 	// MaxContinuations is how often a generation cut at the model's length
 	// limit is continued.
 	MaxContinuations = 3

@@ -1,50 +1,31 @@
 package report
 
-import (
-	"sort"
-	"strings"
-	"unicode"
-)
+import "github.com/loomkit/loom/internal/bm25"
 
-// index finds the documents that share the most terms with a query.
-// (Replaced by Loom's shared BM25 when it lands.)
-type index struct{ docs []map[string]bool }
+// analyzer makes the terms of knowledge base entries and queries: words
+// and character 2–3-grams, so Chinese needs no segmenter.
+var analyzer = bm25.Analyzer{WordNgrams: 1, CharMin: 2, CharMax: 3}
+
+// index is Loom's shared BM25 over the texts of a knowledge base.
+type index struct{ ix *bm25.Index }
 
 func newIndex(texts []string) *index {
-	ix := &index{}
-	for _, t := range texts {
-		m := map[string]bool{}
-		for _, w := range terms(t) {
-			m[w] = true
-		}
-		ix.docs = append(ix.docs, m)
+	docs := make([][]uint64, len(texts))
+	for i, t := range texts {
+		docs[i] = analyzer.Text(t)
 	}
-	return ix
+	return &index{bm25.New(docs, bm25.Params{})}
 }
 
+// search returns the positions of the n best entries for q, best first.
 func (ix *index) search(q string, n int) []int {
-	type hit struct{ i, score int }
-	var hits []hit
-	qs := terms(q)
-	for i, d := range ix.docs {
-		s := 0
-		for _, w := range qs {
-			if d[w] {
-				s++
-			}
-		}
-		if s > 0 {
-			hits = append(hits, hit{i, s})
-		}
+	if ix.ix.Len() == 0 {
+		return nil
 	}
-	sort.SliceStable(hits, func(a, b int) bool { return hits[a].score > hits[b].score })
-	var out []int
-	for _, h := range hits[:min(n, len(hits))] {
-		out = append(out, h.i)
+	hits, _ := ix.ix.Search(analyzer.Text(q), n)
+	out := make([]int, len(hits))
+	for i, h := range hits {
+		out[i] = h.Doc
 	}
 	return out
-}
-
-func terms(s string) []string {
-	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }

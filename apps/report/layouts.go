@@ -1,25 +1,64 @@
 package report
 
 import (
-	"archive/zip"
-	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/loomkit/loom/apps/report/layout"
+	"github.com/loomkit/loom/apps/report/skeleton"
 )
 
-// detectLayoutKind tells an image, a PDF or an XLSX workbook by content.
+// detectLayoutKind tells a picture, a PDF or an XLSX workbook by content.
 func detectLayoutKind(data []byte) string {
-	switch {
-	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")), bytes.HasPrefix(data, []byte("\xff\xd8\xff")):
+	switch layout.Detect(data) {
+	case layout.KindImage:
 		return KindImage
-	case bytes.HasPrefix(data, []byte("%PDF-")):
+	case layout.KindPDF:
 		return KindPDF
-	case bytes.HasPrefix(data, []byte("PK\x03\x04")):
-		if z, err := zip.NewReader(bytes.NewReader(data), int64(len(data))); err == nil {
-			for _, f := range z.File {
-				if f.Name == "xl/workbook.xml" {
-					return KindXLSX
-				}
-			}
-		}
+	case layout.KindXLSX:
+		return KindXLSX
 	}
 	return ""
+}
+
+// Toolkit reads forms with the toolkit: tesseract OCR for pictures and PDF
+// pages, the cells of XLSX workbooks, and the deterministic skeleton.
+type Toolkit struct {
+	// Options tune the reading (see layout.Options).
+	Options layout.Options
+}
+
+// Read implements Layouts.
+func (t Toolkit) Read(ctx context.Context, kind string, data []byte) (*Layout, error) {
+	var l *layout.Layout
+	var err error
+	switch kind {
+	case KindImage:
+		l, err = layout.FromImage(ctx, data, t.Options)
+	case KindPDF:
+		l, err = layout.FromPDF(ctx, data, t.Options)
+	case KindXLSX:
+		l, err = layout.FromXLSX(ctx, data, t.Options)
+	default:
+		return nil, fmt.Errorf("reading a layout: %q is not a form", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the layout of the %s: %w", kind, err)
+	}
+	schema, err := json.Marshal(l)
+	if err != nil {
+		return nil, fmt.Errorf("reading a layout: %w", err)
+	}
+	out := &Layout{Kind: kind, TotalRows: l.TotalRows, Schema: schema}
+	sk, err := skeleton.Build(l)
+	if err != nil {
+		return nil, fmt.Errorf("drafting a template from the layout: %w", err)
+	}
+	out.Skeleton = string(sk.JRXML)
+	for _, f := range sk.Fields {
+		out.Labels = append(out.Labels, strings.TrimSpace(f.Label))
+	}
+	return out, nil
 }

@@ -448,7 +448,7 @@ func (a *Agent) exportReply(s State, thread string) string {
 		return t.say("The template: "+base+"/current.jrxml", "模板文件："+base+"/current.jrxml")
 	}
 	pages := 0
-	if res, err := layout(s.JRXML); err == nil {
+	if res, err := layOut(s.JRXML); err == nil {
 		pages = len(res.Pages)
 	}
 	return t.say(fmt.Sprintf("The preview (%d pages with sample rows): %s/preview.png", pages, base),

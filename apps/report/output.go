@@ -34,8 +34,8 @@ func (r *rasterizer) get() (*render.Rasterizer, error) {
 	return r.r, r.err
 }
 
-// layout parses a template and lays it out with sample rows.
-func layout(src string) (*render.Result, error) {
+// layOut parses a template and lays it out with sample rows.
+func layOut(src string) (*render.Result, error) {
 	doc, err := jrxml.Parse([]byte(src))
 	if err != nil {
 		return nil, fmt.Errorf("reading the template: %w", err)
@@ -45,7 +45,7 @@ func layout(src string) (*render.Result, error) {
 
 // pageImage draws page p (from 0) of a template at dpi.
 func (a *Agent) pageImage(src string, p int, dpi float64) (image.Image, int, error) {
-	res, err := layout(src)
+	res, err := layOut(src)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -74,7 +74,7 @@ func (a *Agent) PNG(src string, p int) ([]byte, error) {
 
 // PDF renders a template, with sample rows, as PDF.
 func (a *Agent) PDF(src string) ([]byte, error) {
-	res, err := layout(src)
+	res, err := layOut(src)
 	if err != nil {
 		return nil, err
 	}

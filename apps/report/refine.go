@@ -181,6 +181,15 @@ var zhWords = []struct{ zh, en string }{
 // fieldName turns a label into a field name.
 func fieldName(label string) string {
 	label = strings.TrimRight(strings.TrimSpace(label), ":：")
+	if strings.IndexFunc(label, func(r rune) bool { return r < unicode.MaxASCII && unicode.IsLetter(r) }) >= 0 {
+		// "客户 Customer": the English part names it.
+		label = strings.Map(func(r rune) rune {
+			if r >= unicode.MaxASCII {
+				return ' '
+			}
+			return r
+		}, label)
+	}
 	for _, w := range zhWords {
 		label = strings.ReplaceAll(label, w.zh, " "+w.en+" ")
 	}

@@ -40,7 +40,7 @@ const routesBase = "/api/v1/report/"
 type ServerOptions struct {
 	// Model is the language model; nil works without one.
 	Model llm.Model
-	// Layouts reads uploaded forms (nil: none).
+	// Layouts reads uploaded forms (default: the toolkit's, Toolkit).
 	Layouts Layouts
 	// Templates is the templates knowledge base (nil: none).
 	Templates *Knowledge
@@ -90,6 +90,9 @@ type agentRunner struct {
 }
 
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
+	if opts.Layouts == nil {
+		opts.Layouts = Toolkit{}
+	}
 	cfg := Config{Model: opts.Model, Store: st, Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
 	schemas := opts.Schemas
 	if schemas == nil {
