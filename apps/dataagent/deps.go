@@ -23,9 +23,9 @@ type Knowledge interface {
 // SchemaRecaller finds the tables of a data source that a question needs.
 type SchemaRecaller interface {
 	// Recall returns the tables of source that match queries (the
-	// canonical question first), expanded along their keys and packed to
-	// budget tokens, best first.
-	Recall(ctx context.Context, source string, queries []string, budget int) ([]datasource.Table, error)
+	// canonical question first), expanded along their keys, best first,
+	// and their description for the model packed to budget tokens.
+	Recall(ctx context.Context, source string, queries []string, budget int) (tables []datasource.Table, text string, err error)
 }
 
 // PythonRunner runs Python analysis code in a sandbox.

@@ -81,7 +81,7 @@ func TestQuestionToReport(t *testing.T) {
 		t.Errorf("sql tries %d errors %v", st.SQLTries, st.SQLErrors)
 	}
 	// The model saw the recalled schema and the result.
-	if r := m.requests(callSQL); len(r) != 1 || !strings.Contains(allText(r[0]), "salespersons(id") || !strings.Contains(allText(r[0]), "sales.salesperson_id = salespersons.id") {
+	if r := m.requests(callSQL); len(r) != 1 || !strings.Contains(allText(r[0]), "TABLE salespersons") || !strings.Contains(allText(r[0]), "sales.salesperson_id = salespersons.id") {
 		t.Errorf("the SQL request lacks the schema or the join:\n%s", allText(m.requests(callSQL)[0]))
 	}
 	if r := m.requests(callReport); len(r) != 1 || !strings.Contains(allText(r[0]), "| "+top+" |") {

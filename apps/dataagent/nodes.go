@@ -174,7 +174,7 @@ func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
 	}
 	var tables []datasource.Table
 	if a.cfg.Schema != nil {
-		tables, err = a.cfg.Schema.Recall(ctx, src.Name, queries, a.cfg.SchemaBudget)
+		tables, s.SchemaText, err = a.cfg.Schema.Recall(ctx, src.Name, queries, a.cfg.SchemaBudget)
 	} else {
 		tables, err = src.Schema(ctx)
 	}
@@ -276,7 +276,7 @@ func (a *Agent) feasibilityAssessment(ctx context.Context, s State) (State, erro
 		return s.fail(noModel(s.Query) + a.recalled(s)), nil
 	}
 	d, err := askJSON[FeasibilityDecision](ctx, a.cfg.Model, prompt("feasibility"),
-		brief{}.add("Tables", schemaText(s.Tables)).
+		brief{}.add("Tables", s.schema()).
 			add("Joins", relationText(s.Relations)).
 			add("Knowledge", evidenceText(s.Evidence)).
 			add("Question", s.Enhanced.Canonical).String())
@@ -333,7 +333,7 @@ func (a *Agent) planner(ctx context.Context, s State) (State, error) {
 		return s, nil
 	}
 	b := brief{}.add("Earlier in this conversation", s.Context).
-		add("Tables", schemaText(s.Tables)).
+		add("Tables", s.schema()).
 		add("Joins", relationText(s.Relations)).
 		add("Knowledge", evidenceText(s.Evidence))
 	if s.Plan != nil && (s.PlanError != "" || s.Feedback != nil) {
@@ -478,6 +478,14 @@ func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
 	return s, nil
 }
 
+// schema is the recalled schema as the model reads it.
+func (s State) schema() string {
+	if s.SchemaText != "" {
+		return s.SchemaText
+	}
+	return schemaText(s.Tables)
+}
+
 // step is the plan step being run.
 func (s State) step() Step {
 	if s.Plan != nil && s.Step < len(s.Plan.Steps) {
@@ -519,7 +527,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 	} else {
 		st := s.step()
 		b := brief{}.add("Data source", fmt.Sprintf("%s (%s)", src.Name, src.Dialect())).
-			add("Tables", schemaText(s.Tables)).
+			add("Tables", s.schema()).
 			add("Joins", relationText(s.Relations)).
 			add("Knowledge", evidenceText(s.Evidence)).
 			add("Earlier in this conversation", s.Context).
@@ -587,7 +595,7 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 	}
 	if a.cfg.Model != nil {
 		d, err := askJSON[consistencyDecision](ctx, a.cfg.Model, prompt("consistency"),
-			brief{}.add("Tables", schemaText(s.Tables)).
+			brief{}.add("Tables", s.schema()).
 				add("Knowledge", evidenceText(s.Evidence)).
 				add("Question", s.Enhanced.Canonical).
 				add("This step", s.step().Instruction).

@@ -34,6 +34,10 @@ type ServerOptions struct {
 	// DemoPath is where the demo shop is written on first start (see
 	// sqlagent.ServerOptions).
 	DemoPath string
+	// Embedder, when set, adds embeddings to the recall of knowledge and
+	// tables (openai.NewEmbedderFromEnv gives the one LOOM_EMBED_MODEL
+	// configures); nil recalls by words alone.
+	Embedder llm.Embedder
 	// Limits bound each statement (default sqlagent.DefaultLimits).
 	Limits datasource.Limits
 	// Sandbox is the bubblewrap sandbox Python runs in (its zero value:

@@ -39,8 +39,11 @@ type State struct {
 	Example *Evidence `json:"example,omitempty"`
 	// Enhanced is query_enhance's rewrite of the question.
 	Enhanced *EnhancedQuery `json:"query_enhance,omitempty"`
-	// Tables are the tables schema_recall found.
-	Tables []datasource.Table `json:"tables,omitempty"`
+	// Tables are the tables schema_recall found; SchemaText describes
+	// them for the model (with business names and sample values), packed
+	// to the schema budget.
+	Tables     []datasource.Table `json:"tables,omitempty"`
+	SchemaText string             `json:"schema_text,omitempty"`
 	// Relations are the joins between the tables (table_relation).
 	Relations      []Relation `json:"table_relations,omitempty"`
 	RelationError  string     `json:"table_relation_error,omitempty"`
