@@ -36,9 +36,7 @@ type Knowledge struct {
 // NewKnowledge returns a knowledge base of docs.
 func NewKnowledge(docs ...Doc) *Knowledge {
 	k := &Knowledge{}
-	for _, d := range docs {
-		k.docs = append(k.docs, d)
-	}
+	k.docs = append(k.docs, docs...)
 	k.index = newIndex(k.texts())
 	return k
 }
@@ -85,7 +83,7 @@ func (k *Knowledge) Search(query string, n int) []Doc {
 
 // ImportTemplates reads every .jrxml file below dir into a templates
 // knowledge base: each template's name, its fields (with their classes)
-// and its static texts. A file that does not parse is skipped and named
+// and its static texts and query. A file that does not parse is skipped and named
 // in the error list.
 func ImportTemplates(dir string) (*Knowledge, []error, error) {
 	var docs []Doc
@@ -129,12 +127,10 @@ func TemplateDoc(src []byte) (Doc, error) {
 		switch e.Name {
 		case "field":
 			if n, ok := e.Attr("name"); ok {
-				class, _ := e.Attr("class")
 				d.Fields = append(d.Fields, n)
 				if desc := e.Child("fieldDescription"); desc != nil {
 					texts = append(texts, desc.Text())
 				}
-				_ = class
 			}
 		case "text":
 			if t := strings.TrimSpace(e.Text()); t != "" && len(t) < 200 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const (
 	KindJRXML = "jrxml"
 )
 
+// EnvTemplates names the variable with a directory of JRXML files for the
+// templates knowledge base.
+const EnvTemplates = "LOOM_REPORT_TEMPLATES"
+
 // MaxUpload bounds an uploaded file (10 MiB).
 const MaxUpload = 10 << 20
 
@@ -42,7 +47,8 @@ type ServerOptions struct {
 	Model llm.Model
 	// Layouts reads uploaded forms (default: the toolkit's, Toolkit).
 	Layouts Layouts
-	// Templates is the templates knowledge base (nil: none).
+	// Templates is the templates knowledge base (default: the JRXML files
+	// of the directory EnvTemplates names; none without it).
 	Templates *Knowledge
 	// Schemas are XSD files to validate against (default: the files
 	// LOOM_JRXML_XSD lists; none: structural checks only).
@@ -92,6 +98,18 @@ type agentRunner struct {
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
 	if opts.Layouts == nil {
 		opts.Layouts = Toolkit{}
+	}
+	if opts.Templates == nil {
+		if dir := os.Getenv(EnvTemplates); dir != "" {
+			k, skipped, err := ImportTemplates(dir)
+			if err != nil {
+				return nil, fmt.Errorf("report: %w", err)
+			}
+			for _, e := range skipped {
+				slog.Warn("report: a template of the knowledge base was skipped", "err", e)
+			}
+			opts.Templates = k
+		}
 	}
 	cfg := Config{Model: opts.Model, Store: st, Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
 	schemas := opts.Schemas
