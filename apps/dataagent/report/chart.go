@@ -9,6 +9,10 @@ import (
 	"strings"
 
 	"github.com/go-analyze/charts"
+	"github.com/tailscale/hujson"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/number"
 )
 
 // Chart is a chart as an ECharts option: the subset a report draws. It
@@ -154,6 +158,10 @@ func parseChart(src []byte) (*charts.EChartsOption, error) {
 	if len(src) == 0 || src[0] != '{' {
 		return nil, problemf("内容不是 JSON 对象", "it is not a JSON object")
 	}
+	// Comments and trailing commas, which models write, are forgiven.
+	if std, err := hujson.Standardize(bytes.Clone(src)); err == nil {
+		src = std
+	}
 	var opt charts.EChartsOption
 	if err := json.Unmarshal(src, &opt); err != nil {
 		return nil, problemf("JSON 有误（%v）", "the JSON is not valid (%v)", err)
@@ -206,6 +214,11 @@ func drawChart(opt *charts.EChartsOption, opts Options) (svg []byte, err error) 
 	o.BackgroundColor = ""
 	o.Width, o.Height = opts.chartSize()
 	o.Children = nil
+	if hasWide(chartText(&o)) {
+		if family := measureFamily(opts.MeasureFont); family != "" {
+			o.FontFamily = family
+		}
+	}
 	defer func() {
 		// The library is not ours: a value it cannot handle must become
 		// a note in the page, not a crashed report.
@@ -217,6 +230,7 @@ func drawChart(opt *charts.EChartsOption, opts Options) (svg []byte, err error) 
 	if err != nil {
 		return nil, problemf("绘制失败（%v）", "drawing failed (%v)", err)
 	}
+	co.ValueFormatter = formatAxisValue
 	p, err := charts.Render(co)
 	if err != nil {
 		return nil, problemf("绘制失败（%v）", "drawing failed (%v)", err)
@@ -238,4 +252,35 @@ func chartProblem(err error, locale string) string {
 		return "Chart could not be drawn: " + p.text(locale)
 	}
 	return "图表无法绘制：" + p.text(locale)
+}
+
+// formatAxisValue writes axis values as people do: 200, 1.5, 20,000
+// (not 200.00).
+func formatAxisValue(v float64) string {
+	return axisPrinter.Sprint(number.Decimal(v, number.MaxFractionDigits(2)))
+}
+
+var axisPrinter = message.NewPrinter(language.English)
+
+// chartText is the text a chart draws: title, legend, axis labels and
+// names, series and slice names.
+func chartText(o *charts.EChartsOption) string {
+	var b strings.Builder
+	b.WriteString(o.Title.Text + o.Title.Subtext)
+	for _, s := range o.Legend.Data {
+		b.WriteString(s)
+	}
+	for _, a := range o.XAxis.Data {
+		b.WriteString(a.Name + strings.Join(a.Data, ""))
+	}
+	for _, a := range o.YAxis.Data {
+		b.WriteString(a.Name + strings.Join(a.Data, ""))
+	}
+	for _, s := range o.Series {
+		b.WriteString(s.Name)
+		for _, d := range s.Data {
+			b.WriteString(d.Name)
+		}
+	}
+	return b.String()
 }

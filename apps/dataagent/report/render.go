@@ -31,6 +31,11 @@ type Options struct {
 	// ChartWidth and ChartHeight are a chart's size in SVG units; the
 	// page scales charts to its width.
 	ChartWidth, ChartHeight int
+	// MeasureFont is a TrueType font with Chinese glyphs that measures
+	// chart text for layout (the browser draws it with its own fonts);
+	// empty looks for Debian's fonts-arphic-gbsn00lp. Without one,
+	// Chinese labels are measured narrow and may overlap.
+	MeasureFont string
 	// ChartsAsTables, for Markdown, replaces each chart block with its
 	// data as a Markdown table; otherwise chart blocks stay as JSON.
 	ChartsAsTables bool

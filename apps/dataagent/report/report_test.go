@@ -3,6 +3,9 @@ package report_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -376,5 +379,72 @@ func TestChartSize(t *testing.T) {
 	}
 	if _, err := (report.Chart{}).SVG(report.Options{}); err == nil || !strings.Contains(err.Error(), "no series") {
 		t.Errorf("a chart without series: err = %v", err)
+	}
+}
+
+func TestHTMLForgivesCommentsAndTrailingCommas(t *testing.T) {
+	md := "```echarts\n{\n  // sales by region\n  \"xAxis\": {\"type\": \"category\", \"data\": [\"a\", \"b\", \"c\",]},\n" +
+		"  \"series\": [{\"type\": \"bar\", \"data\": [1500, 2500, 20000,],},], /* end */\n}\n```\n"
+	page, err := report.HTML(md, report.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svgs := find(parsePage(t, page.HTML), "svg")
+	if len(svgs) != 1 || len(page.Problems) != 0 {
+		t.Fatalf("%d svg, problems %q; want the chart drawn", len(svgs), page.Problems)
+	}
+	if n := bars(svgs[0]); n != 3 {
+		t.Errorf("%d bars, want 3", n)
+	}
+	// Axis values are written as people write them, not 20000.00.
+	got := texts(svgs[0])
+	if !contains(got, "20,000") || !contains(got, "0") || contains(got, "20000.00") {
+		t.Errorf("axis texts %q, want 20,000 and 0 and no 20000.00", got)
+	}
+}
+
+// With a font that has Chinese glyphs, Chinese text is measured at its
+// width: the legend leaves room for the first entry's 7 characters
+// before the second, where the default font counts about half of them
+// and the entries overlap.
+func TestChineseTextIsMeasured(t *testing.T) {
+	const font = "/usr/share/fonts/truetype/arphic-gbsn00lp/gbsn00lp.ttf"
+	if _, err := os.Stat(font); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing: install the Debian package fonts-arphic-gbsn00lp", font)
+		}
+		t.Skipf("%s is missing: install the Debian package fonts-arphic-gbsn00lp", font)
+	}
+	const first = "线上销售额合计"
+	md := "```echarts\n" + `{"title": {"text": "销售"}, "legend": {"data": ["线上销售额合计", "线下"]},
+ "xAxis": {"type": "category", "data": ["甲", "乙"]},
+ "series": [{"name": "线上销售额合计", "type": "bar", "data": [1, 2]}, {"name": "线下", "type": "bar", "data": [2, 1]}]}` + "\n```\n"
+	// gap is how far the second legend text starts after the first.
+	gap := func(measure string) (int, int) {
+		page, err := report.HTML(md, report.Options{MeasureFont: measure})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := map[string]int{}
+		size := 0
+		for _, n := range find(parsePage(t, page.HTML), "text") {
+			if v, err := strconv.Atoi(attr(n, "x")); err == nil {
+				x[textOf(n)] = v
+			}
+			if textOf(n) == first {
+				_, px, _ := strings.Cut(attr(n, "style"), "font-size:")
+				px, _, _ = strings.Cut(px, "px")
+				size, _ = strconv.Atoi(px)
+			}
+		}
+		if _, ok := x["线下"]; !ok || size == 0 {
+			t.Fatalf("legend texts not found in %s", page.HTML)
+		}
+		return x["线下"] - x[first], size
+	}
+	narrow, _ := gap(filepath.Join(t.TempDir(), "none.ttf"))
+	wide, size := gap(font)
+	if need := len([]rune(first)) * size; wide < need || narrow >= need {
+		t.Errorf("second legend text starts %dpx after the first with the Chinese font, %dpx without; the first is %dpx wide", wide, narrow, need)
 	}
 }

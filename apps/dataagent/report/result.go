@@ -73,7 +73,7 @@ func FromResult(res datasource.Result, title string) (Chart, bool) {
 	if len(res.Columns) == 2 && isShare(res, values[0]) && len(res.Rows) <= maxPieSlices {
 		s := Series{Name: res.Columns[values[0]], Type: "pie"}
 		for r, row := range res.Rows {
-			v, _ := number(cell0(row, values[0]), true)
+			v, _ := asFloat(cell0(row, values[0]), true)
 			s.Data = append(s.Data, Datum{Name: labels[r], Value: v})
 		}
 		c.Series = []Series{s}
@@ -92,7 +92,7 @@ func FromResult(res datasource.Result, title string) (Chart, bool) {
 	for _, i := range values {
 		s := Series{Name: res.Columns[i], Type: kind}
 		for _, row := range res.Rows {
-			v, ok := number(cell0(row, i), true)
+			v, ok := asFloat(cell0(row, i), true)
 			s.Data = append(s.Data, Datum{Value: v, Null: !ok})
 		}
 		c.Series = append(c.Series, s)
@@ -125,7 +125,7 @@ func numericColumn(res datasource.Result, i int) bool {
 		if v == nil {
 			continue
 		}
-		if _, ok := number(v, typed); !ok {
+		if _, ok := asFloat(v, typed); !ok {
 			return false
 		}
 		seen = true
@@ -143,8 +143,8 @@ func numericType(t string) bool {
 	return false
 }
 
-// number is v as a float64; strings count only when strs is set.
-func number(v any, strs bool) (float64, bool) {
+// asFloat is v as a float64; strings count only when strs is set.
+func asFloat(v any, strs bool) (float64, bool) {
 	var f float64
 	switch x := v.(type) {
 	case nil, bool:
@@ -190,7 +190,7 @@ func label(v any) string {
 	case bool:
 		return strconv.FormatBool(x)
 	}
-	if f, ok := number(v, false); ok {
+	if f, ok := asFloat(v, false); ok {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	b, err := json.Marshal(v)
@@ -233,7 +233,7 @@ func timeColumn(res datasource.Result, i int) bool {
 func isShare(res datasource.Result, i int) bool {
 	sum := 0.0
 	for _, row := range res.Rows {
-		v, ok := number(cell0(row, i), true)
+		v, ok := asFloat(cell0(row, i), true)
 		if !ok || v < 0 {
 			return false
 		}
