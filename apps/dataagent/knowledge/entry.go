@@ -85,7 +85,7 @@ var ErrInvalid = errors.New("invalid knowledge")
 
 // Limits on an entry, in characters.
 const (
-	maxShort    = 200     // a term, title, name, table, column, synonym or value
+	maxShort    = 200      // a term, title, name, table, column, synonym or value
 	maxText     = 64 << 10 // a document's text, a description or formula
 	maxSQL      = 16 << 10
 	maxSynonyms = 50

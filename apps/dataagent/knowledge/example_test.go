@@ -54,6 +54,6 @@ terms:
 	// {Source:shop Created:0 Updated:0 Unchanged:1} <nil>
 	// 10 客单价
 	// 客单价 (average order value, AOV, 平均订单金额, 平均客单价)
-	// = sum(payments.amount) / count(DISTINCT payments.order_id)
+	// 客单价 = sum(payments.amount) / count(DISTINCT payments.order_id)
 	// 每笔已支付订单的平均金额。只有已支付、已发货、已送达的订单有付款记录，所以按 payments 计算即可。 The average amount of a paid order.
 }

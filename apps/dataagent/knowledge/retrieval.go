@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/loomkit/loom/apps/dataagent/recall"
 )
 
 // Doc is an entry as a text document for retrieval: what a question is
@@ -44,7 +46,7 @@ func (e *Entry) Doc() Doc {
 		d.Title = e.Term
 		line(e.Term, synonyms)
 		if e.Formula != "" {
-			line("= ", e.Formula)
+			line(e.Term, " = ", e.Formula)
 		}
 	case KindDocument:
 		d.Title = e.Title
@@ -91,30 +93,19 @@ func (s *Store) Docs(ctx context.Context, source string) ([]Doc, error) {
 	return out, nil
 }
 
-// Column is a semantic model entry as schema recall uses it: what a
-// table or column is called in the business, and what its values mean.
-type Column struct {
-	Table string `json:"table"`
-	// Column is "" for an entry about the table itself.
-	Column      string            `json:"column,omitempty"`
-	Name        string            `json:"name,omitempty"`
-	Synonyms    []string          `json:"synonyms,omitempty"`
-	Values      map[string]string `json:"values,omitempty"`
-	Description string            `json:"description,omitempty"`
-}
-
-// SemanticModel returns the caller's semantic model of source, by table
-// and then column (the table's own entry first).
-func (s *Store) SemanticModel(ctx context.Context, source string) ([]Column, error) {
+// SemanticModel returns the caller's semantic model of source as schema
+// recall indexes it, by table and then column (the table's own entry
+// first).
+func (s *Store) SemanticModel(ctx context.Context, source string) ([]recall.Meaning, error) {
 	entries, err := s.List(ctx, Filter{Source: source, Kind: KindSemantic})
 	if err != nil {
 		return nil, fmt.Errorf("semantic model of %s: %w", source, err)
 	}
-	out := make([]Column, len(entries))
+	out := make([]recall.Meaning, len(entries))
 	for i, e := range entries {
-		out[i] = Column{Table: e.Table, Column: e.Column, Name: e.Name, Synonyms: e.Synonyms, Values: e.Values, Description: e.Description}
+		out[i] = recall.Meaning{Table: e.Table, Column: e.Column, Name: e.Name, Synonyms: e.Synonyms, Values: e.Values, Description: e.Description}
 	}
-	slices.SortStableFunc(out, func(a, b Column) int {
+	slices.SortStableFunc(out, func(a, b recall.Meaning) int {
 		if c := strings.Compare(strings.ToLower(a.Table), strings.ToLower(b.Table)); c != 0 {
 			return c
 		}

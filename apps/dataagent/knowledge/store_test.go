@@ -92,7 +92,7 @@ func TestStoreCRUD(t *testing.T) {
 			t.Errorf("get: %+v, %v", got, err)
 		}
 		for name, call := range map[string]func() error{
-			"get as key b":       func() error { _, err := st.Get(b, knowledge.KindTerm, term.ID); return err },
+			"get as key b":        func() error { _, err := st.Get(b, knowledge.KindTerm, term.ID); return err },
 			"get as another kind": func() error { _, err := st.Get(a, knowledge.KindExample, term.ID); return err },
 			"update as key b": func() error {
 				_, err := st.Update(b, term.ID, knowledge.Entry{Kind: knowledge.KindTerm, Term: "x", Description: "y"})
