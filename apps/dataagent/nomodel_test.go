@@ -18,12 +18,15 @@ func TestWithoutAModel(t *testing.T) {
 	l := serve(t, nil, filepath.Join(dir, "loom.db"), dataagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db")})
 
 	reply := l.chat("demo-1", "How many customers are there in each city?")
-	for _, want := range []string{"No language model is configured", "How many customers are there in each city?", "```echarts", "| city | customers |", "SELECT city, count(*) AS customers FROM customers"} {
+	for _, want := range []string{"No language model is configured", "How many customers are there in each city?", "| San Francisco | 23 |", "SELECT city, count(*) AS customers FROM customers", "/api/v1/dataagent/reports/demo-1"} {
 		if !strings.Contains(reply, want) {
 			t.Errorf("reply lacks %q:\n%s", want, reply)
 		}
 	}
 	st := l.state("demo-1")
+	if !strings.Contains(st.Answer.Report, "```echarts") || strings.Contains(st.Answer.Report, "| city | customers |") {
+		t.Errorf("the report does not show the result as a chart (and only as a chart):\n%s", st.Answer.Report)
+	}
 	if st.Example == nil || st.Example.Match < dataagent.DefaultMatch || st.Answer == nil || st.Answer.FromExample != "How many customers are there in each city?" {
 		t.Fatalf("example %+v answer %+v", st.Example, st.Answer)
 	}
@@ -37,7 +40,7 @@ func TestWithoutAModel(t *testing.T) {
 
 	// In Chinese, a question worded a little differently.
 	reply = l.chat("demo-2", "每个城市分别有多少客户？")
-	if !strings.Contains(reply, "尚未配置语言模型") || !strings.Contains(reply, "每个城市有多少客户？") || !strings.Contains(reply, "```echarts") {
+	if !strings.Contains(reply, "尚未配置语言模型") || !strings.Contains(reply, "每个城市有多少客户？") || !strings.Contains(reply, "带图表的网页版报告") {
 		t.Errorf("Chinese reply:\n%s", reply)
 	}
 

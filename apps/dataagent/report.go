@@ -3,9 +3,11 @@ package dataagent
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/graph"
 )
 
 // reportGenerator writes the turn's report in Markdown with chart
@@ -33,9 +35,14 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 			md += a.charts(s)
 		}
 	} else {
-		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(q, s.Example.Title) + "\n" + a.charts(s)
+		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(q, s.Example.Title) + "\n"
+		// A result is shown as its chart, or as a table when it has none.
 		for _, r := range s.Results {
-			md += "\n" + resultText(r, 50) + "\n"
+			if chart := a.charts(State{Results: []StepResult{r}}); chart != "" {
+				md += chart
+			} else {
+				md += "\n" + resultText(r, 50) + "\n"
+			}
 		}
 	}
 	if s.FallbackNote != "" {
@@ -48,6 +55,9 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 		}
 	}
 	ans := &Answer{Text: summaryLine(md), Report: md, Fallback: s.FallbackNote}
+	if thread := graph.Thread(ctx); thread != "" {
+		ans.ReportPath = "/api/v1/dataagent/reports/" + url.PathEscape(thread)
+	}
 	if s.Example != nil && a.cfg.Model == nil {
 		ans.FromExample = s.Example.Title
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
@@ -168,11 +169,16 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	return s.Answer.Markdown(q)
 }
 
-// Markdown writes the answer as text: the report, or the text with the
-// SQL and the result as a table.
+// Markdown writes the answer as text: the report with its charts as
+// tables and where its HTML page is, or the text with the SQL and the
+// result as a table.
 func (a *Answer) Markdown(question string) string {
 	if a.Report != "" {
-		return a.Report
+		md := strings.TrimSpace(report.Markdown(a.Report, report.Options{ChartsAsTables: true, Locale: say(question, "en", "zh")}))
+		if a.ReportPath != "" {
+			md += say(question, "\n\nThe report with its charts, as a web page: ", "\n\n带图表的网页版报告：") + a.ReportPath
+		}
+		return md
 	}
 	out := a.Text
 	if a.SQL != "" {

@@ -183,6 +183,8 @@ type Answer struct {
 	// Report is the report in Markdown with chart blocks ("" in
 	// nl2sql_only mode and for answers without data).
 	Report string `json:"report,omitempty"`
+	// ReportPath is where the report is served as an HTML page.
+	ReportPath string `json:"report_path,omitempty"`
 	// SQL, Columns and Rows are the last SQL step and its result.
 	SQL       string   `json:"sql,omitempty"`
 	Columns   []string `json:"columns,omitempty"`
