@@ -66,6 +66,9 @@ func BenchmarkDirectRun(b *testing.B) {
 			for b.Loop() {
 				cmd := exec.Command(py, "-I", "-B", "main.py")
 				cmd.Dir = dir
+				// The sandbox's environment: one BLAS thread, as there.
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "MPLBACKEND=Agg",
+					"OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"}
 				out, err := cmd.CombinedOutput()
 				if err != nil || strings.TrimSpace(string(out)) != s.want {
 					b.Fatalf("%v: %s", err, out)

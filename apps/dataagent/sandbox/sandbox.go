@@ -283,10 +283,19 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, fmt.Errorf("making the status pipe: %w", err)
 	}
 	defer status.Close()
-	cmd := exec.CommandContext(ctx, bw, r.args(lim, pl, work, script)...)
+	filter, err := seccompPipe()
+	if err != nil {
+		statusW.Close()
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bw, r.args(lim, pl, work, script, filter != nil)...)
 	cmd.Dir = "/"
 	cmd.Env = []string{}
 	cmd.ExtraFiles = []*os.File{statusW} // fd 3
+	if filter != nil {
+		defer filter.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, filter) // fd 4
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: sandboxUID, Gid: sandboxUID, Groups: []uint32{}}
@@ -353,20 +362,25 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 }
 
 // args are bwrap's arguments: a new namespace of every kind (no network),
-// a read-only /usr and the few files of /etc that Python, numpy and
+// the seccomp filter on fd 4 when there is one, a read-only /usr and the few files of /etc that Python, numpy and
 // matplotlib read, a private /tmp, the work directory at /work, the
 // script read-only, a cleared environment, and the limits set by prlimit
 // on the interpreter.
-func (r *Runner) args(l Limits, prlimit, work, script string) []string {
+func (r *Runner) args(l Limits, prlimit, work, script string, seccomp bool) []string {
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns",
 		"--uid", strconv.Itoa(sandboxUID), "--gid", strconv.Itoa(sandboxUID),
 		"--hostname", "sandbox",
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--json-status-fd", "3",
+	}
+	if seccomp {
+		a = append(a, "--seccomp", "4")
+	}
+	a = append(a,
 		"--ro-bind", "/usr", "/usr",
 		"--tmpfs", "/usr/local", // programs and libraries installed by hand, not Debian's
-	}
+	)
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		if t, err := os.Readlink(d); err == nil {
 			a = append(a, "--symlink", t, d)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestHappyPandasCSV(t *testing.T) {
@@ -222,6 +224,31 @@ open("inside.txt", "w").write("ok")
 	}
 	if string(res.Files["inside.txt"]) != "ok" {
 		t.Errorf("the work directory was not writable: files %v", keys(res.Files))
+	}
+	stillWorks(t, r)
+}
+
+func TestRefusedSyscalls(t *testing.T) {
+	r := runner(t)
+	if f, _ := seccompFilter(); f == nil {
+		t.Skipf("no seccomp filter for %s", runtime.GOARCH)
+	}
+	// Each of these succeeds, or fails otherwise than EPERM, without the
+	// filter: keyctl(KEYCTL_GET_KEYRING_ID, session), io_uring_setup(0,
+	// NULL), ptrace(PTRACE_TRACEME).
+	res := run(t, r, Job{Code: fmt.Sprintf(`import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+for name, nr, args in [("keyctl", %d, (0, -3, 0)), ("io_uring_setup", %d, (0, None)), ("ptrace", %d, (0, 0, None, None))]:
+    rc = libc.syscall(nr, *args)
+    print(name, rc, errno.errorcode.get(ctypes.get_errno(), "0") if rc < 0 else "ok")
+`, unix.SYS_KEYCTL, unix.SYS_IO_URING_SETUP, unix.SYS_PTRACE)})
+	if !res.OK() {
+		t.Fatalf("exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	for _, name := range []string{"keyctl", "io_uring_setup", "ptrace"} {
+		if !strings.Contains(res.Stdout, name+" -1 EPERM") {
+			t.Errorf("%s was not refused: %q", name, res.Stdout)
+		}
 	}
 	stillWorks(t, r)
 }
