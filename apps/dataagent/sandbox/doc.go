@@ -21,16 +21,20 @@
 // current directory, and removed afterwards. The script sees a read-only
 // /usr and the few files of /etc that Python needs (no /home, /root,
 // /etc/shadow or Loom's database), a private /tmp, no network, and no
-// other process. It runs as user 65534; when Loom runs as root, bwrap
-// itself is started as that user, because the kernel does not hold root
-// to a process-count limit. prlimit (util-linux) sets the CPU-time,
-// address-space, process-count and file-size limits on the interpreter;
-// the Runner kills the whole sandbox when the wall time, the output size
-// or the work directory's size is exceeded. A script that fails or is
+// other process. It runs as user 65534 with no capabilities, cannot make
+// namespaces, and a seccomp filter refuses the system calls an analysis
+// never needs (ptrace, keyrings, bpf, perf events, io_uring, mounts…).
+// When Loom runs as root, bwrap itself is started as user 65534, because
+// the kernel does not hold root to a process-count limit. prlimit
+// (util-linux) sets the CPU-time (per process), address-space,
+// process-count and file-size limits on the interpreter; the Runner kills
+// the whole sandbox when the wall time, the output size or the work
+// directory's size is exceeded. A script that fails or is
 // stopped is a Result with a nonzero ExitCode, never an error, and the
 // next run is unaffected.
 //
 // Debian packages: bubblewrap, python3, python3-pandas, python3-numpy,
-// python3-matplotlib, util-linux. The kernel must allow user namespaces
+// python3-matplotlib, util-linux; fonts-arphic-gbsn00lp or fonts-noto-cjk
+// for Chinese labels in charts. The kernel must allow user namespaces
 // (it does by default; in a container, the container must allow them).
 package sandbox
