@@ -19,10 +19,10 @@ import (
 	"time"
 )
 
-// ErrUnavailable is wrapped by Check's error when the sandbox cannot run
-// here: bwrap, python3, prlimit or a Python library is missing, or no
-// user namespace can be made. The caller then analyses without Python
-// and says so.
+// ErrUnavailable is wrapped by Check's and Run's errors when the sandbox
+// cannot run here: bwrap, python3, prlimit or a Python library is
+// missing, or bwrap cannot make its namespaces. The caller then analyses
+// without Python and says so.
 var ErrUnavailable = errors.New("python sandbox unavailable")
 
 // Limits bound one run. A zero field takes its value from DefaultLimits.
