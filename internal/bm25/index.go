@@ -177,6 +177,13 @@ func (ix *Index) Search(query []uint64, k int) (hits []Hit, self float64) {
 			hits = append(hits, Hit{Doc: d, Score: float64(s)})
 		}
 	}
+	return Top(hits, k), self
+}
+
+// Top sorts hits best first (ties by document order) and keeps the first
+// k; k ≤ 0 keeps them all. It is how Search orders its results, for
+// callers that score documents in other ways too.
+func Top(hits []Hit, k int) []Hit {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
@@ -186,5 +193,5 @@ func (ix *Index) Search(query []uint64, k int) (hits []Hit, self float64) {
 	if k > 0 && len(hits) > k {
 		hits = hits[:k]
 	}
-	return hits, self
+	return hits
 }

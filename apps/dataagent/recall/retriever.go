@@ -135,20 +135,16 @@ func (r *Retriever) Search(ctx context.Context, queries []string, k int) ([]Hit,
 			fuse(fused, found, scores)
 		}
 	}
-	var hits []Hit
+	var ranked []bm25.Hit
 	for d := range n {
 		if found[d] {
-			hits = append(hits, Hit{Doc: d, ID: r.docs[d].ID, Score: fused[d], Lexical: min(1, lexical[d]), Cosine: cosine[d]})
+			ranked = append(ranked, bm25.Hit{Doc: d, Score: fused[d]})
 		}
 	}
-	slices.SortFunc(hits, func(a, b Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Doc, b.Doc)
-	})
-	if k > 0 && len(hits) > k {
-		hits = hits[:k]
+	ranked = bm25.Top(ranked, k)
+	hits := make([]Hit, len(ranked))
+	for i, h := range ranked {
+		hits[i] = Hit{Doc: h.Doc, ID: r.docs[h.Doc].ID, Score: h.Score, Lexical: min(1, lexical[h.Doc]), Cosine: cosine[h.Doc]}
 	}
 	return hits, nil
 }

@@ -320,9 +320,6 @@ func matches(col, q map[string]bool) bool {
 	return false
 }
 
-// stopword are words too common in questions to say a column is meant.
-var stopword = map[string]bool{"the": true, "of": true, "a": true, "an": true, "and": true, "or": true, "in": true, "on": true, "for": true, "to": true, "by": true, "with": true, "is": true, "are": true, "what": true, "which": true, "how": true, "all": true, "each": true, "that": true, "from": true, "do": true, "have": true, "has": true, "id": true}
-
 type pick struct {
 	table int
 	score float64
@@ -330,11 +327,12 @@ type pick struct {
 }
 
 // expand takes the k best hits and brings in the tables a query over
-// them needs to join: for every two of them that do not join directly, a
-// table that joins both, ranked just below the lower of the two; for a
-// link table (one that is mostly keys to other tables, like
-// singer_in_concert), the tables at its ends, ranked just below it. The
-// list is then cut at k again.
+// them needs to join: for every two of them that the others do not
+// already join, the tables on the shortest path of keys between them (at
+// most two), ranked just below the lower of the two; for a link table
+// (one that is mostly keys to other tables, like singer_in_concert), the
+// tables at its ends, ranked just below it. The list is then cut at k
+// again.
 func (s *Schema) expand(hits []Hit, k int) []pick {
 	top := make([]pick, 0, min(len(hits), k))
 	in := map[int]bool{}
@@ -346,48 +344,79 @@ func (s *Schema) expand(hits []Hit, k int) []pick {
 		top = append(top, pick{table: h.Doc, score: h.Score})
 		in[h.Doc] = true
 	}
-	joined := func(a, b int) bool {
-		for _, l := range s.links[a] {
-			if l.to == b {
-				return true
-			}
-		}
-		return false
+	if len(top) == 0 {
+		return nil
 	}
 	var more []pick
 	for x := range top {
 		a := top[x].table
-		if s.isLinkTable(a) {
-			ends := s.ends(a)
-			// The better-matching end first.
-			slices.SortStableFunc(ends, func(p, q int) int { return cmp.Compare(score[q], score[p]) })
-			for n, c := range ends {
+		for y := x + 1; y < len(top); y++ {
+			b := top[y].table
+			path := s.path(a, b, in)
+			lower := min(top[x].score, top[y].score)
+			for n, c := range path {
 				if in[c] {
 					continue
 				}
 				in[c] = true
-				more = append(more, pick{table: c, score: top[x].score * (1 - 1e-9*float64(n+1)), via: "joined through " + s.tables[a].Name})
+				more = append(more, pick{table: c, score: lower * (1 - 1e-9*float64(n+1)), via: "join of " + s.tables[a].Name + " and " + s.tables[b].Name})
 			}
 		}
-		for y := x + 1; y < len(top); y++ {
-			b := top[y].table
-			if joined(a, b) {
+	}
+	for x := range top {
+		a := top[x].table
+		if !s.isLinkTable(a) {
+			continue
+		}
+		ends := s.ends(a)
+		// The better-matching end first.
+		slices.SortStableFunc(ends, func(p, q int) int { return cmp.Compare(score[q], score[p]) })
+		for n, c := range ends {
+			if in[c] {
 				continue
 			}
-			for _, l := range s.links[a] {
-				c := l.to
-				if in[c] || !joined(c, b) {
-					continue
-				}
-				in[c] = true
-				lower := min(top[x].score, top[y].score)
-				more = append(more, pick{table: c, score: lower * (1 - 1e-9), via: "join of " + s.tables[a].Name + " and " + s.tables[b].Name})
-			}
+			in[c] = true
+			more = append(more, pick{table: c, score: top[x].score * (1 - 1e-9*float64(n+1)), via: "joined through " + s.tables[a].Name})
 		}
 	}
 	all := append(top, more...)
 	slices.SortStableFunc(all, func(a, b pick) int { return cmp.Compare(b.score, a.score) })
 	return all[:min(len(all), k)]
+}
+
+// path returns the tables between a and b on a shortest path of keys
+// with at most two tables between them, or nil when the tables already
+// in join them (directly or through each other) or no such path exists.
+func (s *Schema) path(a, b int, in map[int]bool) []int {
+	const maxHops = 3
+	prev := map[int]int{a: -1}
+	frontier := []int{a}
+	for hop := 0; hop < maxHops && len(frontier) > 0; hop++ {
+		var next []int
+		for _, t := range frontier {
+			for _, l := range s.links[t] {
+				if _, seen := prev[l.to]; seen {
+					continue
+				}
+				prev[l.to] = t
+				if l.to == b {
+					var out []int
+					for c := t; c != a; c = prev[c] {
+						out = append(out, c)
+					}
+					for _, c := range out {
+						if !in[c] {
+							return out
+						}
+					}
+					return nil // joined through tables already in
+				}
+				next = append(next, l.to)
+			}
+		}
+		frontier = next
+	}
+	return nil
 }
 
 // ends are the distinct tables a table joins, in the order of its links.

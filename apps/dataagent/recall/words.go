@@ -51,16 +51,32 @@ func words(text string) []string {
 }
 
 // searchText is text as the index and the queries see it: its words
-// (see words) joined by spaces, Han runes kept together.
+// (see words) but English function words, joined by spaces.
 func searchText(text string) string {
 	var b strings.Builder
-	for i, w := range words(text) {
-		if i > 0 {
+	for _, w := range words(text) {
+		if stopword[w] {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
 		b.WriteString(w)
 	}
 	return bm25.Normalize(b.String())
+}
+
+// stopword are English function words: they say nothing of which table
+// or document is meant (has_pet is about pets, not about having).
+var stopword = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the of in on at by for to from with as and or not no nor
+		is are was were be been being has have had do doe did what which who whom whose
+		how many much all each every any some that this these those there their they them it its
+		i me my we our you your he she his her than then also into per`) {
+		stopword[w] = true
+	}
 }
 
 // stem reduces an English word to a light stem: plurals to the singular

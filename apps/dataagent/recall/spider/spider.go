@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -137,7 +138,7 @@ func Load(tablesPath, questionsPath string) (*Set, error) {
 		ids := map[int]bool{}
 		tableUnits(sql, ids)
 		var gold []string
-		for _, id := range slices.Sorted(mapsKeys(ids)) {
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
 			if id < 0 || id >= len(db.Tables) {
 				return nil, fmt.Errorf("reading questions: question %d reads table %d of %s, which has %d", n+1, id, q.DB, len(db.Tables))
 			}
@@ -152,16 +153,6 @@ func Load(tablesPath, questionsPath string) (*Set, error) {
 		return nil, fmt.Errorf("reading questions: %s has none", questionsPath)
 	}
 	return set, nil
-}
-
-func mapsKeys(m map[int]bool) func(func(int) bool) {
-	return func(yield func(int) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // tableUnits collects the table of every ["table_unit", n] in parsed
