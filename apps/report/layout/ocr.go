@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -93,13 +94,13 @@ func FromImage(ctx context.Context, img []byte, opts Options) (*Layout, error) {
 	if Detect(img) != KindImage {
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
 	}
-	clean, _, _ := withoutRules(img)
+	clean, rules := withoutRules(img)
 	w, h, words, err := OCR(ctx, clean, opts.psm())
 	if err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
 	l := FromWords(w, h, words, opts.minConfidence())
-	l.Source, l.DPI = KindImage, pngDPI(img)
+	l.Source, l.DPI, l.Rules = KindImage, math.Round(pngDPI(img)*10)/10, rules
 	return l, nil
 }
 
@@ -135,7 +136,7 @@ func FromWords(w, h int, words []Word, minConfidence float64) *Layout {
 		}
 		kept = append(kept, wd)
 	}
-	l := &Layout{Width: w, Height: h}
+	l := &Layout{Width: w, Height: h, Rules: []Box{}}
 	l.Cells = joinWords(kept)
 	l.analyse()
 	return l

@@ -26,13 +26,13 @@ func FromPDF(ctx context.Context, pdf []byte, opts Options) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
-	clean, _, _ := withoutRules(png)
+	clean, rules := withoutRules(png)
 	w, h, words, err := OCR(ctx, clean, opts.psm())
 	if err != nil {
 		return nil, fmt.Errorf("reading layout of PDF page %d: %w", opts.page(), err)
 	}
 	l := FromWords(w, h, words, opts.minConfidence())
-	l.Source, l.DPI = KindPDF, PDFDPI
+	l.Source, l.DPI, l.Rules = KindPDF, PDFDPI, rules
 	return l, nil
 }
 

@@ -17,30 +17,24 @@ import (
 // stroke of a letter.
 const ruleLength = 0.06
 
+// maxRuns is the most runs of pixels joined into rules.
+const maxRuns = 5000
+
 // withoutRules returns the picture img as a grey PNG with its long
 // horizontal and vertical lines — the rules of a table — painted white,
-// so OCR reads the text next to them, and the page's size. The page's
-// size is 0×0 and img is given back unchanged when it cannot be decoded.
-func withoutRules(img []byte) ([]byte, int, int) {
+// so OCR reads the text next to them, and the rules it found. img is given
+// back unchanged, with no rules, when it cannot be decoded.
+func withoutRules(img []byte) ([]byte, []Box) {
 	src, _, err := image.Decode(bytes.NewReader(img))
 	if err != nil {
-		return img, 0, 0
+		return img, nil
 	}
-	b := src.Bounds()
-	g := image.NewGray(image.Rect(0, 0, b.Dx(), b.Dy()))
-	for y := range b.Dy() {
-		for x := range b.Dx() {
-			r, gg, bb, a := src.At(b.Min.X+x, b.Min.Y+y).RGBA()
-			// Transparent pixels are paper.
-			lum := (299*r + 587*gg + 114*bb) / 1000
-			lum = (lum*a + 0xffff*(0xffff-a)) / 0xffff
-			g.Pix[y*g.Stride+x] = uint8(lum >> 8)
-		}
-	}
-	w, h := b.Dx(), b.Dy()
+	g := grey(src)
+	w, h := g.Rect.Dx(), g.Rect.Dy()
 	minRun := max(int(float64(w)*ruleLength), 20)
 	dark := func(x, y int) bool { return g.Pix[y*g.Stride+x] < 128 }
 	erase := make([]bool, w*h)
+	var hruns, vruns []Box
 	for y := range h {
 		for x := 0; x < w; {
 			if !dark(x, y) {
@@ -55,6 +49,7 @@ func withoutRules(img []byte) ([]byte, int, int) {
 				for i := x; i < e; i++ {
 					erase[y*w+i] = true
 				}
+				hruns = append(hruns, Box{X: x, Y: y, W: e - x, H: 1})
 			}
 			x = e
 		}
@@ -73,6 +68,7 @@ func withoutRules(img []byte) ([]byte, int, int) {
 				for i := y; i < e; i++ {
 					erase[i*w+x] = true
 				}
+				vruns = append(vruns, Box{X: x, Y: y, W: 1, H: e - y})
 			}
 			y = e
 		}
@@ -84,7 +80,71 @@ func withoutRules(img []byte) ([]byte, int, int) {
 	}
 	var out bytes.Buffer
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, g); err != nil {
-		return img, 0, 0
+		return img, nil
 	}
-	return out.Bytes(), w, h
+	return out.Bytes(), append(thicken(hruns, true), thicken(vruns, false)...)
+}
+
+// thicken joins runs of pixels on neighbouring rows (or columns) that
+// cover the same stretch into one rule as thick as they are together.
+func thicken(runs []Box, horizontal bool) []Box {
+	var out []Box
+	if len(runs) > maxRuns {
+		// A picture with this many long lines is a photo or a pattern, not
+		// a form's rules.
+		return nil
+	}
+	near := func(a, b int) bool { return a-b <= 3 && b-a <= 3 }
+	for _, r := range runs {
+		joined := false
+		for i := range out {
+			o := &out[i]
+			if horizontal && near(o.X, r.X) && near(o.Right(), r.Right()) && r.Y <= o.Bottom() && r.Y >= o.Y {
+				*o = union(*o, r)
+				joined = true
+				break
+			}
+			if !horizontal && near(o.Y, r.Y) && near(o.Bottom(), r.Bottom()) && r.X <= o.Right() && r.X >= o.X {
+				*o = union(*o, r)
+				joined = true
+				break
+			}
+		}
+		if !joined {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// grey converts a picture to grey, transparent pixels as paper.
+func grey(src image.Image) *image.Gray {
+	b := src.Bounds()
+	g := image.NewGray(image.Rect(0, 0, b.Dx(), b.Dy()))
+	switch s := src.(type) {
+	case *image.Gray:
+		for y := range b.Dy() {
+			copy(g.Pix[y*g.Stride:y*g.Stride+b.Dx()], s.Pix[(y)*s.Stride:])
+		}
+		return g
+	case *image.RGBA:
+		for y := range b.Dy() {
+			row := s.Pix[y*s.Stride:]
+			for x := range b.Dx() {
+				r, gg, bb, a := uint32(row[4*x]), uint32(row[4*x+1]), uint32(row[4*x+2]), uint32(row[4*x+3])
+				lum := (299*r + 587*gg + 114*bb) / 1000
+				g.Pix[y*g.Stride+x] = uint8(lum + 255 - a)
+			}
+		}
+		return g
+	}
+	for y := range b.Dy() {
+		for x := range b.Dx() {
+			r, gg, bb, a := src.At(b.Min.X+x, b.Min.Y+y).RGBA()
+			lum := (299*r + 587*gg + 114*bb) / 1000
+			lum = (lum*a + 0xffff*(0xffff-a)) / 0xffff
+			g.Pix[y*g.Stride+x] = uint8(lum >> 8)
+		}
+	}
+	return g
 }

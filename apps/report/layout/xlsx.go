@@ -102,7 +102,7 @@ func FromXLSX(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 		}
 		ys[r] = ys[r-1] + int(h*96/72+0.5)
 	}
-	l := &Layout{Source: KindXLSX, Width: xs[lastCol], Height: ys[lastRow], DPI: 96}
+	l := &Layout{Source: KindXLSX, Width: xs[lastCol], Height: ys[lastRow], DPI: 96, Rules: []Box{}}
 	for c := 1; c <= lastCol; c++ {
 		l.Columns = append(l.Columns, Span{X: xs[c-1], W: xs[c] - xs[c-1]})
 	}

@@ -41,12 +41,12 @@ func (b *builder) jrxml(bands []struct {
 			y := min(e.y, max(0, h-1))
 			eh := max(1, min(e.h, h-y))
 			if e.field == "" {
-				fmt.Fprintf(&w, "\t\t\t<staticText>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n\t\t\t\t<textElement>%s</textElement>\n\t\t\t\t<text>%s</text>\n\t\t\t</staticText>\n",
-					e.x, y, e.w, eh, font(e), cdata(e.text))
+				fmt.Fprintf(&w, "\t\t\t<staticText>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n%s\t\t\t\t<text>%s</text>\n\t\t\t</staticText>\n",
+					e.x, y, e.w, eh, look(e), cdata(e.text))
 				continue
 			}
-			fmt.Fprintf(&w, "\t\t\t<textField>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n\t\t\t\t<textElement>%s</textElement>\n\t\t\t\t<textFieldExpression><![CDATA[$F{%s}]]></textFieldExpression>\n\t\t\t</textField>\n",
-				e.x, y, e.w, eh, font(e), e.field)
+			fmt.Fprintf(&w, "\t\t\t<textField>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n%s\t\t\t\t<textFieldExpression><![CDATA[$F{%s}]]></textFieldExpression>\n\t\t\t</textField>\n",
+				e.x, y, e.w, eh, look(e), e.field)
 		}
 		fmt.Fprintf(&w, "\t\t</band>\n\t</%s>\n", bd.name)
 	}
@@ -54,11 +54,23 @@ func (b *builder) jrxml(bands []struct {
 	return []byte(w.String())
 }
 
-func font(e element) string {
-	if e.bold {
-		return fmt.Sprintf(`<font size="%d" isBold="true"/>`, e.size)
+// look is an element's box (border and padding) and text element (font,
+// vertical alignment).
+func look(e element) string {
+	var s strings.Builder
+	if e.pen > 0 {
+		fmt.Fprintf(&s, "\t\t\t\t<box leftPadding=\"%d\"><pen lineWidth=\"%.1f\"/></box>\n", e.pad, e.pen)
 	}
-	return fmt.Sprintf(`<font size="%d"/>`, e.size)
+	s.WriteString("\t\t\t\t<textElement")
+	if e.middle {
+		s.WriteString(` verticalAlignment="Middle"`)
+	}
+	fmt.Fprintf(&s, `><font size="%d"`, e.size)
+	if e.bold {
+		s.WriteString(` isBold="true"`)
+	}
+	s.WriteString("/></textElement>\n")
+	return s.String()
 }
 
 // cdata wraps text in CDATA sections, dropping characters XML does not

@@ -67,6 +67,11 @@ type element struct {
 	bold       bool
 	text       string
 	field      string
+	// pen is the width of a border around it (0 for none), pad the room
+	// left of the text; middle centres the text vertically.
+	pen    float64
+	pad    int
+	middle bool
 }
 
 // builder carries the geometry while a skeleton is built.
@@ -329,16 +334,23 @@ func (b *builder) build() *Skeleton {
 	} else {
 		b.names(0, table.FirstRow-1)
 		b.cellsOf(&title, 0, table.FirstRow-1, 0)
-		// The title band reaches down to the table's header.
-		headTop := b.pt(l.Rows[table.FirstRow].Y) - b.offY
-		title.height = max(title.height, int(math.Floor(headTop)))
-		pitch := b.tableBands(table, &colHeader, &detail, float64(title.height))
+		var end float64
+		ruled := false
+		if g, ok := b.gridOf(table); ok {
+			end, ruled = b.ruledTable(table, g, &title, &colHeader, &detail)
+		}
+		if !ruled {
+			// The title band reaches down to the table's header.
+			headTop := b.pt(l.Rows[table.FirstRow].Y) - b.offY
+			title.height = max(title.height, int(math.Floor(headTop)))
+			pitch := b.tableBands(table, &colHeader, &detail, float64(title.height))
+			end = b.pt(l.Rows[table.LastRow].Y) - b.offY + pitch
+		}
 		if table.LastRow < last {
 			// The summary keeps the distance the form has between the
-			// end of the table's last row and what follows.
-			end := l.Rows[table.LastRow]
+			// end of the table and what follows.
 			b.names(table.LastRow+1, last)
-			b.cellsOf(&summary, table.LastRow+1, last, b.pt(end.Y)-b.offY+pitch)
+			b.cellsOf(&summary, table.LastRow+1, last, end)
 		}
 	}
 	sk := &Skeleton{Fields: b.fields, PageWidth: b.pageW, PageHeight: b.pageH, Scale: b.scale}
@@ -394,16 +406,6 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 		break
 	}
 	for k, s := range cols {
-		header := ""
-		if k < len(t.Header) {
-			header = t.Header[k]
-		}
-		var values []string
-		for _, r := range t.Body {
-			if k < len(r) {
-				values = append(values, r[k])
-			}
-		}
 		c := layout.Cell{Box: layout.Box{X: s.X, Y: first.Y, W: s.W, H: first.H}}
 		c.Row = l.Cells[first.Cells[0]].Row
 		for _, i := range first.Cells {
@@ -413,7 +415,7 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 		}
 		c.Box.X = s.X
 		x, y, w, h := b.place(c, size, rowTop, limit(k))
-		detail.add(element{x: x, y: y, w: w, h: h, size: size, field: b.field(header, values...)})
+		detail.add(element{x: x, y: y, w: w, h: h, size: size, field: b.field(header(t, k), column(t, k)...)})
 	}
 	detail.height = max(detail.height, int(math.Round(pitch)))
 	return pitch
