@@ -239,26 +239,32 @@ func (a *Agent) undo(ctx context.Context, s State) (State, error) {
 // previous finds the state of the newest finished turn of thread at
 // revision rev.
 func (a *Agent) previous(ctx context.Context, thread string, rev int) (*State, error) {
-	if a.saver == nil || thread == "" || rev < 0 {
+	if a.saver == nil || thread == "" || rev < 1 {
 		return nil, nil
 	}
-	cps, err := a.saver.List(ctx, thread, 0)
-	if err != nil {
-		return nil, fmt.Errorf("reading the history for undo: %w", err)
+	// The newest checkpoints first, reading further back only when the
+	// revision is not among them.
+	for limit := 64; ; limit *= 8 {
+		cps, err := a.saver.List(ctx, thread, limit)
+		if err != nil {
+			return nil, fmt.Errorf("reading the history for undo: %w", err)
+		}
+		for _, cp := range cps {
+			if len(cp.Next) > 0 || cp.Interrupt != nil {
+				continue
+			}
+			var old State
+			if err := json.Unmarshal(cp.State, &old); err != nil {
+				return nil, fmt.Errorf("reading checkpoint %s for undo: %w", cp.ID, err)
+			}
+			if old.Revision == rev {
+				return &old, nil
+			}
+		}
+		if len(cps) < limit {
+			return nil, nil
+		}
 	}
-	for _, cp := range cps {
-		if len(cp.Next) > 0 || cp.Interrupt != nil {
-			continue
-		}
-		var old State
-		if err := json.Unmarshal(cp.State, &old); err != nil {
-			return nil, fmt.Errorf("reading checkpoint %s for undo: %w", cp.ID, err)
-		}
-		if old.Revision == rev {
-			return &old, nil
-		}
-	}
-	return nil, nil
 }
 
 // reset clears the design and the conversation; the thread, its title and
