@@ -55,7 +55,8 @@ type RuleTimes struct {
 	Rewrite     time.Duration `json:"rewrite_ns"`
 }
 
-// Understand runs the rules and the router over a turn.
+// Understand runs the rules and the router over a turn: Act, IsStop,
+// Social and Rewrite in this order, then Route and RouteClauses.
 func (e *Engine) Understand(ctx context.Context, t Turn) (u Understanding, err error) {
 	start := time.Now()
 	defer func() { u.Elapsed = time.Since(start) }()
@@ -76,8 +77,7 @@ func (e *Engine) Understand(ctx context.Context, t Turn) (u Understanding, err e
 		u.Stop = true
 		return u, nil
 	}
-	looksLikeTask := len(e.keywords.ac.find(text)) > 0
-	u.Social, u.SocialReason = e.rules.social(text, looksLikeTask, t.LastSocial)
+	u.Social, u.SocialReason = e.social(text, t.LastSocial)
 	u.Times.SocialRoute = lap()
 	if u.Social {
 		return u, nil
@@ -102,4 +102,37 @@ func (e *Engine) Understand(ctx context.Context, t Turn) (u Understanding, err e
 		}
 	}
 	return u, nil
+}
+
+// The rules one at a time, for an agent whose graph runs them as steps of
+// its own; Understand runs them all.
+
+// Act returns the dialog act of text: the first of Rules.Acts whose
+// phrases it holds, else the default act.
+func (e *Engine) Act(text string) string { return e.rules.act(Normalize(text)) }
+
+// IsStop reports whether text holds a stop phrase. It stops a task only
+// when one is active; that is the caller's to know.
+func (e *Engine) IsStop(text string) bool {
+	_, _, ok := e.rules.stop.match(Normalize(text))
+	return ok
+}
+
+// Social reports whether text is small talk and why (the reason
+// Understanding.SocialReason carries); lastSocial is set when the
+// previous turn was small talk.
+func (e *Engine) Social(text string, lastSocial bool) (bool, string) {
+	return e.social(Normalize(text), lastSocial)
+}
+
+// social is Social on normalized text.
+func (e *Engine) social(text string, lastSocial bool) (bool, string) {
+	return e.rules.social(text, len(e.keywords.ac.find(text)) > 0, lastSocial)
+}
+
+// Rewrite completes a short follow-up with the first rewrite rule that
+// fits the session's intent and slots: the new text, the rule's name and
+// the slots it used, adjusted; ok is false when no rule fits.
+func (e *Engine) Rewrite(text, intent string, slots map[string]string) (out, rule string, used map[string]string, ok bool) {
+	return e.rules.rewriteTurn(Normalize(text), intent, slots)
 }

@@ -15,48 +15,332 @@ import (
 	"github.com/loomkit/loom/llm"
 )
 
-// The graph's nodes.
+// The graph's nodes, in the order a turn meets them.
 const (
-	nodeUnderstand = "understand"
-	nodePlan       = "plan"
-	nodeExecute    = "execute"
-	nodeWait       = "wait"
-	// maxAnswers bounds the answers one run takes while it keeps waiting
+	nodeNormalize      = "normalize"
+	nodeStopCheck      = "stop_check"
+	nodeReadAnswer     = "read_answer"
+	nodeSocialRoute    = "social_route"
+	nodeContextRewrite = "context_rewrite"
+	nodeUnderstand     = "understand"
+	nodeFuseDecide     = "fuse_decide"
+	nodePlanTemplate   = "plan_template"
+	nodePlanHeuristic  = "plan_heuristic"
+	nodePlanModel      = "plan_model"
+	nodeExecute        = "execute"
+	nodeClarify        = "clarify"
+	nodeRouteToCloud   = "route_to_cloud"
+	nodeReject         = "reject"
+	nodeStop           = "stop"
+	nodeSocial         = "social"
+	nodeFallback       = "fallback"
+	nodeRetry          = "retry"
+	nodeNextStep       = "next_step"
+	nodeFillSlots      = "fill_slots"
+	nodeCondition      = "condition"
+	nodeConfirm        = "confirm"
+	nodeCallTool       = "call_tool"
+	nodeRespond        = "respond"
+
+	// maxAnswers bounds the answers one run takes while it keeps asking
 	// (small talk, unclear replies); past it the run ends and the next
 	// turn starts a new one, still on the pending task.
 	maxAnswers = 50
+	// maxSteps bounds the steps of a workflow run one after the other
+	// without a question in between; the planners make no more.
+	maxSteps = 32
 )
 
-// Graph returns the cabin graph, uncompiled: understand the turn; plan a
-// workflow; execute its steps; wait for a slot or a confirmation, which
-// the next turn answers.
+// route is a declared route: the node it leaves, how it chooses, and
+// every node it may choose.
+type route struct {
+	from    string
+	choose  graph.RouteFunc[State]
+	targets []string
+}
+
+// routes are the graph's routes. Each chooses from what the turn found
+// out (Facts) and the session's workflow, never from a node name kept in
+// the state.
+func (a *App) routes() []route {
+	decided := []string{nodeExecute, nodeClarify, nodeRouteToCloud, nodeReject}
+	return []route{
+		{nodeStopCheck, afterStopCheck, []string{nodeStop, nodeReadAnswer}},
+		{nodeReadAnswer, afterReadAnswer, []string{nodeNextStep, nodeFallback, nodeSocialRoute}},
+		{nodeSocialRoute, afterSocialRoute, []string{nodeSocial, nodeContextRewrite}},
+		{nodeFuseDecide, afterFuseDecide, append([]string{nodePlanTemplate, nodeNextStep, nodeRetry}, decided...)},
+		{nodePlanTemplate, afterTemplate, []string{nodeNextStep, nodePlanHeuristic}},
+		{nodePlanHeuristic, a.afterHeuristic, append([]string{nodeNextStep, nodePlanModel}, decided...)},
+		{nodePlanModel, afterModelPlan, append([]string{nodeNextStep}, decided...)},
+		{nodeNextStep, afterNextStep, []string{nodeFillSlots, nodeCondition, nodeRespond}},
+		{nodeCondition, afterCondition, []string{nodeNextStep, nodeConfirm, nodeCallTool}},
+		{nodeSocial, afterSocial, []string{nodeFillSlots, nodeConfirm, nodeRespond}},
+		{nodeRetry, askPending, []string{nodeFillSlots, nodeConfirm}},
+	}
+}
+
+// Graph returns the cabin graph, uncompiled. A turn is normalized,
+// checked for a stop phrase and for an answer to what the session waits
+// for, routed to small talk or rewritten, understood by the matchers and
+// decided; the decision goes to the planners (templates, heuristics, the
+// model), to one intent's execution, or to a clarify question, the
+// cloud's offer or a refusal. A workflow runs step by step: the next
+// step, its missing slots asked for, its condition, a confirmation asked
+// for, the tool call; then the reply. A question waits for the next
+// turn, which comes back in at normalize.
 func (a *App) Graph() *graph.Graph[State] {
-	next := func(s State) string { return cmp.Or(s.Next, graph.End) }
-	return graph.New[State]("cabin").
+	g := graph.New[State]("cabin").
+		Node(nodeNormalize, a.normalize).
+		Node(nodeStopCheck, a.stopCheck).
+		Node(nodeReadAnswer, a.readAnswer).
+		Node(nodeSocialRoute, a.socialRoute).
+		Node(nodeContextRewrite, a.contextRewrite).
 		Node(nodeUnderstand, a.understand).
-		Node(nodePlan, a.planStep).
+		Node(nodeFuseDecide, a.fuseDecide).
+		Node(nodePlanTemplate, a.planTemplate).
+		Node(nodePlanHeuristic, a.planHeuristic).
+		Node(nodePlanModel, a.planModel).
 		Node(nodeExecute, a.execute).
-		Node(nodeWait, a.wait).
-		Edge(graph.Start, nodeUnderstand).
-		Route(nodeUnderstand, next, nodePlan, nodeExecute, nodeWait, graph.End).
-		Route(nodePlan, next, nodeExecute, graph.End).
-		Route(nodeExecute, next, nodeWait, graph.End).
-		Edge(nodeWait, nodeUnderstand).
-		Loop(nodeWait, nodeUnderstand, maxAnswers, graph.End)
+		Node(nodeClarify, a.clarify).
+		Node(nodeRouteToCloud, a.routeToCloud).
+		Node(nodeReject, a.reject).
+		Node(nodeStop, a.stop).
+		Node(nodeSocial, a.social).
+		Node(nodeFallback, a.fallback).
+		Node(nodeRetry, a.retry).
+		Node(nodeNextStep, a.nextStep).
+		Node(nodeFillSlots, a.fillSlots).
+		Node(nodeCondition, a.condition).
+		Node(nodeConfirm, a.confirm).
+		Node(nodeCallTool, a.callTool).
+		Node(nodeRespond, a.respond).
+		Edge(graph.Start, nodeNormalize).
+		Edge(nodeNormalize, nodeStopCheck).
+		Edge(nodeContextRewrite, nodeUnderstand).
+		Edge(nodeUnderstand, nodeFuseDecide).
+		Edge(nodeExecute, nodeNextStep).
+		Edge(nodeCallTool, nodeNextStep)
+	for _, n := range []string{nodeClarify, nodeRouteToCloud, nodeReject, nodeStop, nodeFallback} {
+		g.Edge(n, nodeRespond)
+	}
+	g.Edge(nodeRespond, graph.End)
+	for _, r := range a.routes() {
+		g.Route(r.from, r.choose, r.targets...)
+	}
+	return g.
+		Edge(nodeFillSlots, nodeNormalize).
+		Loop(nodeFillSlots, nodeNormalize, maxAnswers, graph.End).
+		Edge(nodeConfirm, nodeNormalize).
+		Loop(nodeConfirm, nodeNormalize, maxAnswers, graph.End).
+		Loop(nodeCallTool, nodeNextStep, maxSteps, nodeRespond).
+		Loop(nodeCondition, nodeNextStep, maxSteps, nodeRespond)
 }
 
-// turnInput is what a turn brings: text, slot values, a direct yes or no.
-type turnInput struct {
-	text   string
-	fill   map[string]string
-	accept *bool
+// Answered says how a turn answered what the session waited for.
+type Answered uint8
+
+// How a turn answered.
+const (
+	// answerNone: it is not an answer; it is understood as a request.
+	answerNone Answered = iota
+	// answerConfirmed and answerDeclined: a yes or a no to a confirmation.
+	answerConfirmed
+	answerDeclined
+	// answerFilled: slot values for the step that asked.
+	answerFilled
+	// answerClarified: a yes to a clarify question with one option.
+	answerClarified
+	// answerRerun: slot values for the last task, which runs again.
+	answerRerun
+	// answerNothing: neither text nor anything to continue.
+	answerNothing
+)
+
+// Verdict is what a turn decided once its text was understood.
+type Verdict uint8
+
+// Verdicts.
+const (
+	verdictNone Verdict = iota
+	// verdictExecute: one known intent, sure enough to run.
+	verdictExecute
+	// verdictClarify: two intents close; ask which.
+	verdictClarify
+	// verdictRouteToCloud: like a known intent, but not sure; offer it.
+	verdictRouteToCloud
+	// verdictReject: nothing the assistant does.
+	verdictReject
+	// verdictSlotAnswer: the reply to a slot question is the slot itself.
+	verdictSlotAnswer
+	// verdictRetry: the reply answers nothing; ask again.
+	verdictRetry
+)
+
+// Facts are what a turn has found out so far. Nodes set them; the routes
+// read them to choose the way on. The first node clears them.
+type Facts struct {
+	// Text, Fill and Accept are the turn's input; Normalized is Text
+	// normalized.
+	Text       string            `json:"text,omitempty"`
+	Fill       map[string]string `json:"fill,omitempty"`
+	Accept     *bool             `json:"accept,omitempty"`
+	Normalized string            `json:"normalized,omitempty"`
+	// Stop is set for a stop phrase while a task is active.
+	Stop bool `json:"stop,omitempty"`
+	// Answer is how the turn answered what the session waited for.
+	Answer Answered `json:"answer,omitempty"`
+	// Social is set for small talk.
+	Social bool `json:"social,omitempty"`
+	// Verdict is the decision on the understood text; Plan is set when the
+	// planners are to try first (several clauses, or a local decision
+	// other than execute).
+	Verdict Verdict `json:"verdict,omitempty"`
+	Plan    bool    `json:"plan,omitempty"`
+	// Planned is set when a planner made the workflow; OutOfScope when the
+	// model planner found no intent for the text.
+	Planned    bool `json:"planned,omitempty"`
+	OutOfScope bool `json:"out_of_scope,omitempty"`
+	// Step is the index of the workflow step at hand, -1 when none is left.
+	Step int `json:"step"`
 }
 
-// takeInput moves the input fields into the session and clears them, so
-// that the next turn's input is decoded over empty fields.
-func (a *App) takeInput(s *State) turnInput {
-	t := turnInput{text: strings.TrimSpace(s.Text), fill: s.FillSlots, accept: s.Accept}
+// afterStopCheck stops an active task on a stop phrase.
+func afterStopCheck(s State) string {
+	if s.Turn.Stop {
+		return nodeStop
+	}
+	return nodeReadAnswer
+}
+
+// afterReadAnswer continues the workflow with an answer, or understands
+// the turn as a request.
+func afterReadAnswer(s State) string {
+	switch s.Turn.Answer {
+	case answerConfirmed, answerDeclined, answerFilled, answerClarified, answerRerun:
+		return nodeNextStep
+	case answerNothing:
+		return nodeFallback
+	}
+	return nodeSocialRoute
+}
+
+// afterSocialRoute answers small talk.
+func afterSocialRoute(s State) string {
+	if s.Turn.Social {
+		return nodeSocial
+	}
+	return nodeContextRewrite
+}
+
+// afterFuseDecide goes by the verdict; the planners try first when the
+// text asks for them.
+func afterFuseDecide(s State) string {
+	switch s.Turn.Verdict {
+	case verdictSlotAnswer:
+		return nodeNextStep
+	case verdictRetry:
+		return nodeRetry
+	}
+	if s.Turn.Plan {
+		return nodePlanTemplate
+	}
+	return byVerdict(s.Turn.Verdict)
+}
+
+// byVerdict is where the local decision goes when no planner made a
+// workflow.
+func byVerdict(v Verdict) string {
+	switch v {
+	case verdictExecute:
+		return nodeExecute
+	case verdictClarify:
+		return nodeClarify
+	case verdictRouteToCloud:
+		return nodeRouteToCloud
+	}
+	return nodeReject
+}
+
+// afterTemplate runs a template's workflow, or tries the heuristics.
+func afterTemplate(s State) string {
+	if s.Turn.Planned {
+		return nodeNextStep
+	}
+	return nodePlanHeuristic
+}
+
+// afterHeuristic runs the heuristic workflow, or asks the model when
+// there is one, or goes by the local decision.
+func (a *App) afterHeuristic(s State) string {
+	switch {
+	case s.Turn.Planned:
+		return nodeNextStep
+	case a.model != nil:
+		return nodePlanModel
+	}
+	return byVerdict(s.Turn.Verdict)
+}
+
+// afterModelPlan runs the model's workflow, refuses what the model found
+// out of scope, or goes by the local decision.
+func afterModelPlan(s State) string {
+	switch {
+	case s.Turn.Planned:
+		return nodeNextStep
+	case s.Turn.OutOfScope:
+		return nodeReject
+	}
+	return byVerdict(s.Turn.Verdict)
+}
+
+// afterNextStep asks for missing slots, checks the step's condition, or
+// replies when no step is left.
+func afterNextStep(s State) string {
+	switch {
+	case s.Turn.Step < 0:
+		return nodeRespond
+	case s.Session.Workflow.Pending != nil:
+		return nodeFillSlots
+	}
+	return nodeCondition
+}
+
+// afterCondition moves past a step that cannot run, asks for a
+// confirmation, or calls the tool.
+func afterCondition(s State) string {
+	wf := s.Session.Workflow
+	switch {
+	case wf.Steps[s.Turn.Step].Status != stepPending:
+		return nodeNextStep
+	case wf.Pending != nil:
+		return nodeConfirm
+	}
+	return nodeCallTool
+}
+
+// afterSocial asks the pending question again after small talk, else
+// ends the turn.
+func afterSocial(s State) string {
+	if !s.Session.waiting() {
+		return nodeRespond
+	}
+	return askPending(s)
+}
+
+// askPending asks the question the session waits on: a confirmation or
+// slots.
+func askPending(s State) string {
+	if s.Session.Workflow.Pending.Kind == pendingConfirmation {
+		return nodeConfirm
+	}
+	return nodeFillSlots
+}
+
+// normalize starts a turn: it takes the input into the turn's facts and
+// the session, normalizes the text and reads its dialog act.
+func (a *App) normalize(_ context.Context, s State) (State, error) {
 	sess := &s.Session
+	s.Turn = Facts{Text: strings.TrimSpace(s.Text), Fill: s.FillSlots, Accept: s.Accept, Step: -1}
 	sess.ID = cmp.Or(s.SessionID, sess.ID)
 	sess.UserID = cmp.Or(s.UserID, sess.UserID, defaultUser)
 	sess.VehicleID = cmp.Or(s.VehicleID, sess.VehicleID, a.vehicle)
@@ -64,68 +348,177 @@ func (a *App) takeInput(s *State) turnInput {
 	sess.Status = cmp.Or(sess.Status, StatusIdle)
 	s.Text, s.FillSlots, s.Accept = "", nil, nil
 	s.SessionID, s.UserID, s.VehicleID, s.Channel = "", "", "", ""
-	s.Next = ""
-	return t
+	s.Reply = Reply{Debug: Debug{Text: s.Turn.Text}}
+	sess.Turns++
+	if s.Turn.Text == "" {
+		return s, nil
+	}
+	sess.LastUserText = s.Turn.Text
+	start := time.Now()
+	s.Turn.Normalized = intent.Normalize(s.Turn.Text)
+	s.Reply.Debug.DialogAct = a.engine.Act(s.Turn.Normalized)
+	s.Reply.Latency.DialogAct = ms(time.Since(start))
+	return s, nil
 }
 
-// understand starts a turn: it answers what the session waits for, or
-// reads a new request: dialog act, stop, social, rewrite, route.
-func (a *App) understand(ctx context.Context, s State) (State, error) {
-	t := a.takeInput(&s)
-	s.Reply = Reply{Debug: Debug{Text: t.text}}
-	s.Session.Turns++
-	if t.text != "" {
-		s.Session.LastUserText = t.text
+// stopCheck looks for a stop phrase; it stops only an active task.
+func (a *App) stopCheck(_ context.Context, s State) (State, error) {
+	if s.Turn.Text == "" {
+		return s, nil
 	}
-	var err error
-	if s.Session.waiting() {
-		err = a.continueTurn(ctx, &s, t)
-	} else {
-		err = a.newTurn(ctx, &s, t)
-	}
-	return s, err
+	start := time.Now()
+	s.Turn.Stop = a.engine.IsStop(s.Turn.Normalized) && s.Session.waiting()
+	s.Reply.Debug.Stop = s.Turn.Stop
+	s.Reply.Latency.StopCheck = ms(time.Since(start))
+	return s, nil
 }
 
-// understandText runs the intent engine over text and records the debug
-// and the times.
-func (a *App) understandText(ctx context.Context, s *State, text string, active bool) (intent.Understanding, error) {
+// readAnswer reads the turn as the answer to what the session waits for:
+// a yes or a no, slot values, a yes to a clarify question; or slot
+// values for the last task, which runs again.
+func (a *App) readAnswer(_ context.Context, s State) (State, error) {
+	t, sess, d := &s.Turn, &s.Session, &s.Reply.Debug
+	switch {
+	case sess.waiting():
+		t.Answer = a.answerPending(&s)
+	case t.Text == "" && (len(t.Fill) == 0 || sess.Intent == ""):
+		d.Decision, d.DecisionReason = "fallback", "nothing to continue: no text and no current intent"
+		t.Answer = answerNothing
+	case t.Text == "":
+		slots := maps.Clone(sess.Slots)
+		if slots == nil {
+			slots = map[string]string{}
+		}
+		maps.Copy(slots, a.slots.clean(t.Fill))
+		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "fill-slots", Steps: []Step{a.newStep(1, sess.Intent, slots)}}
+		d.Decision, d.Continuation = "execute", "fill-slots for the current intent "+sess.Intent
+		t.Answer = answerRerun
+	case sess.Status == StatusClarify && len(sess.Clarify) == 1 && intent.ReadConsent(t.Text).Consent == intent.Accepted:
+		id := sess.Clarify[0]
+		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, a.slots.read(id, sess.ClarifyText))}}
+		d.Decision, d.Continuation = "execute", "yes to the clarify question: "+id
+		t.Answer = answerClarified
+	}
+	return s, nil
+}
+
+// answerPending reads the turn as the answer to the pending question.
+func (a *App) answerPending(s *State) Answered {
+	t, d := &s.Turn, &s.Reply.Debug
+	wf := s.Session.Workflow
+	p := wf.Pending
+	st := wf.step(p.Step)
+	if st.Slots == nil {
+		st.Slots = map[string]string{}
+	}
+	switch p.Kind {
+	case pendingConfirmation:
+		consent := intent.ReadConsentTo(a.confirmQuestion(wf, st), t.Text).Consent
+		switch {
+		case (t.Accept != nil && *t.Accept) || (t.Accept == nil && consent == intent.Accepted):
+			st.Confirmed = true
+			d.Decision, d.Continuation = "execute", "confirmed step "+st.ID
+			return answerConfirmed
+		case t.Accept != nil || consent == intent.Rejected:
+			st.Status = stepCancelled
+			d.Decision, d.Continuation = "execute", "declined step "+st.ID
+			return answerDeclined
+		}
+	case pendingSlot:
+		start := time.Now()
+		got := a.slots.clean(t.Fill)
+		if t.Text != "" {
+			for k, v := range a.slots.read(st.Intent, t.Text) {
+				if _, given := got[k]; !given {
+					got[k] = v
+				}
+			}
+		}
+		s.Reply.Latency.SlotExtract = ms(time.Since(start))
+		if fills(got, p.Slots) {
+			maps.Copy(st.Slots, got)
+			d.Decision, d.Continuation = "execute", "filled "+strings.Join(slices.Sorted(maps.Keys(got)), ", ")
+			return answerFilled
+		}
+	}
+	return answerNone
+}
+
+// socialRoute decides whether the turn is small talk.
+func (a *App) socialRoute(_ context.Context, s State) (State, error) {
+	if s.Turn.Text == "" {
+		return s, nil
+	}
+	start := time.Now()
+	social, reason := a.engine.Social(s.Turn.Normalized, s.Session.LastSocial)
+	s.Turn.Social = social
+	if social {
+		s.Reply.Debug.Social = reason
+	}
+	s.Reply.Latency.SocialRoute = ms(time.Since(start))
+	return s, nil
+}
+
+// contextRewrite completes a short follow-up ("再低一点") from the
+// session's intent, slots and memory.
+func (a *App) contextRewrite(_ context.Context, s State) (State, error) {
+	if s.Turn.Text == "" {
+		return s, nil
+	}
+	start := time.Now()
 	sess := &s.Session
 	slots := maps.Clone(sess.Memory)
 	if slots == nil {
 		slots = map[string]string{}
 	}
 	maps.Copy(slots, sess.Slots)
-	u, err := a.engine.Understand(ctx, intent.Turn{Text: text, Intent: sess.Intent, Slots: slots, ActiveTask: active, LastSocial: sess.LastSocial})
-	if err != nil {
-		return u, fmt.Errorf("understand %q: %w", text, err)
+	if out, rule, _, ok := a.engine.Rewrite(s.Turn.Normalized, sess.Intent, slots); ok {
+		s.Reply.Debug.Rewritten, s.Reply.Debug.RewriteRule = out, rule
+	}
+	s.Reply.Latency.Rewrite = ms(time.Since(start))
+	return s, nil
+}
+
+// understand runs the matchers (keyword, classifier, retrieval) and
+// their fusion over the (rewritten) text, and routes each clause of a
+// text of several.
+func (a *App) understand(ctx context.Context, s State) (State, error) {
+	if s.Turn.Text == "" {
+		return s, nil
 	}
 	d, lat := &s.Reply.Debug, &s.Reply.Latency
-	d.DialogAct, d.Stop, d.Rewritten, d.RewriteRule = u.Act, u.Stop, u.Rewritten, u.RewriteRule
-	if u.Social {
-		d.Social = u.SocialReason
+	text := intent.Normalize(cmp.Or(d.Rewritten, s.Turn.Text))
+	r, err := a.engine.Route(ctx, text)
+	if err != nil {
+		return s, fmt.Errorf("understand %q: %w", s.Turn.Text, err)
 	}
-	lat.DialogAct, lat.StopCheck, lat.SocialRoute, lat.Rewrite = ms(u.Times.DialogAct), ms(u.Times.StopCheck), ms(u.Times.SocialRoute), ms(u.Times.Rewrite)
-	if r := u.Route; r != nil {
-		d.Route = compact(r)
-		lat.Route = ms(r.Elapsed)
-		lat.Stages = map[string]float64{}
-		var pipeline time.Duration
-		for _, st := range r.Stages {
-			pipeline += st.Elapsed
-			lat.Stages[st.Stage] = ms(st.Elapsed)
-		}
-		lat.MatchPipeline = ms(pipeline)
+	d.Route = compact(&r)
+	lat.Route = ms(r.Elapsed)
+	lat.Stages = map[string]float64{}
+	var pipeline time.Duration
+	for _, st := range r.Stages {
+		pipeline += st.Elapsed
+		lat.Stages[st.Stage] = ms(st.Elapsed)
 	}
-	if mi := u.Multi; mi != nil {
-		d.ClauseKind = mi.Kind
-		var took time.Duration
-		for _, c := range mi.Clauses {
-			d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: c.Result.Intent, Decision: c.Result.Decision, Score: c.Result.Score})
-			took += c.Result.Elapsed
-		}
-		lat.Clauses = ms(took)
+	lat.MatchPipeline = ms(pipeline)
+	if len(a.engine.Split(text)) < 2 {
+		return s, nil
 	}
-	return u, nil
+	mi, err := a.engine.RouteClauses(ctx, text)
+	if err != nil {
+		return s, fmt.Errorf("understand %q: %w", s.Turn.Text, err)
+	}
+	if mi.Kind == workflowSingle {
+		return s, nil
+	}
+	d.ClauseKind = mi.Kind
+	var took time.Duration
+	for _, c := range mi.Clauses {
+		d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: c.Result.Intent, Decision: c.Result.Decision, Score: c.Result.Score})
+		took += c.Result.Elapsed
+	}
+	lat.Clauses = ms(took)
+	return s, nil
 }
 
 // stageCandidates is how many of a stage's candidates the debug keeps:
@@ -143,110 +536,19 @@ func compact(r *intent.Result) *intent.Result {
 	return &c
 }
 
-// newTurn reads a request when nothing is pending.
-func (a *App) newTurn(ctx context.Context, s *State, t turnInput) error {
-	sess, d := &s.Session, &s.Reply.Debug
-	if t.text == "" {
-		if len(t.fill) == 0 || sess.Intent == "" {
-			d.Decision, d.DecisionReason = "fallback", "nothing to continue: no text and no current intent"
-			a.say(s, TypeFallback, StatusFallback, a.replies.text("no_session", nil))
-			return nil
+// fuseDecide decides on the understood text. While a question is
+// pending, a clear new request replaces the pending task and is decided
+// as any request; any other reply may be the pending slot itself, or is
+// asked again.
+func (a *App) fuseDecide(_ context.Context, s State) (State, error) {
+	t, sess, d := &s.Turn, &s.Session, &s.Reply.Debug
+	if sess.waiting() {
+		wf := sess.Workflow
+		st := wf.step(wf.Pending.Step)
+		if !a.newRequest(d, st) {
+			t.Verdict = a.slotAnswer(&s, st)
+			return s, nil
 		}
-		// fill-slots on a finished task runs its intent again with the
-		// new values.
-		slots := maps.Clone(sess.Slots)
-		if slots == nil {
-			slots = map[string]string{}
-		}
-		maps.Copy(slots, a.slots.clean(t.fill))
-		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "fill-slots", Steps: []Step{a.newStep(1, sess.Intent, slots)}}
-		d.Decision, d.Continuation = "execute", "fill-slots for the current intent "+sess.Intent
-		s.Next = nodeExecute
-		return nil
-	}
-	u, err := a.understandText(ctx, s, t.text, false)
-	if err != nil {
-		return err
-	}
-	if u.Social {
-		a.social(ctx, s, t.text, u)
-		return nil
-	}
-	if sess.Status == StatusClarify && len(sess.Clarify) == 1 && intent.ReadConsent(t.text).Consent == intent.Accepted {
-		id := sess.Clarify[0]
-		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, a.slots.read(id, sess.ClarifyText))}}
-		d.Decision, d.Continuation = "execute", "yes to the clarify question: "+id
-		s.Next = nodeExecute
-		return nil
-	}
-	s.Next = nodePlan
-	return nil
-}
-
-// continueTurn answers what the session waits for: a slot or a
-// confirmation. A stop phrase stops the task, small talk gets
-// a reply with a reminder, and a clear new request replaces the task.
-func (a *App) continueTurn(ctx context.Context, s *State, t turnInput) error {
-	wf := s.Session.Workflow
-	p := wf.Pending
-	st := wf.step(p.Step)
-	if st.Slots == nil {
-		st.Slots = map[string]string{}
-	}
-	d := &s.Reply.Debug
-	var u intent.Understanding
-	if t.text != "" {
-		var err error
-		if u, err = a.understandText(ctx, s, t.text, true); err != nil {
-			return err
-		}
-		if u.Stop {
-			a.stop(s)
-			return nil
-		}
-	}
-	question := ""
-	if p.Kind == pendingConfirmation {
-		question = a.confirmQuestion(wf, st)
-	}
-	consent := intent.ReadConsentTo(question, t.text).Consent
-	switch p.Kind {
-	case pendingConfirmation:
-		switch {
-		case (t.accept != nil && *t.accept) || (t.accept == nil && consent == intent.Accepted):
-			st.Confirmed = true
-			d.Decision, d.Continuation = "execute", "confirmed step "+st.ID
-			s.Next = nodeExecute
-			return nil
-		case t.accept != nil || consent == intent.Rejected:
-			st.Status = stepCancelled
-			d.Decision, d.Continuation = "execute", "declined step "+st.ID
-			s.Next = nodeExecute
-			return nil
-		}
-	case pendingSlot:
-		start := time.Now()
-		got := a.slots.clean(t.fill)
-		if t.text != "" {
-			for k, v := range a.slots.read(st.Intent, t.text) {
-				if _, given := got[k]; !given {
-					got[k] = v
-				}
-			}
-		}
-		s.Reply.Latency.SlotExtract = ms(time.Since(start))
-		if fills(got, p.Slots) {
-			maps.Copy(st.Slots, got)
-			d.Decision, d.Continuation = "execute", "filled "+strings.Join(slices.Sorted(maps.Keys(got)), ", ")
-			s.Next = nodeExecute
-			return nil
-		}
-	}
-	switch {
-	case u.Social:
-		a.social(ctx, s, t.text, u)
-		return nil
-	case a.newRequest(u, st):
 		for i := range wf.Steps {
 			if wf.Steps[i].Status == stepPending {
 				wf.Steps[i].Status, wf.Steps[i].Reported = stepCancelled, true
@@ -254,27 +556,64 @@ func (a *App) continueTurn(ctx context.Context, s *State, t turnInput) error {
 		}
 		wf.Pending = nil
 		d.Continuation = "a new request replaced the pending " + st.Intent
-		s.Next = nodePlan
-		return nil
-	case p.Kind == pendingSlot && t.text != "" && consent == intent.Unclear:
+	}
+	r := d.Route
+	if r == nil {
+		t.Verdict = verdictReject
+		return s, nil
+	}
+	d.Decision, d.DecisionReason = string(r.Decision), r.Reason
+	switch {
+	case r.Decision == intent.Execute && a.cat.known(r.Intent):
+		t.Verdict = verdictExecute
+	case r.Decision == intent.Clarify:
+		t.Verdict = verdictClarify
+	case r.Decision == intent.RouteToCloud:
+		t.Verdict = verdictRouteToCloud
+	default:
+		t.Verdict = verdictReject
+	}
+	if trigger := plannerTrigger(a.planInput(s)); trigger != "" {
+		t.Plan = true
+		d.Planner = &PlannerDebug{Trigger: trigger}
+	}
+	return s, nil
+}
+
+// slotAnswer reads a reply that is neither a yes nor a no as the value
+// of a slot asked for ("公司" for the destination).
+func (a *App) slotAnswer(s *State, st *Step) Verdict {
+	t, d := &s.Turn, &s.Reply.Debug
+	p := s.Session.Workflow.Pending
+	if p.Kind == pendingSlot && t.Text != "" && intent.ReadConsentTo("", t.Text).Consent == intent.Unclear {
 		for _, name := range p.Slots {
-			if v, ok := a.slots.answer(name, t.text); ok {
+			if v, ok := a.slots.answer(name, t.Text); ok {
 				st.Slots[name] = v
 				d.Decision, d.Continuation = "execute", "the reply is the "+name
-				s.Next = nodeExecute
-				return nil
+				return verdictSlotAnswer
 			}
 		}
 	}
-	// Not an answer: ask again.
-	d.Decision, d.DecisionReason = "retry", "the reply did not answer the question"
-	if p.Kind == pendingConfirmation {
-		a.say(s, TypeAskConfirmation, StatusWaitingConfirmation, a.replies.text("confirm_retry", a.templateVars(wf)(st)))
+	return verdictRetry
+}
+
+// planInput is what the planners see of the turn.
+func (a *App) planInput(s State) planInput {
+	d := s.Reply.Debug
+	return planInput{text: intent.Normalize(cmp.Or(d.Rewritten, d.Text)), clauses: d.Clauses, kind: d.ClauseKind, route: d.Route}
+}
+
+// retry asks the pending question again: the reply did not answer it.
+func (a *App) retry(_ context.Context, s State) (State, error) {
+	wf := s.Session.Workflow
+	st := wf.step(wf.Pending.Step)
+	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "retry", "the reply did not answer the question"
+	if wf.Pending.Kind == pendingConfirmation {
+		a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, a.replies.text("confirm_retry", a.templateVars(wf)(st)))
 	} else {
-		a.say(s, TypeAskSlot, StatusWaitingSlot, a.replies.text("slot_retry", map[string]string{"ask": a.ask(wf, st, p.Slots[0])}))
+		a.say(&s, TypeAskSlot, StatusWaitingSlot, a.replies.text("slot_retry", map[string]string{"ask": a.ask(wf, st, wf.Pending.Slots[0])}))
 	}
-	s.Next = nodeWait
-	return nil
+	return s, nil
 }
 
 // fills reports whether got holds one of the slots asked for.
@@ -295,16 +634,16 @@ func (a *App) confirmQuestion(wf *Workflow, st *Step) string {
 
 // newRequest reports whether a reply to a pending question is rather a
 // new request: several requests, or one other intent routed to execute.
-func (a *App) newRequest(u intent.Understanding, pending *Step) bool {
-	if u.Multi != nil {
+func (a *App) newRequest(d *Debug, pending *Step) bool {
+	if len(d.Clauses) > 0 {
 		return true
 	}
-	r := u.Route
+	r := d.Route
 	return r != nil && r.Decision == intent.Execute && a.cat.known(r.Intent) && r.Intent != pending.Intent
 }
 
 // stop ends the active task: its workflow and what it waited for.
-func (a *App) stop(s *State) {
+func (a *App) stop(_ context.Context, s State) (State, error) {
 	wf := s.Session.Workflow
 	for i := range wf.Steps {
 		if wf.Steps[i].Status == stepPending {
@@ -313,7 +652,14 @@ func (a *App) stop(s *State) {
 	}
 	wf.Pending = nil
 	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "stop", "stop phrase with an active task"
-	a.say(s, TypeText, StatusStopped, a.replies.text("task_stopped", nil))
+	a.say(&s, TypeText, StatusStopped, a.replies.text("task_stopped", nil))
+	return s, nil
+}
+
+// fallback answers a turn with nothing to continue.
+func (a *App) fallback(_ context.Context, s State) (State, error) {
+	a.say(&s, TypeFallback, StatusFallback, a.replies.text("no_session", nil))
+	return s, nil
 }
 
 //go:embed prompts/social.md
@@ -321,29 +667,28 @@ var socialPrompt string
 
 // social answers small talk, with the model when there is one,
 // and reminds the user of a pending task.
-func (a *App) social(ctx context.Context, s *State, text string, u intent.Understanding) {
+func (a *App) social(ctx context.Context, s State) (State, error) {
 	start := time.Now()
+	d := &s.Reply.Debug
 	kind := "open"
 	switch {
-	case strings.HasPrefix(u.SocialReason, "capability"):
+	case strings.HasPrefix(d.Social, "capability"):
 		kind = "capability"
-	case len(a.cfg.Responses.Social[u.Act]) > 0:
-		kind = u.Act
+	case len(a.cfg.Responses.Social[d.DialogAct]) > 0:
+		kind = d.DialogAct
 	}
 	reply := ""
 	if a.model != nil && kind == "open" {
-		reply = a.modelSocial(ctx, text)
+		reply = a.modelSocial(ctx, s.Turn.Text)
 	}
 	if reply == "" {
 		reply = a.replies.social(kind, s.Session.Turns)
 	}
-	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "social", u.SocialReason
+	d.Decision, d.DecisionReason = "social", d.Social
 	msg := join(reply, a.replies.pendingHint(s.Session.Workflow))
 	s.Reply.Latency.DecisionResponse += ms(time.Since(start))
-	a.say(s, TypeText, StatusSocial, msg)
-	if s.Session.waiting() {
-		s.Next = nodeWait
-	}
+	a.say(&s, TypeText, StatusSocial, msg)
+	return s, nil
 }
 
 // modelSocial asks the model for a short reply; "" when it fails.
@@ -358,59 +703,48 @@ func (a *App) modelSocial(ctx context.Context, text string) string {
 	return strings.TrimSpace(resp.Message.Content)
 }
 
-// planStep makes the turn's workflow: the planner for a complex or
-// unsure request, else the routed intent; or answers clarify, reject or
-// fallback.
-func (a *App) planStep(ctx context.Context, s State) (State, error) {
-	s.Next = ""
-	d, lat := &s.Reply.Debug, &s.Reply.Latency
-	r := d.Route
-	in := planInput{text: intent.Normalize(cmp.Or(d.Rewritten, d.Text)), clauses: d.Clauses, kind: d.ClauseKind, route: r}
-	var p plan
-	if trigger := plannerTrigger(in); trigger != "" {
-		start := time.Now()
-		p = a.plan(ctx, in)
-		p.debug.Trigger = trigger
-		d.Planner = &p.debug
-		lat.Planner = ms(time.Since(start))
-		if p.debug.Accepted {
-			s.Session.Workflow = p.workflow
-			d.Decision, d.DecisionReason = "workflow", p.debug.Reason
-			s.Next = nodeExecute
-			return s, nil
-		}
+// planned records a planner's answer: its workflow when it made one.
+func (a *App) planned(s *State, p plan, start time.Time) {
+	d := &s.Reply.Debug
+	p.debug.Trigger = d.Planner.Trigger
+	d.Planner = &p.debug
+	s.Reply.Latency.Planner += ms(time.Since(start))
+	s.Turn.OutOfScope = p.outOfScope
+	if p.debug.Accepted {
+		s.Session.Workflow = p.workflow
+		s.Turn.Planned = true
+		d.Decision, d.DecisionReason = "workflow", p.debug.Reason
 	}
+}
+
+// planTemplate matches the fixed workflows.
+func (a *App) planTemplate(_ context.Context, s State) (State, error) {
 	start := time.Now()
-	defer func() { lat.DecisionResponse += ms(time.Since(start)) }()
-	d.Decision, d.DecisionReason = string(r.Decision), r.Reason
-	switch {
-	case p.outOfScope:
-		d.Decision, d.DecisionReason = "reject", "the model planner found the request out of scope"
-		a.say(&s, TypeReject, StatusRejected, a.replies.text("reject", nil))
-	case r.Decision == intent.Execute && a.cat.known(r.Intent):
-		slotStart := time.Now()
-		slots := a.slots.read(r.Intent, in.text)
-		lat.SlotExtract += ms(time.Since(slotStart))
-		sess := &s.Session
-		if r.Intent == sess.Intent {
-			for k, v := range sess.Slots {
-				if _, ok := slots[k]; !ok && !a.slots.fresh(k) {
-					slots[k] = v
-				}
-			}
-		}
-		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "single", Steps: []Step{a.newStep(1, r.Intent, slots)}}
-		s.Next = nodeExecute
-	case r.Decision == intent.Clarify || r.Decision == intent.RouteToCloud:
-		if ids := a.clarifyOptions(r); len(ids) > 0 {
-			s.Session.Clarify, s.Session.ClarifyText = ids, in.text
-			a.say(&s, TypeClarify, StatusClarify, a.replies.clarify(ids))
-			break
-		}
-		a.say(&s, TypeFallback, StatusFallback, a.replies.text("fallback", nil))
-	default:
-		a.say(&s, TypeReject, StatusRejected, a.replies.text("reject", nil))
+	if p, ok := a.templatePlan(a.planInput(s)); ok {
+		a.planned(&s, p, start)
+	} else {
+		s.Reply.Latency.Planner += ms(time.Since(start))
 	}
+	return s, nil
+}
+
+// planHeuristic makes a workflow of the clauses in order.
+func (a *App) planHeuristic(_ context.Context, s State) (State, error) {
+	a.planned(&s, a.heuristicPlan(a.planInput(s)), time.Now())
+	return s, nil
+}
+
+// planModel asks the model for a workflow; a model that fails leaves the
+// local answer.
+func (a *App) planModel(ctx context.Context, s State) (State, error) {
+	start := time.Now()
+	p, err := a.modelPlan(ctx, a.planInput(s))
+	if err != nil {
+		a.log.WarnContext(ctx, "cabin: model planner failed; keeping the local answer", "err", err)
+		p = plan{debug: *s.Reply.Debug.Planner}
+		p.debug.Backend, p.debug.Error = "model-fallback", err.Error()
+	}
+	a.planned(&s, p, start)
 	return s, nil
 }
 
@@ -426,42 +760,169 @@ func plannerTrigger(in planInput) string {
 	return ""
 }
 
-// clarifyOptions are the in-scope intents a clarify question offers: the
-// top two for clarify, the top one for route_to_cloud.
-func (a *App) clarifyOptions(r *intent.Result) []string {
-	n := 2
-	if r.Decision == intent.RouteToCloud {
-		n = 1
+// execute makes the workflow of the one intent the text was routed to,
+// with the slots read from it.
+func (a *App) execute(_ context.Context, s State) (State, error) {
+	lat, sess := &s.Reply.Latency, &s.Session
+	in := a.planInput(s)
+	id := in.route.Intent
+	start := time.Now()
+	slots := a.slots.read(id, in.text)
+	lat.SlotExtract += ms(time.Since(start))
+	if id == sess.Intent {
+		for k, v := range sess.Slots {
+			if _, ok := slots[k]; !ok && !a.slots.fresh(k) {
+				slots[k] = v
+			}
+		}
 	}
+	sess.Workflow = &Workflow{Kind: workflowSingle, Source: "single", Steps: []Step{a.newStep(1, id, slots)}}
+	return s, nil
+}
+
+// clarify asks which of the two best intents was meant.
+func (a *App) clarify(_ context.Context, s State) (State, error) {
+	a.offer(&s, 2)
+	return s, nil
+}
+
+// routeToCloud offers the best intent the local stages were not sure of.
+func (a *App) routeToCloud(_ context.Context, s State) (State, error) {
+	a.offer(&s, 1)
+	return s, nil
+}
+
+// offer asks whether one of the n best in-scope intents was meant; with
+// none, it falls back.
+func (a *App) offer(s *State, n int) {
+	start := time.Now()
+	defer func() { s.Reply.Latency.DecisionResponse += ms(time.Since(start)) }()
 	var ids []string
-	for _, c := range r.Candidates {
+	for _, c := range s.Reply.Debug.Route.Candidates {
 		if len(ids) < n && a.cat.known(c.Intent) {
 			ids = append(ids, c.Intent)
 		}
 	}
-	return ids
+	if len(ids) == 0 {
+		a.say(s, TypeFallback, StatusFallback, a.replies.text("fallback", nil))
+		return
+	}
+	s.Session.Clarify, s.Session.ClarifyText = ids, a.planInput(*s).text
+	a.say(s, TypeClarify, StatusClarify, a.replies.clarify(ids))
 }
 
-// execute runs the workflow until it finishes or waits, and replies.
-func (a *App) execute(ctx context.Context, s State) (State, error) {
-	a.advance(ctx, &s)
+// reject refuses what the assistant does not do.
+func (a *App) reject(_ context.Context, s State) (State, error) {
 	start := time.Now()
-	wf, sess := s.Session.Workflow, &s.Session
-	vars := a.templateVars(wf)
-	news := a.replies.report(wf, vars)
-	if p := wf.Pending; p != nil {
-		st := wf.step(p.Step)
-		sess.Intent, sess.Slots = st.Intent, st.Slots
-		if p.Kind == pendingSlot {
-			a.say(&s, TypeAskSlot, StatusWaitingSlot, join(news, a.ask(wf, st, p.Slots[0])))
-		} else {
-			a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, join(news, a.confirmQuestion(wf, st)))
+	if s.Turn.OutOfScope {
+		s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "reject", "the model planner found the request out of scope"
+	}
+	a.say(&s, TypeReject, StatusRejected, a.replies.text("reject", nil))
+	s.Reply.Latency.DecisionResponse += ms(time.Since(start))
+	return s, nil
+}
+
+// nextStep finds the workflow's next step to run, skipping those whose
+// dependencies did not succeed, fills its slots from the steps before it,
+// and notes the slots it still misses.
+func (a *App) nextStep(_ context.Context, s State) (State, error) {
+	wf := s.Session.Workflow
+	wf.Pending = nil
+	s.Turn.Step = -1
+	for i := range wf.Steps {
+		st := &wf.Steps[i]
+		if st.Status != stepPending {
+			continue
 		}
-		s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
-		s.Next = nodeWait
-		s.Reply.Latency.ResponseBuild += ms(time.Since(start))
+		if wf.blocked(st) {
+			st.Status = stepSkipped
+			continue
+		}
+		a.sharedSlots(wf, i)
+		s.Turn.Step = i
+		if missing := a.slots.missing(st.Intent, st.Slots); len(missing) > 0 {
+			wf.Pending = &Pending{Step: st.ID, Kind: pendingSlot, Slots: missing}
+		} else {
+			st.Slots = a.slots.withDefaults(st.Intent, st.Slots)
+		}
+		break
+	}
+	return s, nil
+}
+
+// condition tests the step's condition on an earlier result; a step
+// that asks for a confirmation first runs its action's check (an order
+// already delivered is not asked about), then waits for the yes.
+func (a *App) condition(ctx context.Context, s State) (State, error) {
+	wf := s.Session.Workflow
+	st := &wf.Steps[s.Turn.Step]
+	if st.Condition != nil && !wf.holds(st.Condition) {
+		st.Status = stepSkipped
 		return s, nil
 	}
+	if !st.RequiresConfirmation || st.Confirmed {
+		return s, nil
+	}
+	if check := a.cat.intents[st.Intent].action.Check; check != "" {
+		if !a.call(ctx, &s, st, check).Success {
+			st.Status = stepFailed // it could not run: nothing to confirm
+			return s, nil
+		}
+		st.Result = nil // the step has not run yet
+	}
+	wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation}
+	return s, nil
+}
+
+// callTool runs the step's plugin.
+func (a *App) callTool(ctx context.Context, s State) (State, error) {
+	a.run(ctx, &s, &s.Session.Workflow.Steps[s.Turn.Step])
+	return s, nil
+}
+
+// fillSlots asks for the step's missing slots and waits for the answer,
+// which the next turn brings.
+func (a *App) fillSlots(ctx context.Context, s State) (State, error) {
+	if s.Reply.Type == "" {
+		wf := s.Session.Workflow
+		st := wf.step(wf.Pending.Step)
+		a.question(&s, st, TypeAskSlot, StatusWaitingSlot, a.ask(wf, st, wf.Pending.Slots[0]))
+	}
+	return a.await(ctx, s)
+}
+
+// confirm asks for a yes to the step and waits for the answer, which the
+// next turn brings.
+func (a *App) confirm(ctx context.Context, s State) (State, error) {
+	if s.Reply.Type == "" {
+		wf := s.Session.Workflow
+		st := wf.step(wf.Pending.Step)
+		a.question(&s, st, TypeAskConfirmation, StatusWaitingConfirmation, a.confirmQuestion(wf, st))
+	}
+	return a.await(ctx, s)
+}
+
+// question says what the steps finished this turn did, then asks the
+// question of step st.
+func (a *App) question(s *State, st *Step, typ, status, ask string) {
+	start := time.Now()
+	wf := s.Session.Workflow
+	news := a.replies.report(wf, a.templateVars(wf))
+	s.Session.Intent, s.Session.Slots = st.Intent, st.Slots
+	s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
+	a.say(s, typ, status, join(news, ask))
+	s.Reply.Latency.ResponseBuild += ms(time.Since(start))
+}
+
+// respond tells the outcome of a finished workflow; a turn answered
+// otherwise (small talk, a refusal, …) is left as it is.
+func (a *App) respond(_ context.Context, s State) (State, error) {
+	if s.Reply.Type != "" {
+		return s, nil
+	}
+	start := time.Now()
+	wf, sess := s.Session.Workflow, &s.Session
+	news := a.replies.report(wf, a.templateVars(wf))
 	for i := len(wf.Steps) - 1; i >= 0; i-- {
 		if st := &wf.Steps[i]; st.Result != nil {
 			sess.Intent, sess.Slots = st.Intent, st.Slots
@@ -470,7 +931,6 @@ func (a *App) execute(ctx context.Context, s State) (State, error) {
 	}
 	s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
 	a.say(&s, TypeWorkflowResult, StatusCompleted, news)
-	s.Next = graph.End
 	s.Reply.Latency.ResponseBuild += ms(time.Since(start))
 	return s, nil
 }
@@ -490,8 +950,10 @@ type Question struct {
 	PendingSlots []string `json:"pending_slots,omitempty"`
 }
 
-// wait asks the user and takes the answer as the next turn's input.
-func (a *App) wait(ctx context.Context, s State) (State, error) {
+// await asks the user the turn's reply and takes the answer as the next
+// turn's input. On resume the node runs again with the reply already
+// said, so nothing is said twice.
+func (a *App) await(ctx context.Context, s State) (State, error) {
 	q := Question{Type: s.Reply.Type, Message: s.Reply.Message, Intent: s.Session.Intent, PendingSlots: s.Session.PendingSlots}
 	if wf := s.Session.Workflow; wf != nil && wf.Pending != nil {
 		q.Step = wf.Pending.Step

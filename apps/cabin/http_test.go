@@ -225,7 +225,7 @@ func TestRestart(t *testing.T) {
 	second, closeSecond := open()
 	defer closeSecond()
 	info, err := second.Session(ctx, "s")
-	if err != nil || info.Pending == nil || info.Pending.Node != nodeWait {
+	if err != nil || info.Pending == nil || info.Pending.Node != nodeFillSlots {
 		t.Fatalf("after the restart: %+v, %v", info, err)
 	}
 	r, err = second.FillSlots(ctx, FillRequest{SessionID: "s", Text: "去机场"})

@@ -31,26 +31,6 @@ type plan struct {
 	outOfScope bool // the model said the request is out of scope
 }
 
-// plan runs the planners in turn: templates, heuristics, then
-// the model when there is one; a model that fails leaves the local
-// answer.
-func (a *App) plan(ctx context.Context, in planInput) plan {
-	if p, ok := a.templatePlan(in); ok {
-		return p
-	}
-	p := a.heuristicPlan(in)
-	if p.debug.Accepted || a.model == nil {
-		return p
-	}
-	mp, err := a.modelPlan(ctx, in)
-	if err != nil {
-		a.log.WarnContext(ctx, "cabin: model planner failed; keeping the local answer", "err", err)
-		p.debug.Backend, p.debug.Error = "model-fallback", err.Error()
-		return p
-	}
-	return mp
-}
-
 // clauseStep is an intent found in one clause, with the clause's slots.
 type clauseStep struct {
 	intent string

@@ -28,8 +28,9 @@ type State struct {
 	Session Session `json:"session"`
 	// Reply is the answer to the latest turn.
 	Reply Reply `json:"reply"`
-	// Next is where the turn goes after the node that set it.
-	Next string `json:"next,omitempty"`
+	// Turn is what the current turn has found out; the graph's routes
+	// choose by it.
+	Turn Facts `json:"turn"`
 }
 
 // Answer is the value that resumes a session waiting for a slot or a

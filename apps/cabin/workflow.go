@@ -81,45 +81,6 @@ func (a *App) sharedSlots(wf *Workflow, i int) {
 	}
 }
 
-// advance runs the workflow's pending steps in order until every step is
-// finished or one waits for a slot or a confirmation.
-func (a *App) advance(ctx context.Context, s *State) {
-	wf := s.Session.Workflow
-	wf.Pending = nil
-	for i := range wf.Steps {
-		st := &wf.Steps[i]
-		if st.Status != stepPending {
-			continue
-		}
-		if wf.blocked(st) {
-			st.Status = stepSkipped
-			continue
-		}
-		a.sharedSlots(wf, i)
-		if missing := a.slots.missing(st.Intent, st.Slots); len(missing) > 0 {
-			wf.Pending = &Pending{Step: st.ID, Kind: pendingSlot, Slots: missing}
-			return
-		}
-		st.Slots = a.slots.withDefaults(st.Intent, st.Slots)
-		if st.Condition != nil && !wf.holds(st.Condition) {
-			st.Status = stepSkipped
-			continue
-		}
-		if st.RequiresConfirmation && !st.Confirmed {
-			if check := a.cat.intents[st.Intent].action.Check; check != "" {
-				if !a.call(ctx, s, st, check).Success {
-					st.Status = stepFailed // it could not run: nothing to confirm
-					continue
-				}
-				st.Result = nil // the step has not run yet
-			}
-			wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation}
-			return
-		}
-		a.run(ctx, s, st)
-	}
-}
-
 // run calls a step's plugin and records the outcome.
 func (a *App) run(ctx context.Context, s *State, st *Step) {
 	st.Status = stepFailed
