@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -43,6 +44,11 @@ func OCR(ctx context.Context, img []byte, psm int) (width, height int, words []W
 	}
 	cmd := exec.CommandContext(ctx, bin, "stdin", "stdout", "-l", Languages, "--psm", strconv.Itoa(psm), "tsv")
 	cmd.Stdin = bytes.NewReader(img)
+	if _, set := os.LookupEnv("OMP_THREAD_LIMIT"); !set {
+		// One thread: tesseract's OpenMP threads spin, which makes a page
+		// slower, not faster, on a busy machine.
+		cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1")
+	}
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
@@ -93,6 +99,9 @@ func parseTSV(tsv []byte) (width, height int, words []Word, err error) {
 func FromImage(ctx context.Context, img []byte, opts Options) (*Layout, error) {
 	if Detect(img) != KindImage {
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
+	}
+	if err := checkSize(img); err != nil {
+		return nil, fmt.Errorf("reading layout: %w", err)
 	}
 	clean, rules := withoutRules(img)
 	w, h, words, err := OCR(ctx, clean, opts.psm())

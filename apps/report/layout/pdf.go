@@ -26,6 +26,9 @@ func FromPDF(ctx context.Context, pdf []byte, opts Options) (*Layout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
+	if err := checkSize(png); err != nil {
+		return nil, fmt.Errorf("reading layout of PDF page %d: %w", opts.page(), err)
+	}
 	clean, rules := withoutRules(png)
 	w, h, words, err := OCR(ctx, clean, opts.psm())
 	if err != nil {

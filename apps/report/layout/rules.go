@@ -2,6 +2,8 @@ package layout
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"image"
 	_ "image/gif" // pictures OCR reads
 	_ "image/jpeg"
@@ -19,6 +21,23 @@ const ruleLength = 0.06
 
 // maxRuns is the most runs of pixels joined into rules.
 const maxRuns = 5000
+
+// MaxPixels is the largest picture read, in pixels (an A3 page at 300 dpi
+// has 17.4 million).
+const MaxPixels = 40_000_000
+
+// ErrTooLarge is returned for a picture of more than MaxPixels pixels.
+var ErrTooLarge = errors.New("the picture is too large")
+
+// checkSize refuses a picture of more than MaxPixels pixels before it is
+// decoded. A picture Go cannot decode is left to tesseract.
+func checkSize(img []byte) error {
+	c, _, err := image.DecodeConfig(bytes.NewReader(img))
+	if err == nil && int64(c.Width)*int64(c.Height) > MaxPixels {
+		return fmt.Errorf("%w: %dx%d pixels, at most %d million", ErrTooLarge, c.Width, c.Height, MaxPixels/1_000_000)
+	}
+	return nil
+}
 
 // withoutRules returns the picture img as a grey PNG with its long
 // horizontal and vertical lines — the rules of a table — painted white,

@@ -101,8 +101,6 @@ func Build(l *layout.Layout) (*Skeleton, error) {
 		return nil, fmt.Errorf("building a skeleton: the layout's page is %dx%d pixels", l.Width, l.Height)
 	}
 	b := &builder{l: l, pairByLabel: map[int]layout.Pair{}, valueCell: map[int]bool{}, fieldOfCell: map[int]string{}}
-	b.geometry()
-	b.rowFonts()
 	for _, p := range l.Pairs {
 		if p.LabelCell < 0 || p.LabelCell >= len(l.Cells) || p.Value >= len(l.Cells) {
 			return nil, fmt.Errorf("building a skeleton: pair %q names a cell the layout does not have", p.Label)
@@ -113,7 +111,7 @@ func Build(l *layout.Layout) (*Skeleton, error) {
 		}
 	}
 	for i, t := range l.Tables {
-		if t.FirstRow < 0 || t.LastRow >= len(l.Rows) || t.FirstRow > t.LastRow {
+		if t.FirstRow < 0 || t.LastRow >= len(l.Rows) || t.FirstRow > t.LastRow || len(t.Columns) == 0 || len(l.Rows[t.FirstRow].Cells) == 0 {
 			return nil, fmt.Errorf("building a skeleton: table %d has rows %d to %d of %d", i+1, t.FirstRow, t.LastRow, len(l.Rows))
 		}
 	}
@@ -122,6 +120,15 @@ func Build(l *layout.Layout) (*Skeleton, error) {
 			return nil, fmt.Errorf("building a skeleton: cell %d (%q) is in row %d of %d", i, c.Text, c.Row, len(l.Rows))
 		}
 	}
+	for ri, r := range l.Rows {
+		for _, i := range r.Cells {
+			if i < 0 || i >= len(l.Cells) || l.Cells[i].Row != ri {
+				return nil, fmt.Errorf("building a skeleton: row %d names cell %d, which is not one of its %d cells", ri, i, len(l.Cells))
+			}
+		}
+	}
+	b.geometry()
+	b.rowFonts()
 	return b.build(), nil
 }
 

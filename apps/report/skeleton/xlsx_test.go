@@ -3,6 +3,7 @@ package skeleton_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 
 // orderBook is a workbook with a merged, bold title over four columns,
 // two label/value rows, and a table of a header and three rows.
-func orderBook(t *testing.T) []byte {
+func orderBook(t testing.TB) []byte {
 	t.Helper()
 	f := excelize.NewFile()
 	defer f.Close()
@@ -102,5 +103,39 @@ func TestXLSX(t *testing.T) {
 	}
 	if !bytes.Contains(sk.JRXML, []byte(`isBold="true"`)) {
 		t.Error("the bold title is not bold in the skeleton")
+	}
+}
+
+// A layout whose indexes do not hold together is an error, not a panic.
+func TestBuildRefuses(t *testing.T) {
+	good := func() *layout.Layout {
+		return &layout.Layout{Width: 100, Height: 100,
+			Cells:  []layout.Cell{{Text: "a:", Box: layout.Box{X: 10, Y: 10, W: 20, H: 10}}, {Text: "b", Box: layout.Box{X: 40, Y: 10, W: 20, H: 10}}},
+			Rows:   []layout.Row{{Y: 10, H: 10, Cells: []int{0, 1}}},
+			Pairs:  []layout.Pair{{Label: "a", LabelCell: 0, Value: 1}},
+			Tables: []layout.Table{{FirstRow: 0, LastRow: 0, Columns: []layout.Span{{X: 10, W: 20}, {X: 40, W: 20}}}},
+		}
+	}
+	if _, err := skeleton.Build(good()); err != nil {
+		t.Fatalf("the good layout: %v", err)
+	}
+	for name, spoil := range map[string]func(*layout.Layout){
+		"nil cells":       func(l *layout.Layout) { l.Cells = nil },
+		"no page":         func(l *layout.Layout) { l.Width = 0 },
+		"cell's row":      func(l *layout.Layout) { l.Cells[1].Row = 7 },
+		"row's cell":      func(l *layout.Layout) { l.Rows[0].Cells = []int{0, 5} },
+		"pair's cell":     func(l *layout.Layout) { l.Pairs[0].Value = 9 },
+		"pair's label":    func(l *layout.Layout) { l.Pairs[0].LabelCell = -1 },
+		"table's rows":    func(l *layout.Layout) { l.Tables[0].LastRow = 3 },
+		"table's columns": func(l *layout.Layout) { l.Tables[0].Columns = nil },
+	} {
+		l := good()
+		spoil(l)
+		if _, err := skeleton.Build(l); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := skeleton.Build(nil); !errors.Is(err, skeleton.ErrEmpty) {
+		t.Errorf("nil layout: %v", err)
 	}
 }
