@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
@@ -136,55 +137,18 @@ func planText(p *Plan) string {
 	return b.String()
 }
 
-// resultText writes a step's result as a Markdown table of at most n
-// rows, with the count.
-func resultText(r StepResult, n int) string {
-	if len(r.Columns) == 0 {
-		return "(no columns)"
-	}
-	var b strings.Builder
-	b.WriteString("| " + strings.Join(escapeCells(r.Columns), " | ") + " |\n|")
-	b.WriteString(strings.Repeat("---|", len(r.Columns)))
-	for _, row := range r.Rows[:min(len(r.Rows), n)] {
-		cells := make([]string, len(row))
-		for i, v := range row {
-			cells[i] = cellText(v)
-		}
-		b.WriteString("\n| " + strings.Join(escapeCells(cells), " | ") + " |")
-	}
-	more := ""
-	if r.Truncated {
-		more = "+"
-	}
-	fmt.Fprintf(&b, "\n\n(%d%s rows)", len(r.Rows), more)
-	return b.String()
+// resultText writes a step's result as a Markdown table (the first 20
+// rows, with the count), as the SQL agent shows its results.
+func resultText(r StepResult, question string) string {
+	return (&sqlagent.Answer{Columns: r.Columns, Rows: r.Rows, Truncated: r.Truncated}).Markdown(question)
 }
 
-func resultsText(rs []StepResult, n int) string {
+func resultsText(rs []StepResult, question string) string {
 	var b strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&b, "Step %d: %s\nSQL: %s\n%s\n\n", r.Step+1, r.Instruction, oneLine(r.SQL, 600), resultText(r, n))
+		fmt.Fprintf(&b, "Step %d: %s\nSQL: %s\n%s\n\n", r.Step+1, r.Instruction, oneLine(r.SQL, 600), resultText(r, question))
 	}
 	return b.String()
-}
-
-func escapeCells(cells []string) []string {
-	out := make([]string, len(cells))
-	for i, c := range cells {
-		out[i] = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(c)
-	}
-	return out
-}
-
-// cellText shows a value in a table cell; null is NULL.
-func cellText(v any) string {
-	if v == nil {
-		return "NULL"
-	}
-	if f, ok := v.(float64); ok {
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.6f", f), "0"), ".")
-	}
-	return fmt.Sprint(v)
 }
 
 func oneLine(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/loomkit/loom/datasource"
@@ -531,7 +532,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 			add("Joins", relationText(s.Relations)).
 			add("Knowledge", evidenceText(s.Evidence)).
 			add("Earlier in this conversation", s.Context).
-			add("Results of earlier steps", resultsText(s.Results, 5)).
+			add("Results of earlier steps", resultsText(s.Results, s.Query)).
 			add("Question", s.Enhanced.Canonical).
 			add("This step", st.Instruction)
 		if len(s.SQLErrors) > 0 {
@@ -682,7 +683,7 @@ func csvFiles(rs []StepResult) map[string][]byte {
 			cells := make([]string, len(row))
 			for j, v := range row {
 				if v != nil {
-					cells[j] = cellText(v)
+					cells[j] = csvCell(v)
 				}
 			}
 			w.Write(cells)
@@ -691,6 +692,14 @@ func csvFiles(rs []StepResult) map[string][]byte {
 		files[fmt.Sprintf("data_%d.csv", i+1)] = buf.Bytes()
 	}
 	return files
+}
+
+// csvCell writes a value for a CSV file: null is empty, numbers in full.
+func csvCell(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // pythonExecute runs the code in the sandbox with the results as CSV
@@ -764,7 +773,7 @@ func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
 	var b brief
 	if s.PythonFallback {
 		b = b.add("Python could not run, so analyse the data below directly, without Python", s.PythonOutput).
-			add("Data", resultsText(s.Results, 30))
+			add("Data", resultsText(s.Results, s.Query))
 	} else {
 		b = b.add("Python code", s.Python).add("What it printed", s.PythonOutput)
 	}

@@ -1,6 +1,7 @@
 package dataagent_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,6 +43,14 @@ func TestWithoutAModel(t *testing.T) {
 	reply = l.chat("demo-2", "每个城市分别有多少客户？")
 	if !strings.Contains(reply, "尚未配置语言模型") || !strings.Contains(reply, "每个城市有多少客户？") || !strings.Contains(reply, "带图表的网页版报告") {
 		t.Errorf("Chinese reply:\n%s", reply)
+	}
+
+	// The questions the README lists answer at once.
+	for i, q := range []string{"2024 年每个月的销售额是多少？", "What was the revenue in each month of 2024?", "各品类的销售额是多少？",
+		"What is the revenue of each category?", "订单取消率是多少？", "What is the order cancellation rate?"} {
+		if reply := l.chat(fmt.Sprintf("readme-%d", i), q); !strings.Contains(reply, "stored example question") && !strings.Contains(reply, "示例问题") {
+			t.Errorf("%s is not answered from its example:\n%s", q, reply)
+		}
 	}
 
 	// A question no example matches: the variables to set, and what

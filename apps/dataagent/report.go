@@ -20,7 +20,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 	var md string
 	if a.cfg.Model != nil {
 		b := brief{}.add("Plan", planText(s.Plan)).
-			add("Results", resultsText(s.Results, 30)).
+			add("Results", resultsText(s.Results, s.Query)).
 			add("Findings of the analysis steps", strings.Join(s.PythonAnalysis, "\n\n")).
 			add("Question", s.Enhanced.Canonical)
 		if s.Step < len(s.Plan.Steps) {
@@ -41,7 +41,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 			if chart := a.charts(State{Results: []StepResult{r}}); chart != "" {
 				md += chart
 			} else {
-				md += "\n" + resultText(r, 50) + "\n"
+				md += "\n" + resultText(r, q) + "\n"
 			}
 		}
 	}

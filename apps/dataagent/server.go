@@ -180,14 +180,7 @@ func (a *Answer) Markdown(question string) string {
 		}
 		return md
 	}
-	out := a.Text
-	if a.SQL != "" {
-		out += "\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```"
-	}
-	if len(a.Columns) > 0 {
-		out += "\n\n" + resultText(StepResult{Columns: a.Columns, Rows: a.Rows, Truncated: a.Truncated}, 20)
-	}
-	return strings.TrimSpace(out)
+	return (&sqlagent.Answer{Text: a.Text, SQL: a.SQL, Columns: a.Columns, Rows: a.Rows, Truncated: a.Truncated}).Markdown(question)
 }
 
 // routes are the agent's own endpoints, served behind the server's API
