@@ -102,13 +102,16 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 	tr = l.run("s8", report.Input{Message: "嗯，这样那样弄一下"})
 	check(tr, "process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "finalize")
 
-	// 7: reset clears the design and keeps the thread and its title.
+	// 7: reset clears the design and keeps the thread, its name and title.
+	if code, b := l.do(keyA, "PATCH", "/threads/s1", map[string]any{"metadata": map[string]any{"title": "销售报表设计"}}); code != 200 {
+		t.Fatalf("naming the thread: %d %s", code, b)
+	}
 	tr = l.run("s1", report.Input{Message: "重置"})
 	check(tr, "process_input", "classify_intent", "handle_reset", "finalize")
 	if st := tr.state; st.JRXML != "" || st.Final != "" || st.Title != "帮我生成一个销售报表" || len(st.History) != 2 {
 		t.Errorf("after reset: title %q, %d messages, template %d bytes", st.Title, len(st.History), len(st.JRXML))
 	}
-	if code, b := l.do(keyA, "GET", "/threads/s1", nil); code != 200 || !strings.Contains(string(b), `"thread_id":"s1"`) {
+	if code, b := l.do(keyA, "GET", "/threads/s1", nil); code != 200 || !strings.Contains(string(b), `"thread_id":"s1"`) || !strings.Contains(string(b), `"title":"销售报表设计"`) {
 		t.Errorf("thread after reset: %d %s", code, b)
 	}
 	if model.Pending() != 0 {
@@ -300,5 +303,41 @@ func TestBadUploads(t *testing.T) {
 	var n int
 	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d uploads stored (%v)", n, err)
+	}
+}
+
+// TestGenerateContinued: a generation cut at the model's length limit is
+// continued, and the pieces make the template.
+func TestGenerateContinued(t *testing.T) {
+	cut := strings.Index(goodJRXML, "<detail>")
+	model := llmtest.New(t,
+		llmtest.Reply{Content: "```xml\n" + goodJRXML[:cut], FinishReason: "length"},
+		llmtest.Text(goodJRXML[cut:]+"```"),
+	)
+	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
+	st := l.run("g1", report.Input{Message: "generate a sales report"}).state
+	if st.Final != goodJRXML {
+		t.Errorf("the continued template:\n%s", st.JRXML)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || !reqs[1].Stream() || !strings.Contains(allText(reqs[1]), "cut off at the length limit") || !strings.Contains(allText(reqs[1]), "<title>") {
+		t.Errorf("%d requests; the second should continue the first:\n%s", len(reqs), allText(reqs[len(reqs)-1]))
+	}
+}
+
+// TestChatCompletions: the agent answers through /v1/chat/completions,
+// and the model decides what the local engine is not sure of.
+func TestChatCompletions(t *testing.T) {
+	model := llmtest.New(t, llmtest.Text(`<DECISION>{"intent": "initial_generation"}</DECISION>`), xmlReply(goodJRXML))
+	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
+	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
+		"model": "report", "thread_id": "chat-1",
+		"messages": []map[string]string{{"role": "user", "content": "I'd like something listing customers with their amounts"}},
+	})
+	if code != 200 || !strings.Contains(string(b), "Version 1 passes validation") || !strings.Contains(string(b), "/api/v1/report/threads/chat-1/preview.png") {
+		t.Fatalf("chat: %d %s", code, b)
+	}
+	if st := l.state("chat-1"); st.Turn.By != "model" || st.Final != goodJRXML {
+		t.Errorf("intent by %q", st.Turn.By)
 	}
 }

@@ -47,9 +47,9 @@ func invoiceBook(t testing.TB) []byte {
 	return buf.Bytes()
 }
 
-// invoicePNG is the same invoice drawn as a page at 150 dpi by the
-// toolkit's renderer: labels in Chinese and English, a boxed table.
-func invoicePNG(t testing.TB) []byte {
+// invoiceDoc is the same invoice as a template, for the toolkit's
+// renderer to draw: labels in Chinese and English, a boxed table.
+func invoiceDoc(t testing.TB) *jrxml.Document {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>
@@ -80,6 +80,13 @@ func invoicePNG(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return doc
+}
+
+// invoicePNG is the invoice drawn as a page at 150 dpi.
+func invoicePNG(t testing.TB) []byte {
+	t.Helper()
+	doc := invoiceDoc(t)
 	r, err := render.NewRasterizer(render.FontPath())
 	if err != nil {
 		t.Skipf("no font to draw the form: %v", err)
@@ -145,6 +152,27 @@ func TestFormsWithoutModel(t *testing.T) {
 		t.Logf("SSIM of the skeleton against the form: %.3f", st.Turn.SSIM)
 		if !regexp.MustCompile(`\$F\{(customer|date)\}`).MatchString(st.JRXML) {
 			t.Errorf("no field named after a label:\n%s", st.JRXML)
+		}
+	})
+	t.Run("pdf", func(t *testing.T) {
+		needTesseract(t)
+		if _, err := exec.LookPath("pdftoppm"); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("pdftoppm is not installed (Debian package poppler-utils)")
+			}
+			t.Skip("pdftoppm is not installed (Debian package poppler-utils)")
+		}
+		var pdf bytes.Buffer
+		if err := render.WritePDF(&pdf, render.Layout(invoiceDoc(t), nil, nil), render.FontPath()); err != nil {
+			t.Fatal(err)
+		}
+		id := l.uploadID("f1", "invoice.pdf", pdf.Bytes())
+		tr := l.run("f1", report.Input{Upload: id, Message: "make a report from this form"})
+		if tr.String() != want {
+			t.Errorf("path %s", tr)
+		}
+		if st := tr.state; st.Turn.Status != "pass" || st.Layout == nil || st.Layout.Kind != "pdf" || st.Layout.TotalRows < 5 {
+			t.Errorf("status %q problems %v layout %+v", st.Turn.Status, st.Turn.Problems, st.Layout)
 		}
 	})
 }

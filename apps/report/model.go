@@ -37,10 +37,14 @@ func (t *Turn) needsModel(what, was string) {
 		what+"需要语言模型。请设置 OPENAI_API_KEY（非 OpenAI 的服务再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启服务。"+was)
 }
 
-// write streams the model's answer to msgs as tokens of the run, and
-// continues it, up to MaxContinuations times, while the model stops at its
-// length limit.
-func (a *Agent) write(ctx context.Context, msgs []llm.Message, opts ...llm.Option) (string, error) {
+// KindDraft is the kind of the events that carry a template as the model
+// writes it, piece by piece (a string); the turn's reply comes at its end.
+const KindDraft graph.Kind = "draft"
+
+// write streams the model's answer to msgs as events of kind (KindToken
+// for an answer to the user, KindDraft for a template), and continues it,
+// up to MaxContinuations times, while the model stops at its length limit.
+func (a *Agent) write(ctx context.Context, kind graph.Kind, msgs []llm.Message, opts ...llm.Option) (string, error) {
 	if a.model == nil {
 		return "", errNoModel
 	}
@@ -54,7 +58,7 @@ func (a *Agent) write(ctx context.Context, msgs []llm.Message, opts ...llm.Optio
 			}
 			if c.Content != "" {
 				part.WriteString(c.Content)
-				graph.Emit(ctx, graph.KindToken, c.Content)
+				graph.Emit(ctx, kind, c.Content)
 			}
 			if c.FinishReason != "" {
 				finish = c.FinishReason

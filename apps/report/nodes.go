@@ -113,7 +113,7 @@ func (a *Agent) generate(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	out, err := a.write(ctx, msgs)
+	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("generating the template: %w", err)
 	}
@@ -140,7 +140,7 @@ func (a *Agent) generateSkeleton(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	out, err := a.write(ctx, msgs)
+	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("drafting the skeleton: %w", err)
 	}
@@ -179,7 +179,7 @@ func (a *Agent) modify(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	out, err := a.write(ctx, msgs)
+	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("changing the template: %w", err)
 	}
@@ -211,7 +211,7 @@ func (a *Agent) consult(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	out, err := a.write(ctx, msgs)
+	out, err := a.write(ctx, graph.KindToken, msgs)
 	if err != nil {
 		return s, fmt.Errorf("answering: %w", err)
 	}
@@ -368,7 +368,7 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 		pins = append(pins, convo.Pin{Key: "past_fixes", Content: past.String()})
 	}
 	msgs := []llm.Message{llm.System(prompt("correction.md") + renderPins(pins)), llm.User("Fix the template.")}
-	out, err := a.write(ctx, msgs)
+	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("correcting the template: %w", err)
 	}
