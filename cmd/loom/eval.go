@@ -17,8 +17,12 @@ import (
 	"github.com/loomkit/loom/llm/openai"
 )
 
-// evalAbout says what `loom eval intent` measures, in its help.
-const evalAbout = `Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
+// evalAbout says what `loom eval intent` and `loom eval schema-recall`
+// measure, in the help of `loom eval`.
+var evalAbout = evalIntentAbout + "\n\n" + evalSchemaHelp()
+
+// evalIntentAbout says what `loom eval intent` measures.
+const evalIntentAbout = `Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
 out-of-scope recall and routing time on the test examples: the test file's
 test split (else its val split, else all of it); with --train alone, the
 train file's val split, or a fixed seeded 80/20 split of it.
@@ -39,16 +43,18 @@ func formatNames() []string {
 	return names
 }
 
-// runEval is `loom eval`: for now only `loom eval intent` (its flags may
-// also be asked for with `loom eval -h`).
+// runEval is `loom eval`: `loom eval intent` (its flags may also be asked
+// for with `loom eval -h`) and `loom eval schema-recall`.
 func runEval(ctx context.Context, args []string, out io.Writer) error {
 	switch {
 	case len(args) == 0:
-		return usageErrorf("eval: name what to evaluate: intent %s", usage)
+		return usageErrorf("eval: name what to evaluate: intent or schema-recall %s", usage)
 	case args[0] == "intent":
 		args = args[1:]
+	case args[0] == "schema-recall":
+		return runEvalSchema(ctx, args[1:], out)
 	case !isHelp(args[0]):
-		return usageErrorf("eval: unknown evaluation %q; there is one: intent %s", args[0], usage)
+		return usageErrorf("eval: unknown evaluation %q; there are intent and schema-recall %s", args[0], usage)
 	}
 	fs := flag.NewFlagSet("eval intent", flag.ContinueOnError)
 	trainPath := fs.String("train", "", "the labelled `FILE` to train on")

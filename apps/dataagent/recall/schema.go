@@ -128,6 +128,7 @@ func NewSchema(ctx context.Context, src Source, emb llm.Embedder) (*Schema, erro
 		docs[i] = Doc{ID: t.Name, Text: b.String()}
 	}
 	s.linkTables()
+	counter() // loaded here, once, rather than in the first Recall
 	ret, err := NewRetriever(ctx, docs, emb)
 	if err != nil {
 		return nil, fmt.Errorf("indexing %d tables: %w", len(docs), err)
