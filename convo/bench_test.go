@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/loomkit/loom/llm"
 	"testing"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // history1000 is 1,000 messages of a scheduling conversation whose tool

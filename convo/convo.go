@@ -43,13 +43,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/loomkit/loom/llm"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // Message is a message of the history: package llm's message.

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loomkit/loom/llm"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/llm"
 )
 
 func user(s string) Message      { return Message{Role: llm.RoleUser, Content: s} }

@@ -3,9 +3,9 @@ package convo_test
 import (
 	"context"
 	"fmt"
-	"github.com/loomkit/loom/llm"
 
 	"github.com/loomkit/loom/convo"
+	"github.com/loomkit/loom/llm"
 )
 
 func ExampleBuilder_Build() {

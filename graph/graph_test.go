@@ -286,7 +286,9 @@ func TestInterruptResume(t *testing.T) {
 	}
 
 	// Rejection is a value.
-	res = must(c.Invoke(ctx, "o2", func(s *order) { s.Item = "lamp" }))
+	if res = must(c.Invoke(ctx, "o2", func(s *order) { s.Item = "lamp" })); res.Status != graph.StatusInterrupted {
+		t.Fatalf("o2: status %s, want interrupted at the approval", res.Status)
+	}
 	res = must(c.Resume(ctx, "o2", approval{Accept: false, Reason: "too dear"}))
 	if res.Status != graph.StatusDone || res.State.Shipped || res.State.Rejected != "too dear" {
 		t.Errorf("after reject: %+v", res.State)

@@ -106,7 +106,7 @@ type jobs struct {
 	draining atomic.Bool
 
 	mu       sync.Mutex
-	running  map[string]*run  // runs this replica executes now
+	running  map[string]*run   // runs this replica executes now
 	attempts map[int64]attempt // the jobs it works, for the heartbeat
 }
 

@@ -328,7 +328,7 @@ func (s *Server) execute(r *run) {
 	if head, err := s.startPoint(r); err != nil {
 		end, runErr = failed(err), err
 	} else {
-		end, stopped, runErr, steps = s.runFrom(r, head, tr, r.b.publish, func(e *event) bool {
+		end, stopped, steps, runErr = s.runFrom(r, head, tr, r.b.publish, func(e *event) bool {
 			return r.stop.Load() && e.Kind != graph.KindInterrupt
 		})
 	}
@@ -358,16 +358,16 @@ func (s *Server) startPoint(r *run) (*checkpoint.Checkpoint, error) {
 // applying its input again, or ends at once when it had asked its
 // question; any other run does what it asks first (prepare) and applies
 // its input. See drive for the rest.
-func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, runErr error, steps int) {
+func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, steps int, runErr error) {
 	continuing := head != nil && head.Meta.Run == r.id
 	if continuing && head.Interrupt != nil {
-		return event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}, false, nil, 0
+		return event{Kind: graph.KindRunEnd, Status: graph.StatusInterrupted, Data: head.State, Interrupt: head.Interrupt, Checkpoint: head.ID, Time: time.Now()}, false, 0, nil
 	}
 	in := r.input
 	if continuing {
 		in = graph.JSONInput{Run: r.id}
 	} else if err := s.prepare(r); err != nil {
-		return failed(err), false, err, 0
+		return failed(err), false, 0, err
 	}
 	return s.drive(r, in, continuing, tr, publish, stop)
 }
@@ -383,7 +383,7 @@ func failed(err error) event {
 // leaves out the run-start event (the run started before, elsewhere). It
 // returns the terminal event and the error behind it, whether it stopped,
 // and how many steps it took.
-func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, runErr error, steps int) {
+func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, steps int, runErr error) {
 	a := s.agents[r.agent]
 	ctx := context.WithValue(r.ctx, callerKey{}, r.owner) // the graph's nodes see who runs it
 	for e, err := range a.runner.StreamJSON(ctx, r.thread, in) {
@@ -401,11 +401,11 @@ func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace
 			continue
 		}
 		if stop(&ev) {
-			return event{}, true, nil, steps
+			return event{}, true, steps, nil
 		}
 		publish(ev)
 	}
-	return end, false, runErr, steps
+	return end, false, steps, runErr
 }
 
 // settle says how r ended, from its terminal event (zero when it

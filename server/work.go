@@ -197,7 +197,7 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	if r.ctx.Err() != nil {
 		end, runErr = event{Kind: graph.KindError, Err: "the run was cancelled", Time: time.Now()}, context.Cause(r.ctx)
 	} else {
-		end, stopped, runErr, steps = s.runFrom(r, head, tr, pub.publish, func(e *event) bool {
+		end, stopped, steps, runErr = s.runFrom(r, head, tr, pub.publish, func(e *event) bool {
 			return e.Kind == graph.KindNodeStart && (j.draining.Load() || time.Now().After(lease))
 		})
 	}

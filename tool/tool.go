@@ -20,11 +20,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loomkit/loom/llm"
 	"regexp"
 	"strings"
 
 	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/llm"
 )
 
 // Kind says whether a tool only reads or also changes something.

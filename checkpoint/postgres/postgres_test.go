@@ -2,14 +2,16 @@ package postgres_test
 
 import (
 	"context"
-	"github.com/loomkit/loom/store/storetest"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/loomkit/loom/store/storetest"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/checkpoint/savertest"
