@@ -438,3 +438,29 @@ func TestNoSandbox(t *testing.T) {
 	}
 	m.left()
 }
+
+// TestSQLGivesUpAfterTenTries: ten statements that all fail end the turn
+// with the last error, without an eleventh request.
+func TestSQLGivesUpAfterTenTries(t *testing.T) {
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	front(m, "Which salespersons had the highest total sales?")
+	m.decide(callPlanner, plan("sql", "total sale price by salesperson, highest first"))
+	for i := range dataagent.SQLTries {
+		m.decide(callSQL, map[string]any{"sql": fmt.Sprintf("SELECT no_such_column_%d FROM sales", i)}).
+			decide(callConsistency, map[string]any{"consistent": true})
+	}
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	st := l.run("giveup-1", map[string]any{"question": "Who sold the most?"}, nil)
+	if st.SQLTries != dataagent.SQLTries || len(st.SQLErrors) != dataagent.SQLTries || st.Answer == nil || !st.Answer.Failed ||
+		!strings.Contains(st.Answer.Text, "10 tries") || !strings.Contains(st.Answer.Text, "no_such_column_9") {
+		t.Errorf("tries %d errors %d answer %+v", st.SQLTries, len(st.SQLErrors), st.Answer)
+	}
+	if n := len(m.requests(callSQL)); n != dataagent.SQLTries {
+		t.Errorf("%d SQL requests, want %d", n, dataagent.SQLTries)
+	}
+	if len(m.requests(callReport)) != 0 || len(st.Results) != 0 {
+		t.Error("a report was written without a result")
+	}
+	m.left()
+}

@@ -185,8 +185,10 @@ func (a *Agent) Graph() *graph.Graph[State] {
 		Loop(NodeFeedback, NodePlanner, MaxRejections, graph.End).
 		Loop(NodeFeedback, NodeExecutor, 1, graph.End).
 		Loop(NodeSQLGenerate, NodeSQLGenerate, SQLTries-1, graph.End).
-		Loop(NodeSemantic, NodeSQLGenerate, SQLTries-1, graph.End).
-		Loop(NodeSQLExecute, NodeSQLGenerate, SQLTries-1, graph.End).
+		// Back from the check or the database, sql_generate is entered
+		// once more after the tenth try, to end the turn with the reason.
+		Loop(NodeSemantic, NodeSQLGenerate, SQLTries, graph.End).
+		Loop(NodeSQLExecute, NodeSQLGenerate, SQLTries, graph.End).
 		Loop(NodeSQLExecute, NodeExecutor, MaxSteps, graph.End).
 		Loop(NodePyExecute, NodePyGenerate, max(a.cfg.PythonTries-1, 1), NodePyAnalyze).
 		Loop(NodePyAnalyze, NodeExecutor, MaxSteps, graph.End)

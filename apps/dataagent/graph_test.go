@@ -69,8 +69,8 @@ func TestGraphHasTheAnalystsNodesAndRoutes(t *testing.T) {
 		{"table_relation", "table_relation"}:     2,
 		{"plan_executor", "planner"}:             2,
 		{"sql_generate", "sql_generate"}:         9,
-		{"semantic_consistency", "sql_generate"}: 9,
-		{"sql_execute", "sql_generate"}:          9,
+		{"semantic_consistency", "sql_generate"}: 10,
+		{"sql_execute", "sql_generate"}:          10,
 		{"python_execute", "python_generate"}:    2,
 	}
 	for k, max := range bounds {

@@ -475,7 +475,10 @@ func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
 		s.Approved = true
 	case fb.Note == "":
 		return s.fail(say(s.Query, "The plan was rejected, so I stopped. Ask again, or reject with a comment saying what to change.", "计划被拒绝，已停止。可以重新提问，或在拒绝时说明要修改什么。")), nil
+	case s.Rejections >= MaxRejections:
+		return s.fail(fmt.Sprintf(say(s.Query, "The plan was rejected %d times, so I stopped. Ask the question again with what you want.", "计划已被拒绝 %d 次，已停止。请把要求写进问题里重新提问。"), s.Rejections+1)), nil
 	}
+	s.Rejections++
 	return s, nil
 }
 

@@ -164,7 +164,7 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 		return string(pending.Payload)
 	}
 	if s.Answer == nil {
-		return ""
+		return say(q, "The analysis stopped without an answer.", "分析已停止，没有得到结果。")
 	}
 	return s.Answer.Markdown(q)
 }

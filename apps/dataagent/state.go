@@ -68,8 +68,9 @@ type State struct {
 
 	// Feedback is the person's answer to the plan; Approved is set when
 	// they accepted it.
-	Feedback *Feedback `json:"human_feedback,omitempty"`
-	Approved bool      `json:"plan_approved,omitempty"`
+	Feedback   *Feedback `json:"human_feedback,omitempty"`
+	Approved   bool      `json:"plan_approved,omitempty"`
+	Rejections int       `json:"plan_rejections,omitempty"`
 
 	// SQL is the statement sql_generate produced for the current step;
 	// SQLTries how many it produced for the step; SQLFailed says the last
