@@ -109,8 +109,15 @@ func column(cols []Span, b Box) int {
 func (l *Layout) finish() {
 	l.Pairs = []Pair{}
 	l.Tables = []Table{}
+	// Empty lists, not nulls, in the JSON form.
 	if l.Columns == nil {
 		l.Columns = []Span{}
+	}
+	if l.Cells == nil {
+		l.Cells = []Cell{}
+	}
+	if l.Rows == nil {
+		l.Rows = []Row{}
 	}
 	labelRow := make([]bool, len(l.Rows))
 	for ri, r := range l.Rows {
@@ -166,7 +173,7 @@ func (l *Layout) table(first, last int) {
 	if len(cols) < 2 {
 		return
 	}
-	t := Table{FirstRow: first, LastRow: last, Columns: cols}
+	t := Table{FirstRow: first, LastRow: last, Columns: cols, Body: [][]string{}}
 	var box Box
 	for ri, r := range rows {
 		texts := make([]string, len(cols))

@@ -2,6 +2,7 @@ package layout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -96,5 +97,18 @@ func TestFromTSV(t *testing.T) {
 	}
 	if _, err := layout.FromTSV([]byte("not tsv"), 20); err == nil {
 		t.Error("text that is not TSV read without error")
+	}
+}
+
+// A page without words is an empty layout whose lists are empty, not
+// null, in JSON.
+func TestEmptyPage(t *testing.T) {
+	l, err := layout.FromTSV([]byte("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n1\t1\t0\t0\t0\t0\t0\t0\t800\t600\t-1\t\n"), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := json.Marshal(l)
+	if l.TotalRows != 0 || strings.Contains(string(j), "null") {
+		t.Errorf("%s", j)
 	}
 }

@@ -15,7 +15,8 @@ type formLabel struct {
 }
 
 // testForm is an order form: a title, label/value pairs, a table of four
-// columns with a header and four rows, all boxed, and a total.
+// columns with a header and four rows, all boxed, a total, and a label
+// with a line to write on (formJRXML draws the line).
 func testForm() []formLabel {
 	ls := []formLabel{
 		{text: "销售订单 Sales Order", x: 140, y: 10, w: 275, h: 30, size: 20, bold: true},
@@ -65,6 +66,8 @@ func formJRXML(ls []formLabel) string {
 		}
 		fmt.Fprintf(&b, "\t\t\t<staticText>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n\t\t\t\t%s<textElement verticalAlignment=\"Middle\"><font size=\"%d\" isBold=\"%t\"/></textElement>\n\t\t\t\t<text><![CDATA[%s]]></text>\n\t\t\t</staticText>\n", l.x, l.y, l.w, l.h, box, l.size, l.bold, l.text)
 	}
+	// A line to write the notes on.
+	b.WriteString("\t\t\t<line>\n\t\t\t\t<reportElement x=\"125\" y=\"338\" width=\"430\" height=\"1\"/>\n\t\t\t</line>\n")
 	b.WriteString("\t\t</band>\n\t</title>\n</jasperReport>\n")
 	return b.String()
 }

@@ -40,6 +40,11 @@ func (b *builder) jrxml(bands []struct {
 		for _, e := range bd.elems {
 			y := min(e.y, max(0, h-1))
 			eh := max(1, min(e.h, h-y))
+			if e.line {
+				fmt.Fprintf(&w, "\t\t\t<line>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n\t\t\t\t<graphicElement><pen lineWidth=\"%.1f\"/></graphicElement>\n\t\t\t</line>\n",
+					e.x, y, e.w, eh, e.pen)
+				continue
+			}
 			if e.field == "" {
 				fmt.Fprintf(&w, "\t\t\t<staticText>\n\t\t\t\t<reportElement x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n%s\t\t\t\t<text>%s</text>\n\t\t\t</staticText>\n",
 					e.x, y, e.w, eh, look(e), cdata(e.text))

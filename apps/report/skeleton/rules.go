@@ -20,21 +20,15 @@ type grid struct {
 // below. ok is
 // false when there are not at least two of each.
 func (b *builder) gridOf(t *layout.Table) (g grid, ok bool) {
-	box := t.Box
-	rowH := b.l.Rows[t.FirstRow].H
 	thin := math.MaxInt
 	for _, r := range b.l.Rules {
-		vertical := r.H > r.W
-		if vertical {
-			over := min(r.Bottom(), box.Bottom()) - max(r.Y, box.Y)
-			if over*2 >= box.H {
-				g.xs = append(g.xs, r.X+r.W/2)
-				thin = min(thin, r.W)
-			}
+		if !ofTable(r, t, b.l.Rows[t.FirstRow].H) {
 			continue
 		}
-		over := min(r.Right(), box.Right()) - max(r.X, box.X)
-		if over*2 >= box.W && r.Y >= box.Y-2*rowH && r.Bottom() <= box.Bottom()+2*rowH {
+		if r.H > r.W {
+			g.xs = append(g.xs, r.X+r.W/2)
+			thin = min(thin, r.W)
+		} else {
 			g.ys = append(g.ys, r.Y+r.H/2)
 			thin = min(thin, r.H)
 		}
@@ -46,6 +40,18 @@ func (b *builder) gridOf(t *layout.Table) (g grid, ok bool) {
 	slices.Sort(g.ys)
 	g.pen = max(0.5, min(3, math.Round(b.pt(thin)*2)/2))
 	return g, true
+}
+
+// ofTable says whether rule r belongs to table t, whose rows are about
+// rowH high: a vertical rule spanning most of its height, a horizontal
+// one most of its width and within two rows above or below it.
+func ofTable(r layout.Box, t *layout.Table, rowH int) bool {
+	box := t.Box
+	if r.H > r.W {
+		return 2*(min(r.Bottom(), box.Bottom())-max(r.Y, box.Y)) >= box.H
+	}
+	over := min(r.Right(), box.Right()) - max(r.X, box.X)
+	return 2*over >= box.W && r.Y >= box.Y-2*rowH && r.Bottom() <= box.Bottom()+2*rowH
 }
 
 // around returns the edges of edges just before lo and just after hi;
@@ -148,4 +154,54 @@ func column(t *layout.Table, k int) []string {
 		}
 	}
 	return values
+}
+
+// outside are the rules that are not part of table t.
+func outside(rules []layout.Box, t *layout.Table, rowH int) []layout.Box {
+	var out []layout.Box
+	for _, r := range rules {
+		if !ofTable(r, t, rowH) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// underline is the horizontal rule that starts right of cell c (a label)
+// and runs along the bottom of its row, if there is one.
+func (b *builder) underline(c layout.Cell) (layout.Box, bool) {
+	for _, r := range b.free {
+		if r.W <= r.H {
+			continue
+		}
+		if r.X >= c.Box.Right()-c.Box.H && r.X <= c.Box.Right()+10*c.Box.H && r.Y >= c.Box.Y && r.Y <= c.Box.Bottom()+c.Box.H {
+			return r, true
+		}
+	}
+	return layout.Box{}, false
+}
+
+// lines adds the free rules whose top lies from top to bottom (points
+// below the top margin) to bd as lines, bandTop being the band's top.
+func (b *builder) lines(bd *band, top, bottom, bandTop float64) {
+	for _, r := range b.free {
+		y := b.pt(r.Y) - b.offY
+		if y < top || y >= bottom {
+			continue
+		}
+		e := element{line: true, pen: max(0.5, min(3, math.Round(b.pt(min(r.W, r.H))*2)/2))}
+		e.x = int(math.Round(b.pt(r.X) - b.offX))
+		e.y = int(math.Round(y - bandTop))
+		if r.W > r.H {
+			e.w, e.h = int(math.Round(b.pt(r.W))), 1
+		} else {
+			e.w, e.h = 1, int(math.Round(b.pt(r.H)))
+		}
+		colW := b.pageW - 2*b.marginX
+		if e.x < 0 || e.y < 0 || e.x >= colW {
+			continue
+		}
+		e.w = max(1, min(e.w, colW-e.x))
+		bd.add(e)
+	}
 }

@@ -72,6 +72,9 @@ type element struct {
 	pen    float64
 	pad    int
 	middle bool
+	// line makes it a line from its top left, across when h is 1, down
+	// when w is 1, pen wide.
+	line bool
 }
 
 // builder carries the geometry while a skeleton is built.
@@ -86,6 +89,9 @@ type builder struct {
 	pairByLabel  map[int]layout.Pair
 	valueCell    map[int]bool
 	fieldOfCell  map[int]string
+	// free are the rules outside a table's grid: lines to draw, and
+	// underlines to fill in.
+	free []layout.Box
 }
 
 // Build builds the skeleton template of a layout. Pictures and PDF pages
@@ -302,6 +308,14 @@ func (b *builder) cellsOf(bd *band, first, last int, bandTop float64) {
 			case isLabel && p.Value < 0:
 				x, y, w, h := b.place(c, size, bandTop, limit)
 				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, text: c.Text})
+				if u, ok := b.underline(c); ok {
+					// The line after the label is where the value goes.
+					ux := int(math.Round(b.pt(u.X) - b.offX))
+					uw := int(math.Round(b.pt(u.W)))
+					uy := int(math.Round(b.pt(u.Y)-b.offY-bandTop)) - h
+					bd.add(element{x: ux, y: max(0, uy), w: uw, h: h, size: size, field: b.field(p.Label)})
+					break
+				}
 				// An empty box to fill in, right of the label.
 				fx := x + w + 4
 				if fw := int(limit-b.offX) - fx; fw >= size {
@@ -335,9 +349,14 @@ func (b *builder) build() *Skeleton {
 		table = &l.Tables[0]
 	}
 	last := len(l.Rows) - 1
+	b.free = l.Rules
+	if table != nil {
+		b.free = outside(l.Rules, table, l.Rows[table.FirstRow].H)
+	}
 	if table == nil {
 		b.names(0, last)
 		b.cellsOf(&title, 0, last, 0)
+		b.lines(&title, math.Inf(-1), math.Inf(1), 0)
 	} else {
 		b.names(0, table.FirstRow-1)
 		b.cellsOf(&title, 0, table.FirstRow-1, 0)
@@ -359,6 +378,8 @@ func (b *builder) build() *Skeleton {
 			b.names(table.LastRow+1, last)
 			b.cellsOf(&summary, table.LastRow+1, last, end)
 		}
+		b.lines(&title, math.Inf(-1), float64(title.height), 0)
+		b.lines(&summary, end, math.Inf(1), end)
 	}
 	sk := &Skeleton{Fields: b.fields, PageWidth: b.pageW, PageHeight: b.pageH, Scale: b.scale}
 	sk.Rows = b.rows(table)
