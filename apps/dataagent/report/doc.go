@@ -20,22 +20,29 @@
 // (tables, strikethrough, task lists; raw HTML left out), and wraps it in
 // a page with inline CSS and a content security policy that allows no
 // scripts and no network: the page works offline and downloads as one
-// file. Text in charts is SVG text, escaped, so Chinese labels are drawn
-// by the browser's fonts. A chart block that cannot be drawn (bad JSON,
-// no series, an unsupported type, no numbers) becomes a visible note,
+// file. Text in charts is SVG text, escaped, drawn by the browser in the
+// page's fonts, so Chinese labels read as written; for the layout it is
+// measured with a Chinese TrueType font when one is installed (Debian's
+// fonts-arphic-gbsn00lp, or Options.MeasureFont), else Chinese labels
+// are measured narrow and may overlap. Comments and trailing commas in a
+// block's JSON are forgiven. A chart block that cannot be drawn (bad
+// JSON, no series, an unsupported type, no numbers) becomes a visible note,
 // "图表无法绘制：…" or "Chart could not be drawn: …" by Options.Locale,
 // with the block's source beside it; it never loses the report.
 //
 // Markdown returns the report as written, chart blocks kept as JSON (an
 // ECharts-aware viewer draws them), or with Options.ChartsAsTables each
-// chart replaced by a table of its data for plain Markdown viewers.
+// top-level chart replaced by a table of its data for plain Markdown
+// viewers; a block that cannot be drawn keeps its source after the note.
 //
 // FromResult chooses a chart for a SQL result (a datasource.Result):
 // bars or a line over a category column, a pie for a two-column share,
 // or none for an empty result, a single row or no numeric column.
 // Chart.Block is the chart as a block to put in the report's Markdown.
 //
-// The report step of an agent uses it like this:
+// Renderer holds Options and offers the three calls an agent's report
+// step needs (HTML and Markdown with a locale, Chart for a result). By
+// hand it reads like this:
 //
 //	md := "# 月度销售\n\n" + summary + "\n\n"
 //	if c, ok := report.FromResult(res, "月度销售额"); ok {
