@@ -38,8 +38,8 @@ func counter() Counter {
 // pack writes the tables' text in rank order within the budget: whole
 // where it fits, else compact, else not at all.
 func (s *Schema) pack(tables []Table, o Options) (*Result, error) {
-	count := o.Counter
-	if count == nil {
+	count, cached := o.Counter, o.Counter == nil
+	if cached {
 		count = counter()
 	}
 	res := &Result{}
@@ -47,7 +47,18 @@ func (s *Schema) pack(tables []Table, o Options) (*Result, error) {
 	for _, t := range tables {
 		i := s.byName[strings.ToLower(t.Name)]
 		text := s.describe(i, t, false)
-		n := count.Count(text)
+		var n int
+		switch {
+		case !cached || t.Via != "":
+			n = count.Count(text)
+		case s.tokens[i].Load() > 0:
+			n = int(s.tokens[i].Load()) - 1
+		default:
+			// A table's whole description does not change: it is
+			// counted once, the first time it is recalled.
+			n = count.Count(text)
+			s.tokens[i].Store(int32(n) + 1)
+		}
 		if o.TokenBudget > 0 && res.Tokens+n > o.TokenBudget {
 			text = s.describe(i, t, true)
 			n = count.Count(text)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
@@ -51,6 +52,7 @@ type Schema struct {
 	columns  [][]columnInfo // per table
 	tableMng []*Meaning     // per table; nil when none
 	links    [][]link       // per table: the tables it joins
+	tokens   []atomic.Int32 // per table: 1 + tokens of its whole description by the default counter; 0 until counted
 }
 
 // columnInfo is what the index knows of one column.
@@ -129,6 +131,7 @@ func NewSchema(ctx context.Context, src Source, emb llm.Embedder) (*Schema, erro
 	}
 	s.linkTables()
 	counter() // loaded here, once, rather than in the first Recall
+	s.tokens = make([]atomic.Int32, len(s.tables))
 	ret, err := NewRetriever(ctx, docs, emb)
 	if err != nil {
 		return nil, fmt.Errorf("indexing %d tables: %w", len(docs), err)
