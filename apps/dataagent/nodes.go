@@ -51,6 +51,11 @@ func (a *Agent) sourceName(s State) string {
 	return s.Source
 }
 
+// status tells whoever streams the run what the analyst is doing.
+func status(ctx context.Context, q, en, cn string) {
+	graph.Emit(ctx, graph.KindStatus, say(q, en, cn))
+}
+
 // finish ends the turn with ans: it is recorded in the history, and the
 // per-request switches are turned off for the next question.
 func (s State) finish(ans *Answer) State {
@@ -122,6 +127,7 @@ func (a *Agent) intentRecognition(ctx context.Context, s State) (State, error) {
 // question: terms, documents and examples. An example that matches the
 // question above the threshold is kept: without a model its SQL answers.
 func (a *Agent) evidenceRecall(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Recalling what is known about the data", "检索业务知识")
 	if a.cfg.Knowledge == nil {
 		return s, nil
 	}
@@ -163,6 +169,7 @@ func (a *Agent) queryEnhance(ctx context.Context, s State) (State, error) {
 // schemaRecall finds the tables the question needs, with the canonical
 // and expanded queries, packed to the schema budget.
 func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Finding the tables the question needs", "查找相关的表")
 	src, err := a.source(s.Source)
 	if err != nil {
 		return s.fail(err.Error()), nil
@@ -320,6 +327,7 @@ func (a *Agent) recalled(s State) string {
 // error or a person's comment); in nl2sql_only mode, or answering from
 // a stored example, one SQL step.
 func (a *Agent) planner(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Planning the analysis", "制定分析计划")
 	s.PlanChecked, s.PlanValid, s.Approved, s.Step, s.Results = false, false, false, 0, nil
 	q := s.Enhanced.Canonical
 	switch {
@@ -622,6 +630,7 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 // error goes back to sql_generate with the database's message; a result
 // completes the step.
 func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Running the SQL", "执行 SQL")
 	src, err := a.source(s.Source)
 	if err != nil {
 		return s.fail(err.Error()), nil
@@ -710,6 +719,7 @@ func csvCell(v any) string {
 // PythonTries failures, or when there is no sandbox, the step goes on
 // without Python (fallback mode).
 func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Running the Python analysis in the sandbox", "在沙箱中运行 Python 分析")
 	fallback := func(why string) (State, error) {
 		s.PythonFallback, s.PythonOK, s.PythonOutput = true, false, why
 		s.FallbackNote = why

@@ -53,6 +53,15 @@ func TestWithoutAModel(t *testing.T) {
 		}
 	}
 
+	// A long conversation: the model's context keeps the recent turns
+	// and a summary of the older ones.
+	for _, q := range []string{"How many customers are there in each city?", "What is the order cancellation rate?", "What is the average order value?", "How many orders are there in each status?", "What is the repeat purchase rate?"} {
+		l.chat("long-1", q)
+	}
+	if st := l.state("long-1"); st.Summary.Count == 0 || !strings.Contains(st.Context, "How many customers are there in each city?") || !strings.Contains(st.Context, "How many orders are there in each status?") || len(st.History) != 10 {
+		t.Errorf("summary %+v history %d context:\n%s", st.Summary, len(st.History), st.Context)
+	}
+
 	// A question no example matches: the variables to set, and what
 	// recall found.
 	reply = l.chat("demo-3", "Which products are most often returned by customers in Berlin?")

@@ -16,6 +16,7 @@ import (
 // the report says when Python did not run, and ends with the SQL that
 // produced its figures.
 func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
+	status(ctx, s.Query, "Writing the report", "撰写报告")
 	q := s.Query
 	var md string
 	if a.cfg.Model != nil {
