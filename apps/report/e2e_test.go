@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"mime/multipart"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -290,6 +291,16 @@ func TestBadUploads(t *testing.T) {
 			t.Errorf("%s: %d %s", c.name, code, b)
 		}
 	}
+	// Another key's thread is not found.
+	l.uploadID("b2", "sales.jrxml", []byte(goodJRXML))
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, _ := mw.CreateFormFile("file", "sales.jrxml")
+	fw.Write([]byte(goodJRXML))
+	mw.Close()
+	if code, b := l.send(keyB, "POST", "/api/v1/report/threads/b2/uploads", mw.FormDataContentType(), &form); code != 404 {
+		t.Errorf("another key's upload: %d %s", code, b)
+	}
 	// A JSON body is not an upload.
 	if code, b := l.do(keyA, "POST", "/api/v1/report/threads/b1/uploads", map[string]string{"file": "x"}); code != 415 {
 		t.Errorf("JSON upload: %d %s", code, b)
@@ -301,8 +312,11 @@ func TestBadUploads(t *testing.T) {
 	}
 	defer sdb.Close()
 	var n int
-	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 0 {
+	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads WHERE thread = 'b1'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d uploads stored (%v)", n, err)
+	}
+	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d uploads in all, want the one good one (%v)", n, err)
 	}
 }
 

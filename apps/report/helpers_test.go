@@ -91,10 +91,20 @@ func (l *loom) do(key, method, path string, body any) (int, []byte) {
 		b, _ := json.Marshal(body)
 		r = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, l.base+path, r)
-	req.Header.Set("Authorization", "Bearer "+key)
+	ct := ""
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct = "application/json"
+	}
+	return l.send(key, method, path, ct, r)
+}
+
+// send sends a body of content type ct (none when "") with key.
+func (l *loom) send(key, method, path, ct string, body io.Reader) (int, []byte) {
+	l.t.Helper()
+	req, _ := http.NewRequest(method, l.base+path, body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -114,16 +124,7 @@ func (l *loom) upload(thread, name string, data []byte) (int, []byte) {
 	fw, _ := mw.CreateFormFile("file", name)
 	fw.Write(data)
 	mw.Close()
-	req, _ := http.NewRequest("POST", l.base+"/api/v1/report/threads/"+thread+"/uploads", &body)
-	req.Header.Set("Authorization", "Bearer "+keyA)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return l.send(keyA, "POST", "/api/v1/report/threads/"+thread+"/uploads", mw.FormDataContentType(), &body)
 }
 
 // uploadID uploads a file and returns its id.
