@@ -99,3 +99,37 @@ func TestWithoutAModel(t *testing.T) {
 		t.Errorf("a bad example: %d %s", code, b)
 	}
 }
+
+// TestBadInput: input that does not fit is a 4xx JSON error naming the
+// problem, never a 5xx; an unknown source is said in the answer.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	l := serve(t, nil, filepath.Join(dir, "loom.db"), dataagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db")})
+	for _, c := range []struct {
+		method, path string
+		body         any
+		code         int
+		want         string
+	}{
+		{"POST", "/threads/bad-1/runs/wait", map[string]any{"assistant_id": "dataagent", "if_not_exists": "create", "input": map[string]any{"question": 5}}, 422, "question"},
+		{"POST", "/threads/bad-1/runs/wait", map[string]any{"assistant_id": "dataagent", "if_not_exists": "create", "input": map[string]any{"question": "hi", "humanreview": true}}, 422, "humanreview"},
+		{"POST", "/threads/bad-1/runs/wait", map[string]any{"assistant_id": "dataagent", "if_not_exists": "create", "input": map[string]any{"question": "hi", "nl2sql_only": "yes"}}, 422, "nl2sql_only"},
+		{"GET", "/api/v1/dataagent/reports/no-such-thread", nil, 404, "not_found"},
+		{"GET", "/api/v1/dataagent/reports/bad-1?format=docx", nil, 400, "invalid_format"},
+		{"POST", "/api/v1/dataagent/knowledge/terms", map[string]any{"source": "shop", "term": ""}, 400, "error"},
+		{"GET", "/api/v1/dataagent/knowledge/nothing-here", nil, 404, "not_found"},
+	} {
+		code, b := l.do(keyA, c.method, c.path, c.body)
+		if code != c.code || !strings.Contains(string(b), c.want) || !strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
+			t.Errorf("%s %s %v: %d %s, want %d with %q", c.method, c.path, c.body, code, b, c.code, c.want)
+		}
+	}
+	st := l.run("bad-2", map[string]any{"question": "How many customers are there in each city?", "source": "nope"}, nil)
+	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, `no data source "nope" (the sources are: shop)`) {
+		t.Errorf("unknown source: %+v", st.Answer)
+	}
+	// A thread without a report yet.
+	if code, b := l.do(keyA, "GET", "/api/v1/dataagent/reports/bad-2", nil); code != 404 || !strings.Contains(string(b), "no_report") {
+		t.Errorf("no report: %d %s", code, b)
+	}
+}
