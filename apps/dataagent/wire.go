@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/loomkit/loom/apps/dataagent/recall"
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
@@ -47,8 +49,11 @@ func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *st
 		if err != nil {
 			return nil, fmt.Errorf("dataagent: %w", err)
 		}
+		// The demo knowledge is about the demo shop: it is seeded when
+		// the sources are the demo's, not for a source of the same name.
+		demoShop := opts.Sources == nil && os.Getenv(sqlagent.EnvSources) == ""
 		for _, s := range sources {
-			if s.Name == knowledge.DemoSource {
+			if demoShop && s.Name == knowledge.DemoSource {
 				demo, err := knowledge.Demo()
 				if err != nil {
 					return nil, fmt.Errorf("dataagent: %w", err)
