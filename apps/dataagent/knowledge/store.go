@@ -101,7 +101,7 @@ func Open(ctx context.Context, db *store.DB, agent string) (*Store, error) {
 // SetMaxEntries bounds how many entries one owner may hold (n ≤ 0: no
 // bound). A Create or Import that would go over it changes nothing and
 // gives an error wrapping ErrQuota; starting knowledge (Seed) is not
-// refused.
+// refused. Call it before the store is used.
 func (s *Store) SetMaxEntries(n int) { s.maxEntries = n }
 
 // checkQuota refuses, within tx, what left owner with more entries than
