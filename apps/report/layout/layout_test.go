@@ -37,7 +37,10 @@ func TestReadRefuses(t *testing.T) {
 	for _, f := range []func() error{
 		func() error { _, err := layout.Read(ctx, []byte("name,qty\n"), layout.Options{}); return err },
 		func() error { _, err := layout.FromImage(ctx, []byte("%PDF-1.4\n"), layout.Options{}); return err },
-		func() error { _, err := layout.FromXLSX(ctx, []byte("\x89PNG\r\n\x1a\n"), layout.Options{}); return err },
+		func() error {
+			_, err := layout.FromXLSX(ctx, []byte("\x89PNG\r\n\x1a\n"), layout.Options{})
+			return err
+		},
 		func() error { _, err := layout.FromPDF(ctx, []byte("PK\x03\x04"), layout.Options{}); return err },
 	} {
 		if err := f(); !errors.Is(err, layout.ErrUnknownFormat) {

@@ -54,44 +54,20 @@ func withoutRules(img []byte) ([]byte, []Box) {
 	dark := func(x, y int) bool { return g.Pix[y*g.Stride+x] < 128 }
 	erase := make([]bool, w*h)
 	var hruns, vruns []Box
-	for y := range h {
-		for x := 0; x < w; {
-			if !dark(x, y) {
-				x++
-				continue
-			}
-			e := x
-			for e < w && dark(e, y) {
-				e++
-			}
-			if e-x >= minRun {
-				for i := x; i < e; i++ {
-					erase[y*w+i] = true
-				}
-				hruns = append(hruns, Box{X: x, Y: y, W: e - x, H: 1})
-			}
-			x = e
+	// Rows of pixels, then columns: a run of dark pixels minRun long or
+	// longer is (part of) a rule.
+	runs(h, w, minRun, func(y, x int) bool { return dark(x, y) }, func(y, x0, x1 int) {
+		for x := x0; x < x1; x++ {
+			erase[y*w+x] = true
 		}
-	}
-	for x := range w {
-		for y := 0; y < h; {
-			if !dark(x, y) {
-				y++
-				continue
-			}
-			e := y
-			for e < h && dark(x, e) {
-				e++
-			}
-			if e-y >= minRun {
-				for i := y; i < e; i++ {
-					erase[i*w+x] = true
-				}
-				vruns = append(vruns, Box{X: x, Y: y, W: 1, H: e - y})
-			}
-			y = e
+		hruns = append(hruns, Box{X: x0, Y: y, W: x1 - x0, H: 1})
+	})
+	runs(w, h, minRun, dark, func(x, y0, y1 int) {
+		for y := y0; y < y1; y++ {
+			erase[y*w+x] = true
 		}
-	}
+		vruns = append(vruns, Box{X: x, Y: y0, W: 1, H: y1 - y0})
+	})
 	for i, e := range erase {
 		if e {
 			g.Pix[(i/w)*g.Stride+i%w] = 255
@@ -102,6 +78,27 @@ func withoutRules(img []byte) ([]byte, []Box) {
 		return img, nil
 	}
 	return out.Bytes(), append(thicken(hruns, true), thicken(vruns, false)...)
+}
+
+// runs calls found for each run of at least minRun positions that are
+// dark along each of n lines of length positions.
+func runs(n, length, minRun int, dark func(line, pos int) bool, found func(line, from, to int)) {
+	for line := range n {
+		for p := 0; p < length; {
+			if !dark(line, p) {
+				p++
+				continue
+			}
+			e := p
+			for e < length && dark(line, e) {
+				e++
+			}
+			if e-p >= minRun {
+				found(line, p, e)
+			}
+			p = e
+		}
+	}
 }
 
 // thicken joins runs of pixels on neighbouring rows (or columns) that

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -267,5 +268,48 @@ func TestPDF(t *testing.T) {
 	// A page the PDF does not have is an error, not an empty layout.
 	if _, err := layout.FromPDF(context.Background(), pdf.Bytes(), layout.Options{Page: 5}); err == nil {
 		t.Error("page 5 of a one-page PDF read without error")
+	}
+}
+
+// TestSamples reads back the first page of every 16th demo template,
+// rendered with sample rows: each gives cells, and a skeleton that passes
+// the structural checks and xmllint. The SSIM of the skeleton's
+// rendering against the page is logged (over a dozen samples it measured
+// 0.85-0.98).
+func TestSamples(t *testing.T) {
+	needFont(t)
+	need(t, "tesseract", "tesseract-ocr, tesseract-ocr-chi-sim")
+	paths := reporttest.Samples(t)
+	for i := 0; i < len(paths); i += 16 {
+		name := filepath.Base(paths[i])
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(paths[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := jrxml.Parse(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, png := drawPNG(t, src, render.SampleRows(doc, 5))
+			l, err := layout.Read(context.Background(), png, layout.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Cells) == 0 || l.TotalRows == 0 {
+				t.Fatalf("no text read: %+v", l)
+			}
+			sk, err := skeleton.Build(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validate(t, sk.JRXML)
+			var rows []render.Row
+			for _, r := range sk.Rows {
+				rows = append(rows, render.Row(r))
+			}
+			img, _ := drawPNG(t, sk.JRXML, rows)
+			t.Logf("%d cells, %d rows, %d tables, %d rules; page %dx%d; SSIM %.3f", len(l.Cells), l.TotalRows, len(l.Tables), len(l.Rules), sk.PageWidth, sk.PageHeight, compare.SSIM(orig, img, 2, 2).SSIM)
+		})
 	}
 }
