@@ -264,6 +264,10 @@ func TestWithoutModel(t *testing.T) {
 	if !strings.Contains(st.Turn.Reply, "LOOM_MODEL") || st.JRXML != "" {
 		t.Errorf("a description without a model: %q", st.Turn.Reply)
 	}
+	// An upload of another thread, or none, is not found.
+	if st := l.run("n3", report.Input{Upload: id}).state; !strings.Contains(st.Turn.Reply, "cannot find upload "+id) || st.JRXML != "" || st.Version != 0 {
+		t.Errorf("another thread's upload: %q", st.Turn.Reply)
+	}
 	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/n1/current.jrxml", nil); code != 200 || string(b) != goodJRXML {
 		t.Errorf("current.jrxml: %d", code)
 	}

@@ -32,7 +32,11 @@ var errNoModel = errors.New("no model configured")
 // needsModel says what the user must set for what they asked.
 func (t *Turn) needsModel(what, was string) {
 	t.NeedsModel = true
-	t.Reply = t.say(
+	before := ""
+	if t.Reply != "" {
+		before = t.Reply + "\n"
+	}
+	t.Reply = before + t.say(
 		what+" needs a language model. Set OPENAI_API_KEY (and OPENAI_BASE_URL for a provider other than OpenAI) and LOOM_MODEL, then restart the server."+was,
 		what+"需要语言模型。请设置 OPENAI_API_KEY（非 OpenAI 的服务再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启服务。"+was)
 }

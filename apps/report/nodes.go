@@ -42,7 +42,6 @@ func (a *Agent) processInput(ctx context.Context, s State) (State, error) {
 	u, err := a.store.Upload(ctx, graph.Thread(ctx), id)
 	if err != nil {
 		s.Turn.Reply = s.Turn.say("I cannot find upload "+id+" on this conversation; upload the file again.", "找不到这个会话的上传文件 "+id+"，请重新上传。")
-		s.Turn.Intent = "missing_upload"
 		return s, nil
 	}
 	s.Turn.Uploaded = true
@@ -392,7 +391,7 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 	t := &s.Turn
 	thread := graph.Thread(ctx)
 	switch {
-	case t.Intent == IntentReset || t.Intent == IntentConsult || t.Intent == "missing_upload" || t.NeedsModel:
+	case t.Intent == IntentReset || t.Intent == IntentConsult || t.NeedsModel:
 	case t.Intent == IntentPreview || t.Intent == IntentPDF || t.Intent == IntentJRXML:
 		t.Reply = a.exportReply(s, thread)
 	case s.JRXML == "":
