@@ -1,10 +1,12 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/contract"
 )
 
 // endIndex is End's index among the compiled nodes' targets.
@@ -192,4 +194,16 @@ func (c *Compiled[S]) countersFromMap(m map[string]int) []int {
 		counters[id] = m[loopKey(l)]
 	}
 	return counters
+}
+
+// StateSchema returns the JSON schema of the graph's state S, generated
+// from the Go type with package contract's rules, or nil when S has no
+// JSON schema (a state with interface-typed fields, say). Servers give it
+// to clients as the state and output schema.
+func (c *Compiled[S]) StateSchema() json.RawMessage {
+	s, err := contract.SchemaFor[S]()
+	if err != nil {
+		return nil
+	}
+	return s.JSON()
 }

@@ -34,6 +34,9 @@ test("assistants are Loom's agents", async () => {
   assert.ok(g.edges.some((e) => e.source === "check" && e.target === "fix" && e.conditional));
   const schemas = await client.assistants.getSchemas("demo");
   assert.equal(schemas.input_schema.properties.title.type, "string");
+  assert.equal(schemas.state_schema.properties.items.type, "array", "the state schema is the demo's Doc");
+  assert.equal(schemas.state_schema.properties.approved.type, "boolean");
+  assert.deepEqual(schemas.output_schema, schemas.state_schema);
   await rejectsWith(client.assistants.get("nope"), 404);
 });
 

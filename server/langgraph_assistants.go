@@ -1,0 +1,192 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/graph"
+)
+
+// This file serves the LangGraph API's assistants: Loom's agents, their graphs and schemas (see langgraph.go).
+
+type lgAssistant struct {
+	AssistantID string         `json:"assistant_id"`
+	GraphID     string         `json:"graph_id"`
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Config      map[string]any `json:"config"`
+	Context     map[string]any `json:"context"`
+	Metadata    map[string]any `json:"metadata"`
+	Version     int            `json:"version"`
+	CreatedAt   time.Time      `json:"created_at"`
+	UpdatedAt   time.Time      `json:"updated_at"`
+}
+
+// started is when assistants were "created": they are built in.
+var started = time.Now().UTC()
+
+func assistantJSON(a *builtAgent) lgAssistant {
+	return lgAssistant{AssistantID: a.Name, GraphID: a.Name, Name: a.Name, Description: a.Description,
+		Config: map[string]any{}, Context: map[string]any{}, Metadata: map[string]any{"created_by": "system"},
+		Version: 1, CreatedAt: started, UpdatedAt: started}
+}
+
+type assistantQuery struct {
+	GraphID  string                     `json:"graph_id"`
+	Name     string                     `json:"name"`
+	Metadata map[string]json.RawMessage `json:"metadata"`
+	page
+}
+
+func (s *Server) findAssistants(r *http.Request) ([]lgAssistant, assistantQuery, error) {
+	var q assistantQuery
+	if err := decode(r, &q); err != nil {
+		return nil, q, err
+	}
+	out := []lgAssistant{}
+	for _, name := range s.order {
+		a := assistantJSON(s.agents[name])
+		if (q.GraphID != "" && q.GraphID != a.GraphID) || (q.Name != "" && !strings.Contains(a.Name, q.Name)) {
+			continue
+		}
+		if len(q.Metadata) > 0 && !matchesMetadata(a.Metadata, q.Metadata) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, q, nil
+}
+
+func matchesMetadata(have map[string]any, want map[string]json.RawMessage) bool {
+	for k, v := range want {
+		b, _ := json.Marshal(have[k])
+		if !jsonEqual(b, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request, _ string) error {
+	as, q, err := s.findAssistants(r)
+	if err != nil {
+		return err
+	}
+	if err := q.check(); err != nil {
+		return err
+	}
+	as = as[min(q.Offset, len(as)):]
+	writeJSON(w, http.StatusOK, as[:min(q.Limit, len(as))])
+	return nil
+}
+
+func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request, _ string) error {
+	as, _, err := s.findAssistants(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, len(as))
+	return nil
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request, _ string) error {
+	a, err := s.agent(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, assistantJSON(a))
+	return nil
+}
+
+type lgGraph struct {
+	Nodes   []lgNode   `json:"nodes"`
+	Edges   []lgEdge   `json:"edges"`
+	Mermaid string     `json:"mermaid"`
+	Spec    graph.Spec `json:"spec"`
+}
+
+type lgNode struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Data string `json:"data"`
+}
+
+type lgEdge struct {
+	Source      string `json:"source"`
+	Target      string `json:"target"`
+	Conditional bool   `json:"conditional"`
+	Data        string `json:"data,omitempty"`
+}
+
+// graphJSON is a graph's structure in the LangGraph API's shape, with its
+// Loom spec and Mermaid drawing alongside.
+func graphJSON(r graph.Runner) lgGraph {
+	sp := r.Spec()
+	g := lgGraph{Nodes: []lgNode{}, Edges: []lgEdge{}, Mermaid: r.Mermaid(), Spec: sp}
+	for _, n := range append(append([]string{graph.Start}, sp.Nodes...), graph.End) {
+		g.Nodes = append(g.Nodes, lgNode{ID: n, Name: n, Type: "runnable", Data: n})
+	}
+	for _, e := range sp.Edges {
+		le := lgEdge{Source: e.From, Target: e.To, Conditional: e.Conditional}
+		switch {
+		case e.Exit:
+			le.Data = fmt.Sprintf("after %d×", e.Max)
+		case e.Max > 0:
+			le.Data = fmt.Sprintf("at most %d×", e.Max)
+		}
+		g.Edges = append(g.Edges, le)
+	}
+	return g
+}
+
+func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request, _ string) error {
+	a, err := s.agent(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, graphJSON(a.runner))
+	return nil
+}
+
+func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request, _ string) error {
+	a, err := s.agent(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	in := a.InputSchema
+	if in == nil {
+		in = json.RawMessage(`{"type":"object"}`)
+	}
+	// The state is the output too: a run's values are its final state.
+	// What an interrupt's answer must be comes with each interrupt.
+	var state json.RawMessage
+	if r, ok := a.runner.(interface{ StateSchema() json.RawMessage }); ok {
+		state = r.StateSchema()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.Name, "input_schema": in, "output_schema": state,
+		"state_schema": state, "config_schema": nil, "context_schema": nil})
+	return nil
+}
+
+func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request, _ string) error {
+	if _, err := s.agent(r.PathValue("id")); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{})
+	return nil
+}

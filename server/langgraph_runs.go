@@ -1,0 +1,533 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
+)
+
+// This file serves the LangGraph API's runs: start, wait, join, stream, list, cancel (see langgraph.go).
+
+type lgRun struct {
+	RunID             string          `json:"run_id"`
+	ThreadID          string          `json:"thread_id"`
+	AssistantID       string          `json:"assistant_id"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	Status            string          `json:"status"`
+	Metadata          json.RawMessage `json:"metadata"`
+	MultitaskStrategy string          `json:"multitask_strategy"`
+	Kwargs            map[string]any  `json:"kwargs"`
+}
+
+func runJSON(rec *RunRecord) lgRun {
+	return lgRun{RunID: rec.ID, ThreadID: rec.Thread, AssistantID: rec.Agent, CreatedAt: rec.Created, UpdatedAt: rec.Updated,
+		Status: rec.Status, Metadata: orEmptyObject(rec.Metadata), MultitaskStrategy: rec.Strategy, Kwargs: map[string]any{}}
+}
+
+// runRequest is the body of the run endpoints.
+type runRequest struct {
+	AssistantID string          `json:"assistant_id"`
+	Input       json.RawMessage `json:"input"`
+	Command     *struct {
+		Resume json.RawMessage `json:"resume"`
+		Update json.RawMessage `json:"update"`
+		Goto   json.RawMessage `json:"goto"`
+	} `json:"command"`
+	Metadata          json.RawMessage `json:"metadata"`
+	StreamMode        json.RawMessage `json:"stream_mode"`
+	MultitaskStrategy string          `json:"multitask_strategy"`
+	IfNotExists       string          `json:"if_not_exists"`
+	OnDisconnect      string          `json:"on_disconnect"`
+	OnCompletion      string          `json:"on_completion"`
+	CheckpointID      string          `json:"checkpoint_id"`
+	Checkpoint        *checkpointRef  `json:"checkpoint"`
+	InterruptBefore   json.RawMessage `json:"interrupt_before"`
+	InterruptAfter    json.RawMessage `json:"interrupt_after"`
+	Webhook           string          `json:"webhook"`
+	AfterSeconds      float64         `json:"after_seconds"`
+}
+
+func present(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }
+
+// input checks the request's input and command against agent a and turns
+// them into the runtime's input.
+func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
+	var in graph.JSONInput
+	unprocessable := func(format string, args ...any) error {
+		return errorf(http.StatusUnprocessableEntity, "invalid_input", format, args...)
+	}
+	switch {
+	case present(req.InterruptBefore) || present(req.InterruptAfter):
+		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "interrupt_before and interrupt_after are not supported; nodes ask with graph.Ask")
+	case req.Webhook != "":
+		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "webhooks are not supported")
+	case req.AfterSeconds > 0:
+		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "after_seconds is not supported")
+	}
+	if c := req.Command; c != nil {
+		if present(c.Update) || present(c.Goto) {
+			return in, errorf(http.StatusUnprocessableEntity, "unsupported", "command.update and command.goto are not supported; use command.resume, or update the thread's state")
+		}
+		if present(c.Resume) {
+			if present(req.Input) {
+				return in, unprocessable("give input or command.resume, not both")
+			}
+			in.Resume = c.Resume
+			return in, nil
+		}
+	}
+	if !present(req.Input) {
+		return in, nil // continue where the thread stopped
+	}
+	if err := checkInput(a.Agent, a.schema, req.Input); err != nil {
+		return in, unprocessable("%v", err)
+	}
+	in.Update = req.Input
+	return in, nil
+}
+
+// checkOptions refuses values of if_not_exists, on_disconnect and
+// on_completion that the server does not know (a typo was taken as the
+// default); LangGraph's on_completion "keep" is Loom's "continue".
+func (req *runRequest) checkOptions() error {
+	if req.OnCompletion == "keep" {
+		req.OnCompletion = "continue"
+	}
+	for _, err := range []error{oneOf("if_not_exists", req.IfNotExists, "create", "reject"),
+		oneOf("on_disconnect", req.OnDisconnect, "cancel", "continue"), oneOf("on_completion", req.OnCompletion, "delete", "continue")} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (req *runRequest) strategy() (string, error) {
+	switch req.MultitaskStrategy {
+	case "":
+		return strategyReject, nil
+	case strategyReject, strategyEnqueue, strategyInterrupt, strategyRollback:
+		return req.MultitaskStrategy, nil
+	}
+	return "", errorf(http.StatusUnprocessableEntity, "invalid_strategy", "multitask_strategy %q: want reject, enqueue, interrupt or rollback", req.MultitaskStrategy)
+}
+
+// prepareRun checks a run request on thread tid ("" for a new, temporary
+// thread) and starts the run. Nothing is written when it fails, except a
+// thread that if_not_exists asked to create.
+func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequest, modes []string) (*run, error) {
+	a, err := s.agent(req.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := req.input(a)
+	if err != nil {
+		return nil, err
+	}
+	strategy, err := req.strategy()
+	if err != nil {
+		return nil, err
+	}
+	from := req.CheckpointID
+	if from == "" {
+		from = req.Checkpoint.id()
+	}
+	temp := tid == ""
+	var t *Thread
+	if temp {
+		if from != "" || in.Resume != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_input", "a run without a thread starts fresh: no checkpoint or resume")
+		}
+		tid = checkpoint.NewID()
+	} else {
+		t, err = s.thread(ctx, tid, owner)
+		if err != nil && req.IfNotExists != "create" {
+			return nil, err
+		}
+		if err == nil && t.Agent != "" && t.Agent != a.Name {
+			return nil, errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", tid, t.Agent, a.Name)
+		}
+	}
+	if t != nil && from != "" && t.Status != StatusBusy {
+		if _, err := s.saver.Get(ctx, tid, from); err != nil {
+			return nil, err
+		}
+	}
+	if t != nil && from == "" && in.Resume != nil {
+		if err := s.checkAnswer(ctx, t, &in); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.admitRun(ctx, owner, t, strategy, in, req.Metadata); err != nil {
+		return nil, err
+	}
+	if t == nil {
+		if !temp && in.Resume != nil {
+			return nil, fmt.Errorf("resume thread %s: %w", tid, graph.ErrNoInterrupt)
+		}
+		if t, err = s.newThread(ctx, tid, owner, nil); err != nil {
+			return nil, err
+		}
+	}
+	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
+	run.from, run.modes = from, modes
+	run.temp = temp && req.OnCompletion != "continue"
+	if err := s.submit(ctx, run); err != nil {
+		if temp {
+			s.removeThread(context.WithoutCancel(ctx), t.ID)
+		}
+		return nil, err
+	}
+	return run, nil
+}
+
+func runLocation(r *run) string { return "/threads/" + r.thread + "/runs/" + r.id }
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req runRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.AssistantID == "" {
+		return errorf(http.StatusUnprocessableEntity, "invalid_input", "assistant_id is required (one of: %s)", strings.Join(s.order, ", "))
+	}
+	modes, err := parseModes(string(req.StreamMode), true)
+	if err != nil {
+		return err
+	}
+	if err := req.checkOptions(); err != nil {
+		return err
+	}
+	run, err := s.prepareRun(r.Context(), r.PathValue("tid"), owner, &req, modes)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Location", runLocation(run))
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/wait"):
+		return s.writeRunResult(w, r, run)
+	case strings.HasSuffix(r.URL.Path, "/stream"):
+		err := s.streamRun(w, r, run, modes, 0)
+		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
+			return s.cancelRun(context.WithoutCancel(r.Context()), run)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, runJSON(run.record()))
+	return nil
+}
+
+// resultValues is what a LangGraph wait or join returns for a run's end:
+// the final state, with "__interrupt__" when the run waits for a person,
+// or {"__error__": …} when it failed.
+func resultValues(end event) any {
+	if end.Kind == graph.KindError {
+		return map[string]any{"__error__": map[string]string{"error": end.ErrCode, "message": end.Err}}
+	}
+	values := map[string]json.RawMessage{}
+	if err := json.Unmarshal(end.Data, &values); err != nil {
+		return end.Data // not an object: as it is
+	}
+	if end.Interrupt != nil {
+		b, _ := json.Marshal([]lgInterrupt{{Value: end.Interrupt.Payload, ID: end.Interrupt.ID}})
+		values["__interrupt__"] = b
+	}
+	return values
+}
+
+// writeRunResult waits for run and writes its result. A client that goes
+// away before does not stop the run.
+func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run) error {
+	end, err := s.result(r.Context(), run)
+	if err != nil {
+		if r.Context().Err() == nil {
+			return fmt.Errorf("wait for run %s: %w", run.id, err)
+		}
+		return nil // the client went away; the run goes on
+	}
+	writeJSON(w, http.StatusOK, resultValues(end))
+	return nil
+}
+
+// findRun returns run rid of thread tid, active (a *run) or finished (a
+// record), if owner may see the thread.
+func (s *Server) findRun(ctx context.Context, tid, rid, owner string) (*run, *RunRecord, error) {
+	if _, err := s.thread(ctx, tid, owner); err != nil {
+		return nil, nil, err
+	}
+	if s.jobs == nil {
+		if run := s.lookupRun(rid); run != nil && run.thread == tid {
+			return run, run.record(), nil
+		}
+	}
+	rec, err := s.records.run(ctx, tid, rid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.jobs != nil && (rec.Status == runPending || rec.Status == runRunning) {
+		run, err := s.jobs.view(ctx, rec)
+		return run, rec, err
+	}
+	return nil, rec, nil
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) error {
+	tid := r.PathValue("tid")
+	if _, err := s.thread(r.Context(), tid, owner); err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", defaultPage, 1, maxPage)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, maxOffset)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	if err := oneOf("query parameter status", status, runStatuses...); err != nil {
+		return err
+	}
+	var out []lgRun
+	s.mu.Lock()
+	var active []*run
+	if l := s.lanes[tid]; l != nil && s.jobs == nil {
+		active = append(append(active, l.queue...), l.cur)
+		slices.Reverse(active)
+	}
+	s.mu.Unlock()
+	for _, run := range active {
+		out = append(out, runJSON(run.record()))
+	}
+	recs, err := s.records.listRuns(r.Context(), tid, limit+offset, 0)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if !slices.ContainsFunc(out, func(x lgRun) bool { return x.RunID == rec.ID }) {
+			out = append(out, runJSON(rec))
+		}
+	}
+	if status != "" {
+		out = slices.DeleteFunc(out, func(x lgRun) bool { return x.Status != status })
+	}
+	out = out[min(offset, len(out)):]
+	out = out[:min(limit, len(out))]
+	writeJSON(w, http.StatusOK, orEmpty(out))
+	return nil
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string) error {
+	_, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, runJSON(rec))
+	return nil
+}
+
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request, owner string) error {
+	run, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	if err != nil {
+		return err
+	}
+	if run != nil {
+		return errorf(http.StatusConflict, "busy", "run %s is %s; cancel it first", run.id, rec.Status)
+	}
+	if err := s.records.deleteRun(r.Context(), rec.Thread, rec.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) cancelRunAPI(w http.ResponseWriter, r *http.Request, owner string) error {
+	run, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	if err != nil {
+		return err
+	}
+	action := r.URL.Query().Get("action")
+	if action != "" && action != "interrupt" && action != "rollback" {
+		return errorf(http.StatusUnprocessableEntity, "invalid_action", "action %q: want interrupt or rollback", action)
+	}
+	wait, err := queryBool(r, "wait")
+	if err != nil {
+		return err
+	}
+	if run == nil {
+		return errorf(http.StatusConflict, "not_running", "run %s is %s already", rec.ID, rec.Status)
+	}
+	if err := s.cancelRun(r.Context(), run); err != nil {
+		return err
+	}
+	if action == "rollback" || wait {
+		if _, err := s.result(r.Context(), run); err != nil {
+			if r.Context().Err() == nil {
+				return fmt.Errorf("wait for run %s: %w", run.id, err)
+			}
+			return nil
+		}
+	}
+	if action == "rollback" {
+		if err := s.undoRun(context.WithoutCancel(r.Context()), run.thread, run.id); err != nil {
+			return err
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func (s *Server) joinRun(w http.ResponseWriter, r *http.Request, owner string) error {
+	run, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	if err != nil {
+		return err
+	}
+	if run != nil {
+		return s.writeRunResult(w, r, run)
+	}
+	// Finished earlier: its result is the thread's state now.
+	if rec.Status == runError {
+		writeJSON(w, http.StatusOK, resultValues(event{Kind: graph.KindError, ErrCode: "run_failed", Err: rec.Error}))
+		return nil
+	}
+	cp, err := s.head(r.Context(), rec.Thread)
+	if err != nil {
+		return err
+	}
+	end := event{Kind: graph.KindRunEnd, Data: json.RawMessage("{}")}
+	if cp != nil {
+		end.Data, end.Interrupt = cp.State, cp.Interrupt
+	}
+	writeJSON(w, http.StatusOK, resultValues(end))
+	return nil
+}
+
+// lastEventID is where a reconnecting stream resumes.
+func lastEventID(r *http.Request) int {
+	n, _ := strconv.Atoi(r.Header.Get("Last-Event-ID"))
+	return n
+}
+
+func (s *Server) joinRunStream(w http.ResponseWriter, r *http.Request, owner string) error {
+	run, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
+	if err != nil {
+		return err
+	}
+	if run == nil && s.jobs != nil {
+		// Over, but its events are kept for a while: a client that
+		// reconnects after the end still gets what it missed.
+		if run, err = s.jobs.view(r.Context(), rec); err != nil {
+			return err
+		}
+	}
+	return s.joinStream(w, r, run)
+}
+
+func (s *Server) joinThreadStream(w http.ResponseWriter, r *http.Request, owner string) error {
+	t, err := s.thread(r.Context(), r.PathValue("tid"), owner)
+	if err != nil {
+		return err
+	}
+	run, err := s.activeRun(r.Context(), t.ID)
+	if err != nil {
+		return err
+	}
+	return s.joinStream(w, r, run)
+}
+
+// joinStream streams a run that is already going (from the event after
+// Last-Event-ID, or from the oldest event kept); for a run that is over,
+// the stream ends at once.
+func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) error {
+	modes, err := parseModes(strings.Join(r.URL.Query()["stream_mode"], ","), false)
+	if err != nil {
+		return err
+	}
+	cancelOnDisconnect, err := queryBool(r, "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
+	if run == nil {
+		startStream(w, r, nil, `{"event":"heartbeat"}`)
+		return nil
+	}
+	if len(modes) == 0 {
+		modes = run.modes
+	}
+	err = s.streamRun(w, r, run, modes, lastEventID(r))
+	if cancelOnDisconnect && r.Context().Err() != nil {
+		return s.cancelRun(context.WithoutCancel(r.Context()), run)
+	}
+	return err
+}
+
+// streamModes LangGraph clients may ask for.
+var streamModes = []string{"values", "updates", "messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints"}
+
+// parseModes reads stream_mode: a JSON string or array, or (in a query)
+// names separated by commas. With dflt, none gives ["values"].
+func parseModes(raw string, dflt bool) ([]string, error) {
+	raw = strings.TrimSpace(raw)
+	var modes []string
+	switch {
+	case raw == "" || raw == "null":
+	case strings.HasPrefix(raw, "["):
+		if err := json.Unmarshal([]byte(raw), &modes); err != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_stream_mode", "stream_mode: %v", err)
+		}
+	case strings.HasPrefix(raw, `"`):
+		var m string
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_stream_mode", "stream_mode: %v", err)
+		}
+		modes = []string{m}
+	default:
+		for _, m := range strings.Split(raw, ",") {
+			if m = strings.Trim(strings.TrimSpace(m), `[]"`); m != "" {
+				modes = append(modes, m)
+			}
+		}
+	}
+	for _, m := range modes {
+		if !slices.Contains(streamModes, m) {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_stream_mode", "stream_mode %q: want one of %s", m, strings.Join(streamModes, ", "))
+		}
+	}
+	if len(modes) == 0 && dflt {
+		modes = []string{"values"}
+	}
+	return modes, nil
+}
+
+// streamRun streams run's events after seq after, in LangGraph's SSE
+// events for the stream modes asked.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, modes []string, after int) error {
+	sw := startStream(w, r, map[string]string{"Content-Location": runLocation(run), "Location": runLocation(run) + "/stream"}, `{"event":"heartbeat"}`)
+	if err := sw.event("metadata", 0, map[string]string{"run_id": run.id, "thread_id": run.thread}); err != nil {
+		return nil
+	}
+	lr := newLGRender(run, modes, sw)
+	if err := s.pump(r.Context(), sw, run.feed, after, lr.render); err != nil && r.Context().Err() == nil && store.IsUnavailable(err) {
+		ae := toAPI(err)
+		sw.event("error", 0, map[string]string{"error": ae.code, "message": ae.message})
+		sw.flush()
+	}
+	return nil // the client went away, or the server stops: the run is not affected
+}
