@@ -136,6 +136,10 @@ func TestPlanRejectedWithAComment(t *testing.T) {
 	if len(m.requests(callSQL)) != 0 {
 		t.Fatal("SQL was generated before the plan was approved")
 	}
+	code, b := l.do(keyA, "GET", "/threads/review-1/state", nil)
+	if code != 200 || !strings.Contains(string(b), "1. [sql] count the sales of each salesperson") || !strings.Contains(string(b), "reject it with a note") {
+		t.Errorf("the interrupt does not show the plan: %d %.600s", code, b)
+	}
 
 	st = l.run("review-1", nil, map[string]any{"accept": false, "note": "rank them by the total sale price, not the number of sales"})
 	planner := m.requests(callPlanner)

@@ -472,7 +472,7 @@ func fromExample(q, example string) string {
 // approval runs it, a rejection with a comment sends it back to the
 // planner with the comment, a rejection without one ends the turn.
 func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
-	fb, err := graph.Ask[Feedback](ctx, PlanReview{Question: s.Query, Plan: s.Plan})
+	fb, err := graph.Ask[Feedback](ctx, PlanReview{Summary: reviewText(s.Query, s.Plan), Question: s.Query, Plan: s.Plan})
 	if err != nil {
 		return s, err
 	}
@@ -496,6 +496,12 @@ func (s State) schema() string {
 		return s.SchemaText
 	}
 	return schemaText(s.Tables)
+}
+
+// reviewText is the plan as a person reviews it.
+func reviewText(q string, p *Plan) string {
+	return say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(p) +
+		say(q, "\nApprove it to run it, or reject it with a note on what to change.", "\n批准后开始执行；如需修改，请拒绝并说明要改什么。")
 }
 
 // step is the plan step being run.

@@ -163,6 +163,8 @@ type Feedback struct {
 // PlanReview is what the run asks a person when the plan waits for
 // approval.
 type PlanReview struct {
+	// Summary is the plan in words, with what to answer.
+	Summary  string `json:"summary"`
 	Question string `json:"question"`
 	Plan     *Plan  `json:"plan"`
 }
