@@ -47,3 +47,27 @@ func Example() {
 	//   customer_id integer -> customers.id
 	//   totalAmount numeric
 }
+
+func ExampleRetriever() {
+	ctx := context.Background()
+	docs := []recall.Doc{
+		{ID: "term:gmv", Text: "GMV 成交总额 = sum of paid order amounts"},
+		{ID: "term:churn", Text: "流失客户 churned customers: no order in 90 days"},
+		{ID: "example:top-cities", Text: "Which cities bring the most revenue?"},
+	}
+	// With an llm.Embedder instead of nil, embeddings rank the documents
+	// too, fused with the words by reciprocal rank.
+	r, err := recall.NewRetriever(ctx, docs, nil)
+	if err != nil {
+		panic(err)
+	}
+	hits, err := r.Search(ctx, []string{"上个月的成交总额", "GMV last month"}, 2)
+	if err != nil {
+		panic(err)
+	}
+	for _, h := range hits {
+		fmt.Printf("%s %.2f\n", h.ID, h.Lexical)
+	}
+	// Output:
+	// term:gmv 0.33
+}

@@ -36,16 +36,17 @@ func counter() Counter {
 }
 
 // pack writes the tables' text in rank order within the budget: whole
-// where it fits, else compact, else not at all.
-func (s *Schema) pack(tables []Table, o Options) (*Result, error) {
+// where it fits, else compact, else not at all. at[n] is the index of
+// tables[n].
+func (s *Schema) pack(tables []Table, at []int, o Options) (*Result, error) {
 	count, cached := o.Counter, o.Counter == nil
 	if cached {
 		count = counter()
 	}
 	res := &Result{}
 	var b strings.Builder
-	for _, t := range tables {
-		i := s.byName[strings.ToLower(t.Name)]
+	for n, t := range tables {
+		i := at[n]
 		text := s.describe(i, t, false)
 		var n int
 		switch {

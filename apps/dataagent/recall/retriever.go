@@ -31,9 +31,10 @@ type Doc struct {
 // Hit is a document a search found.
 type Hit struct {
 	// Doc is the document's position in the slice the Retriever was made
-	// from, and ID its ID.
+	// from.
 	Doc int
-	ID  string
+	// ID is the document's ID.
+	ID string
 	// Score is the fused score: the sum over every query and every
 	// ranking (words, and embeddings when there are any) of
 	// 1/(RRFK + rank). Only the order it gives is meaningful.

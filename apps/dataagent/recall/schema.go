@@ -308,7 +308,11 @@ func (s *Schema) Recall(ctx context.Context, queries []string, o Options) (*Resu
 		}
 		out[i] = t
 	}
-	res, err := s.pack(out, o)
+	at := make([]int, len(picked))
+	for i, p := range picked {
+		at[i] = p.table
+	}
+	res, err := s.pack(out, at, o)
 	if err != nil {
 		return nil, err
 	}
