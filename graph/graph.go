@@ -65,9 +65,18 @@ func Retry(p RetryPolicy) NodeOption {
 	}
 }
 
+// Pure marks a node whose step only computes the next state from the
+// state it is given: no effect outside the run, no question. Its state is
+// not checkpointed on its own but with the next step that is (a run that
+// stops in between runs it again), so a chain of small pure steps costs
+// one checkpoint, not one each. A pure step that leads to End is
+// checkpointed; its KindState event carries no checkpoint id.
+func Pure() NodeOption { return func(n *nodeSpec) { n.pure = true } }
+
 type nodeSpec struct {
 	timeout time.Duration
 	retry   *RetryPolicy
+	pure    bool
 }
 
 type node[S any] struct {

@@ -347,13 +347,16 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		if !began.IsZero() {
 			took = time.Since(began)
 		}
-		err = r.save(checkpoint.SourceStep, n.name, next, func(cp *checkpoint.Checkpoint) { cp.Meta.Duration = took })
-		if err != nil {
-			return r.result(""), err
+		saved := !n.pure || next == endIndex
+		if saved {
+			err = r.save(checkpoint.SourceStep, n.name, next, func(cp *checkpoint.Checkpoint) { cp.Meta.Duration = took })
+			if err != nil {
+				return r.result(""), err
+			}
 		}
 		if r.rc.emit != nil {
 			var id string
-			if r.head != nil {
+			if r.head != nil && saved {
 				id = r.head.ID
 			}
 			r.send(KindNodeEnd, r.rc.node, id, took)

@@ -89,31 +89,35 @@ func (a *App) routes() []route {
 // for, the tool call; then the reply. A question waits for the next
 // turn, which comes back in at normalize.
 func (a *App) Graph() *graph.Graph[State] {
+	// Every step but the tool calls, the model's plan and the questions
+	// only computes the next state: it is checkpointed with the next step
+	// that is checkpointed.
+	pure := graph.Pure()
 	g := graph.New[State]("cabin").
-		Node(nodeNormalize, a.normalize).
-		Node(nodeStopCheck, a.stopCheck).
-		Node(nodeReadAnswer, a.readAnswer).
-		Node(nodeSocialRoute, a.socialRoute).
-		Node(nodeContextRewrite, a.contextRewrite).
-		Node(nodeUnderstand, a.understand).
-		Node(nodeFuseDecide, a.fuseDecide).
-		Node(nodePlanTemplate, a.planTemplate).
-		Node(nodePlanHeuristic, a.planHeuristic).
+		Node(nodeNormalize, a.normalize, pure).
+		Node(nodeStopCheck, a.stopCheck, pure).
+		Node(nodeReadAnswer, a.readAnswer, pure).
+		Node(nodeSocialRoute, a.socialRoute, pure).
+		Node(nodeContextRewrite, a.contextRewrite, pure).
+		Node(nodeUnderstand, a.understand, pure).
+		Node(nodeFuseDecide, a.fuseDecide, pure).
+		Node(nodePlanTemplate, a.planTemplate, pure).
+		Node(nodePlanHeuristic, a.planHeuristic, pure).
 		Node(nodePlanModel, a.planModel).
-		Node(nodeExecute, a.execute).
-		Node(nodeClarify, a.clarify).
-		Node(nodeRouteToCloud, a.routeToCloud).
-		Node(nodeReject, a.reject).
-		Node(nodeStop, a.stop).
-		Node(nodeSocial, a.social).
-		Node(nodeFallback, a.fallback).
-		Node(nodeRetry, a.retry).
-		Node(nodeNextStep, a.nextStep).
+		Node(nodeExecute, a.execute, pure).
+		Node(nodeClarify, a.clarify, pure).
+		Node(nodeRouteToCloud, a.routeToCloud, pure).
+		Node(nodeReject, a.reject, pure).
+		Node(nodeStop, a.stop, pure).
+		Node(nodeSocial, a.social, pure).
+		Node(nodeFallback, a.fallback, pure).
+		Node(nodeRetry, a.retry, pure).
+		Node(nodeNextStep, a.nextStep, pure).
 		Node(nodeFillSlots, a.fillSlots).
 		Node(nodeCondition, a.condition).
 		Node(nodeConfirm, a.confirm).
 		Node(nodeCallTool, a.callTool).
-		Node(nodeRespond, a.respond).
+		Node(nodeRespond, a.respond, pure).
 		Edge(graph.Start, nodeNormalize).
 		Edge(nodeNormalize, nodeStopCheck).
 		Edge(nodeContextRewrite, nodeUnderstand).
