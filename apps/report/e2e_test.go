@@ -290,7 +290,9 @@ func TestBadUploads(t *testing.T) {
 		{"empty.xlsx", []byte{}, 415},
 	} {
 		code, b := l.upload("b1", c.name, c.data)
-		var e struct{ Error struct{ Code, Message string } }
+		var e struct {
+			Error struct{ Code, Message string }
+		}
 		if err := json.Unmarshal(b, &e); code != c.want || err != nil || e.Error.Message == "" {
 			t.Errorf("%s: %d %s", c.name, code, b)
 		}

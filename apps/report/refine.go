@@ -1,12 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
 	_ "image/jpeg" // uploaded forms may be JPEG
 	_ "image/png"
-	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,9 +33,9 @@ type Progress struct {
 // window is one piece of a band that refine_layout sends to the model.
 type window struct {
 	Seq, Band, Index, Of int
-	Label           string
-	Text            string
-	Layout          string
+	Label                string
+	Text                 string
+	Layout               string
 }
 
 // refined is what became of a window.
