@@ -27,7 +27,7 @@ func spiderSample(t *testing.T) (tables, questions string) {
 // TestEvalSchemaRecall runs loom eval schema-recall on the Spider sample
 // and holds the figures it prints to what recall reaches there at k = 5:
 // 0.966 of the questions have all their gold tables recalled from the 7
-// tables of their two databases, 0.931 from all 802 tables.
+// tables of their two databases, 0.943 from all 802 tables.
 func TestEvalSchemaRecall(t *testing.T) {
 	tables, questions := spiderSample(t)
 	for _, c := range []struct {
@@ -36,7 +36,7 @@ func TestEvalSchemaRecall(t *testing.T) {
 		allGold float64
 	}{
 		{"", 7, 0.96}, // the default pool: the questions' databases
-		{"all", 802, 0.92},
+		{"all", 802, 0.94},
 	} {
 		args := []string{"eval", "schema-recall", "--tables", tables, "--questions", questions, "--json"}
 		if c.pool != "" {

@@ -297,7 +297,7 @@ func (s *Schema) Recall(ctx context.Context, queries []string, o Options) (*Resu
 			qwords[w] = true
 		}
 	}
-	picked := s.expand(hits, o.K)
+	picked := s.expand(hits, o.K, qwords)
 	out := make([]Table, len(picked))
 	for i, p := range picked {
 		t := Table{Table: s.tables[p.table], Score: p.score, Via: p.via}
@@ -341,13 +341,32 @@ type pick struct {
 // (one that is mostly keys to other tables, like singer_in_concert), the
 // tables at its ends, ranked just below it. The list is then cut at k
 // again.
-func (s *Schema) expand(hits []Hit, k int) []pick {
+func (s *Schema) expand(hits []Hit, k int, qwords map[string]bool) []pick {
 	top := make([]pick, 0, min(len(hits), k))
 	in := map[int]bool{}
 	score := map[int]float64{}
 	for _, h := range hits {
 		score[h.Doc] = h.Score
 	}
+	// A table the question names, joined to a better one, ranks just
+	// below it: among the many stadium tables, the one a recalled concert
+	// table refers to.
+	hits = slices.Clone(hits)
+	for x := 0; x < min(len(hits), k); x++ {
+		a := hits[x]
+		for _, c := range s.ends(a.Doc) {
+			if sc, ok := score[c]; !ok || sc >= a.Score || !s.named(c, qwords) {
+				continue
+			}
+			score[c] = a.Score * (1 - 1e-6)
+			for y := range hits {
+				if hits[y].Doc == c {
+					hits[y].Score = score[c]
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
 	for _, h := range hits[:min(len(hits), k)] {
 		top = append(top, pick{table: h.Doc, score: h.Score})
 		in[h.Doc] = true
@@ -425,6 +444,18 @@ func (s *Schema) path(a, b int, in map[int]bool) []int {
 		frontier = next
 	}
 	return nil
+}
+
+// named reports whether every word of table t's bare name is among the
+// query's words.
+func (s *Schema) named(t int, qwords map[string]bool) bool {
+	w := words(bareName(s.tables[t].Name))
+	for _, x := range w {
+		if !qwords[x] {
+			return false
+		}
+	}
+	return len(w) > 0
 }
 
 // ends are the distinct tables a table joins, in the order of its links.
