@@ -130,7 +130,8 @@ func (e *Entry) fields() []field {
 	}
 }
 
-// normalize trims e's text fields and drops empty and repeated synonyms.
+// normalize trims e's text fields and drops empty and repeated synonyms,
+// in slices and maps of its own.
 func (e *Entry) normalize() {
 	for _, p := range []*string{&e.Term, &e.Title, &e.Question, &e.Table, &e.Column, &e.Name} {
 		*p = strings.TrimSpace(*p)
@@ -148,9 +149,15 @@ func (e *Entry) normalize() {
 		}
 	}
 	e.Synonyms = syn
-	if len(e.Values) == 0 {
-		e.Values = nil
+	// A new map: e's may be shared with the caller's copy of the entry.
+	var values map[string]string
+	if len(e.Values) > 0 {
+		values = make(map[string]string, len(e.Values))
+		for v, m := range e.Values {
+			values[v] = strings.TrimSpace(m)
+		}
 	}
+	e.Values = values
 }
 
 // ident is what identifies e among its kind: the term, the title, the
@@ -247,11 +254,10 @@ func (e *Entry) Validate() error {
 		add("%d values; at most %d", len(e.Values), maxValues)
 	}
 	for _, v := range slices.Sorted(maps.Keys(e.Values)) {
-		switch m := strings.TrimSpace(e.Values[v]); {
+		switch m := e.Values[v]; {
 		case m == "":
 			add("value %q has no meaning", v)
 		default:
-			e.Values[v] = m
 			long(fmt.Sprintf("value %q", v), v, maxShort)
 			long(fmt.Sprintf("the meaning of value %q", v), m, maxShort)
 		}

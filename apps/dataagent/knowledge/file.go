@@ -96,7 +96,8 @@ func yamlMessage(err error) string {
 	return yamlWords.Replace(msg)
 }
 
-// Entries returns f's entries with their kind and source set, validated:
+// Entries returns f's entries with their kind and source set, validated
+// and normalized (f is left as it is):
 // an error wraps ErrInvalid and names each wrong entry by its section,
 // position and label ("terms[2] term \"客单价\": description or formula
 // is required"), and two entries with the same natural key.
@@ -104,9 +105,9 @@ func (f *File) Entries() ([]Entry, error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: no file", ErrInvalid)
 	}
-	f.Source = strings.TrimSpace(f.Source)
-	if err := checkSource(f.Source); err != nil {
-		if f.Source == "" {
+	source := strings.TrimSpace(f.Source)
+	if err := checkSource(source); err != nil {
+		if source == "" {
 			return nil, fmt.Errorf("%w: the file names no source (source: the data source's name)", ErrInvalid)
 		}
 		return nil, err
@@ -119,7 +120,7 @@ func (f *File) Entries() ([]Entry, error) {
 		entries []Entry
 	}{{KindTerm, f.Terms}, {KindDocument, f.Documents}, {KindExample, f.Examples}, {KindSemantic, f.Semantic}} {
 		for i, e := range sec.entries {
-			e.Kind, e.Source = sec.kind, f.Source
+			e.Kind, e.Source = sec.kind, source
 			where := fmt.Sprintf("%s[%d]", sec.kind.plural(), i+1)
 			if err := e.Validate(); err != nil {
 				problems = append(problems, where+" "+strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
@@ -139,7 +140,7 @@ func (f *File) Entries() ([]Entry, error) {
 		if n := len(problems); n > shown {
 			problems = append(problems[:shown], fmt.Sprintf("and %d more", n-shown))
 		}
-		return nil, fmt.Errorf("%w in %s: %s", ErrInvalid, f.Source, strings.Join(problems, "\n"))
+		return nil, fmt.Errorf("%w in %s: %s", ErrInvalid, source, strings.Join(problems, "\n"))
 	}
 	return out, nil
 }

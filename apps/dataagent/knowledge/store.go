@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ type Store struct {
 	maxEntries int
 
 	mu     sync.RWMutex
-	seeds  map[string]*File // source → its starting knowledge
+	seeds  map[string][]Entry // source → its starting knowledge
 	seeded sync.Map         // owner + "\x00" + source → true
 }
 
@@ -95,7 +96,7 @@ func Open(ctx context.Context, db *store.DB, agent string) (*Store, error) {
 	if agent == "" {
 		agent = DefaultAgent
 	}
-	return &Store{db: db, agent: agent, maxEntries: DefaultMaxEntries, seeds: map[string]*File{}}, nil
+	return &Store{db: db, agent: agent, maxEntries: DefaultMaxEntries, seeds: map[string][]Entry{}}, nil
 }
 
 // SetMaxEntries bounds how many entries one owner may hold (n ≤ 0: no
@@ -126,11 +127,12 @@ func (s *Store) checkQuota(ctx context.Context, tx *sql.Tx, owner string) error 
 // owner later deletes or changes stay so. A later Seed of the same
 // source replaces f for owners who have not had it yet.
 func (s *Store) Seed(f *File) error {
-	if _, err := f.Entries(); err != nil {
+	entries, err := f.Entries()
+	if err != nil {
 		return fmt.Errorf("seed knowledge: %w", err)
 	}
 	s.mu.Lock()
-	s.seeds[f.Source] = f
+	s.seeds[strings.TrimSpace(f.Source)] = entries
 	s.mu.Unlock()
 	return nil
 }
@@ -139,33 +141,33 @@ func (s *Store) Seed(f *File) error {
 // seeded source) for the caller, unless the caller has had it.
 func (s *Store) ensureSeeded(ctx context.Context, source string) error {
 	s.mu.RLock()
-	var files []*File
-	for src, f := range s.seeds {
+	seeds := map[string][]Entry{}
+	for src, entries := range s.seeds {
 		if source == "" || source == src {
-			files = append(files, f)
+			seeds[src] = entries
 		}
 	}
 	s.mu.RUnlock()
 	owner := ownerOf(ctx)
-	for _, f := range files {
-		key := owner + "\x00" + f.Source
+	for src, entries := range seeds {
+		key := owner + "\x00" + src
 		if _, ok := s.seeded.Load(key); ok {
 			continue
 		}
 		err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			res, err := tx.ExecContext(ctx, s.q(`INSERT INTO knowledge_seeds (owner, agent, source, seeded_at) VALUES (?, ?, ?, ?)
-				ON CONFLICT (owner, agent, source) DO NOTHING`), owner, s.agent, f.Source, stamp(time.Now()))
+				ON CONFLICT (owner, agent, source) DO NOTHING`), owner, s.agent, src, stamp(time.Now()))
 			if err != nil {
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n == 0 {
 				return err // had it already
 			}
-			_, err = s.importTx(ctx, tx, owner, f)
+			_, err = s.importTx(ctx, tx, owner, src, entries)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("add the starting knowledge of %s: %w", f.Source, err)
+			return fmt.Errorf("add the starting knowledge of %s: %w", src, err)
 		}
 		s.seeded.Store(key, true)
 	}
@@ -454,33 +456,32 @@ type ImportResult struct {
 // changes nothing. An invalid file gives an error wrapping ErrInvalid
 // that names the entry.
 func (s *Store) Import(ctx context.Context, f *File) (ImportResult, error) {
-	if _, err := f.Entries(); err != nil {
+	entries, err := f.Entries()
+	if err != nil {
 		return ImportResult{}, fmt.Errorf("import knowledge: %w", err)
 	}
-	if err := s.ensureSeeded(ctx, f.Source); err != nil {
+	source := strings.TrimSpace(f.Source) // valid: Entries checked it
+	if err := s.ensureSeeded(ctx, source); err != nil {
 		return ImportResult{}, err
 	}
 	owner := ownerOf(ctx)
 	var res ImportResult
-	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		if res, err = s.importTx(ctx, tx, owner, f); err != nil || res.Created == 0 {
+		if res, err = s.importTx(ctx, tx, owner, source, entries); err != nil || res.Created == 0 {
 			return err
 		}
 		return s.checkQuota(ctx, tx, owner)
 	})
 	if err != nil {
-		return ImportResult{}, fmt.Errorf("import knowledge of %s: %w", f.Source, err)
+		return ImportResult{}, fmt.Errorf("import knowledge of %s: %w", source, err)
 	}
 	return res, nil
 }
 
-func (s *Store) importTx(ctx context.Context, tx *sql.Tx, owner string, f *File) (ImportResult, error) {
-	res := ImportResult{Source: f.Source}
-	entries, err := f.Entries()
-	if err != nil {
-		return res, err
-	}
+// importTx stores entries, all of source, for owner within tx.
+func (s *Store) importTx(ctx context.Context, tx *sql.Tx, owner, source string, entries []Entry) (ImportResult, error) {
+	res := ImportResult{Source: source}
 	for _, e := range entries {
 		_, created, err := s.insert(ctx, tx, owner, e)
 		if err != nil {

@@ -234,6 +234,14 @@ func TestImport(t *testing.T) {
 		if res, err := st.Import(ctx, back); err != nil || res.Unchanged != 5 || res.Created+res.Updated != 0 {
 			t.Errorf("importing the export: %+v, %v\n%s", res, err, y)
 		}
+		// A file with nothing in it does nothing.
+		empty, err := knowledge.Parse([]byte("source: shop\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := st.Import(ctx, empty); err != nil || res != (knowledge.ImportResult{Source: "shop"}) {
+			t.Errorf("an empty file: %+v, %v", res, err)
+		}
 		// A bad file changes nothing and names its entries.
 		bad := shopFile + "  - table: orders\n    column: status\n    name: again\n  - table: payments\n"
 		fb, err := knowledge.Parse([]byte(bad))
