@@ -12,20 +12,30 @@
 // directory may replace any of them. A bad file stops New with file, line
 // and reason.
 //
-// A turn runs on the session's Loom thread, through a graph (App.Graph):
+// A turn runs on the session's Loom thread, through a graph (App.Graph)
+// whose nodes are the turn's stages and whose routes choose from what the
+// turn found out:
 //
-//	understand  dialog act, stop, small talk, rewrite, routing
-//	            (intent.Engine); or the answer to what the session waits for
-//	plan        template → heuristic → optional model planner, or the
-//	            routed intent; clarify, reject or fallback otherwise
-//	execute     the workflow's steps in order: depends_on, conditions on
-//	            an earlier result, slots, confirmation, the plugin call
-//	wait        a graph interrupt: the next turn, or fill-slots, answers it
+//	normalize → stop_check → read_answer → social_route → context_rewrite
+//	  → understand → fuse_decide
+//	                  the text, a stop phrase, the answer to what the session
+//	                  waits for, small talk, follow-up rewrites, the matchers
+//	                  and their fusion (intent.Engine), the decision
+//	plan_template → plan_heuristic → plan_model
+//	                  the planners, for several clauses or an unsure decision
+//	execute, clarify, route_to_cloud, reject
+//	                  the local decision
+//	next_step → fill_slots | condition → confirm | call_tool → next_step
+//	                  the workflow, a bounded loop; fill_slots and confirm
+//	                  are graph interrupts the next turn, or fill-slots,
+//	                  answers
+//	respond           the reply
 //
-// Every step is checkpointed, so a session survives a restart. Every
+// A tool call, a model's plan and a question are checkpointed (the other
+// steps are graph.Pure), so a session survives a restart. Every
 // reply carries the routing debug and a per-stage latency breakdown.
 //
-// The seed's HTTP API is Routes; ServerAgent registers the same agent in
+// The assistant's own HTTP API is Routes; ServerAgent registers the same agent in
 // Loom's server, its OpenAI-compatible endpoint and its web page. With no
 // model the assistant runs entirely on its configuration; with one
 // (Options.Model) it also plans what the local planners cannot and

@@ -185,12 +185,12 @@ type Pending struct {
 	Slots []string `json:"slots,omitempty"`
 }
 
-// Reply is the answer to one turn (the ChatResponse of the seed).
+// Reply is the answer to one turn.
 type Reply struct {
 	// SessionID names the session (the Loom thread).
 	SessionID string `json:"session_id"`
 	// Type is the kind of answer: workflow_result, ask_slot,
-	// ask_confirmation, clarify, reject, fallback or text (§27.1).
+	// ask_confirmation, clarify, reject, fallback or text.
 	Type string `json:"type"`
 	// Status is the session's status after the turn.
 	Status string `json:"status"`
@@ -255,8 +255,7 @@ type PlannerDebug struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// Latency is the time each stage of a turn took, in milliseconds (seed
-// §8.3).
+// Latency is the time each stage of a turn took, in milliseconds.
 type Latency struct {
 	SessionGetOrCreate float64            `json:"session_get_or_create_ms"`
 	DialogAct          float64            `json:"dialog_act_ms"`

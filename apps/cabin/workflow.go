@@ -30,8 +30,8 @@ func (a *App) newStep(n int, intentID string, slots map[string]string) Step {
 	}
 }
 
-// holds evaluates a condition on the result of its source step (seed
-// §21.1). A source without a result fails every condition.
+// holds evaluates a condition on the result of its source step. A source
+// without a result fails every condition.
 func (wf *Workflow) holds(c *Condition) bool {
 	src := wf.step(c.Step)
 	if src == nil || src.Result == nil || len(c.Value) == 0 {
