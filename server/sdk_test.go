@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/apps/report"
 	"github.com/loomkit/loom/apps/schedule"
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 )
 
@@ -26,8 +29,7 @@ func TestLangGraphSDK(t *testing.T) {
 
 // TestMermaid runs sdktest/mermaid.test.mjs, which parses the Mermaid
 // drawing of every agent with the mermaid package, against a server with
-// the agents loom serve registers (demo, cabin, schedule) and the test
-// agents beside them.
+// the agents loom serve registers and the test agents beside them.
 func TestMermaid(t *testing.T) {
 	const key = "mermaid-key"
 	reg := testAgents(t)
@@ -35,6 +37,9 @@ func TestMermaid(t *testing.T) {
 	for _, a := range []server.Agent{
 		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
 		schedule.ServerAgent(schedule.ServerOptions{Logger: quiet}),
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		dataagent.ServerAgent(dataagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		report.ServerAgent(report.ServerOptions{Logger: quiet}),
 	} {
 		if err := reg.Register(a); err != nil {
 			t.Fatal(err)
