@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/loomkit/loom/llm/openai"
 	"log/slog"
 	"strings"
 
+	"github.com/loomkit/loom/llm/openai"
+
 	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/demo"
+	"github.com/loomkit/loom/apps/report"
 	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
@@ -25,6 +28,10 @@ func agents() *server.Registry {
 	if err != nil {
 		slog.Warn("no model: the agents run without one", "err", err)
 	}
+	embedder, err := openai.NewEmbedderFromEnv()
+	if err != nil {
+		slog.Warn("no embeddings: recall runs on words alone", "err", err)
+	}
 	var r server.Registry
 	for _, a := range []server.Agent{
 		demoAgent(),
@@ -38,6 +45,14 @@ func agents() *server.Registry {
 		// The SQL explorer reads the databases LOOM_SQLAGENT_SOURCES lists,
 		// else a demo shop it writes beside the checkpoints on first start.
 		sqlagent.ServerAgent(sqlagent.ServerOptions{Model: model}),
+		// The data analyst reads the SQL explorer's databases, with
+		// knowledge per data source kept beside the checkpoints;
+		// LOOM_EMBED_MODEL adds embeddings to its recall.
+		dataagent.ServerAgent(dataagent.ServerOptions{Model: model, Embedder: embedder}),
+		// The report designer: JasperReports templates from a chat, an
+		// uploaded form or template; LOOM_REPORT_TEMPLATES names a
+		// directory of templates to learn from, LOOM_JRXML_XSD the schemas.
+		report.ServerAgent(report.ServerOptions{Model: model}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above
