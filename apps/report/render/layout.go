@@ -189,6 +189,9 @@ func (l *layout) run(r *jrxml.Element, rows []Row) {
 		}
 	}
 	l.newPage(true)
+	if len(rows) > 0 {
+		l.scope.Fields = rows[0] // the title reads the first row's fields, as in JasperReports
+	}
 	for _, b := range bandsOf(r.Child("title")) {
 		l.band(b)
 	}

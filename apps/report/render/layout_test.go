@@ -76,3 +76,30 @@ func TestBands(t *testing.T) {
 		t.Errorf("pages:\n%s\nwant:\n%s", strings.Join(pages, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestTitleReadsFirstRow: the title band, laid out before any detail,
+// reads the first row's fields (JasperReports does too), and an empty
+// data source leaves them empty.
+func TestTitleReadsFirstRow(t *testing.T) {
+	const tpl = `<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="t" pageWidth="595" pageHeight="300" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
+	<field name="city" class="java.lang.String"/>
+	<title><band height="20"><textField><reportElement x="0" y="0" width="300" height="20"/><textFieldExpression><![CDATA["T " + $F{city}]]></textFieldExpression></textField></band></title>
+	<detail><band height="20"><textField><reportElement x="0" y="0" width="300" height="20"/><textFieldExpression><![CDATA["D " + $F{city}]]></textFieldExpression></textField></band></detail>
+</jasperReport>`
+	for _, tc := range []struct {
+		rows []render.Row
+		want string
+	}{
+		{[]render.Row{{"city": "北京"}, {"city": "上海"}}, "T 北京|D 北京|D 上海"},
+		{nil, "T "},
+	} {
+		res := render.Layout(parse(t, tpl), tc.rows, nil)
+		var texts []string
+		for _, it := range res.Pages[0].Items {
+			texts = append(texts, it.Text)
+		}
+		if got := strings.Join(texts, "|"); got != tc.want {
+			t.Errorf("rows %v: page %q, want %q", tc.rows, got, tc.want)
+		}
+	}
+}
