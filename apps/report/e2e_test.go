@@ -264,6 +264,16 @@ func TestWithoutModel(t *testing.T) {
 	if !strings.Contains(st.Turn.Reply, "LOOM_MODEL") || st.JRXML != "" {
 		t.Errorf("a description without a model: %q", st.Turn.Reply)
 	}
+	// A template that does not pass is kept as a version with its
+	// problems; correcting it needs a model.
+	bad := l.uploadID("n4", "bad.jrxml", []byte(badJRXML))
+	tr = l.run("n4", report.Input{Upload: bad})
+	if want := path("process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "explain_error", "correct_jrxml", "finalize"); tr.String() != want {
+		t.Errorf("path %s", tr)
+	}
+	if st := tr.state; st.Version != 1 || st.Turn.Status != "fail" || st.PendingFailure == nil || !strings.Contains(st.Turn.Reply, "OPENAI_API_KEY") || !strings.Contains(st.Turn.Reply, "$F{amount_total} is not a declared field") {
+		t.Errorf("a bad template without a model: version %d status %q reply %q", st.Version, st.Turn.Status, st.Turn.Reply)
+	}
 	// An upload of another thread, or none, is not found.
 	if st := l.run("n3", report.Input{Upload: id}).state; !strings.Contains(st.Turn.Reply, "cannot find upload "+id) || st.JRXML != "" || st.Version != 0 {
 		t.Errorf("another thread's upload: %q", st.Turn.Reply)

@@ -32,6 +32,12 @@ var errNoModel = errors.New("no model configured")
 // needsModel says what the user must set for what they asked.
 func (t *Turn) needsModel(what, was string) {
 	t.NeedsModel = true
+	t.modelNeeded(what, was)
+}
+
+// modelNeeded adds to the reply that what needs a model and which
+// variables configure one.
+func (t *Turn) modelNeeded(what, was string) {
 	before := ""
 	if t.Reply != "" {
 		before = t.Reply + "\n"

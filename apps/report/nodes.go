@@ -349,7 +349,9 @@ func (a *Agent) explainError(ctx context.Context, s State) (State, error) {
 // nothing counts twice toward the bound. Without a model the loop ends.
 func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	if a.model == nil {
+		// The loop ends; finalize still records the version and its problems.
 		s.Turn.Retry = a.cfg.MaxRetry
+		s.Turn.modelNeeded(s.Turn.say("Correcting the template", "自动修正模板"), "")
 		return s, nil
 	}
 	problems := problemText(s.Turn.Problems)
@@ -428,8 +430,12 @@ func (a *Agent) resultReply(s State, thread string) string {
 	t := &s.Turn
 	base := routesBase + "threads/" + thread
 	if t.Status == statusFail {
-		return t.say(fmt.Sprintf("Version %d does not pass validation after %d corrections:\n%s\nYour next message will take this into account.\nPreview: %s/preview.png", s.Version, t.Corrections, problemText(t.Problems), base),
-			fmt.Sprintf("第 %d 版经过 %d 次修正仍未通过验证：\n%s\n下一条消息会带上这些问题。\n预览：%s/preview.png", s.Version, t.Corrections, problemText(t.Problems), base))
+		en, zh := fmt.Sprintf("Version %d does not pass validation", s.Version), fmt.Sprintf("第 %d 版未通过验证", s.Version)
+		if t.Corrections > 0 {
+			en, zh = fmt.Sprintf("Version %d does not pass validation after %d corrections", s.Version, t.Corrections), fmt.Sprintf("第 %d 版经过 %d 次修正仍未通过验证", s.Version, t.Corrections)
+		}
+		return t.say(fmt.Sprintf("%s:\n%s\nYour next message will take this into account.\nPreview: %s/preview.png", en, problemText(t.Problems), base),
+			fmt.Sprintf("%s：\n%s\n下一条消息会带上这些问题。\n预览：%s/preview.png", zh, problemText(t.Problems), base))
 	}
 	sim := ""
 	if t.SSIM > 0 {
