@@ -41,13 +41,21 @@ func evalSchemaFlags() (*flag.FlagSet, evalSchemaArgs) {
 	}
 }
 
-// evalSchemaHelp is what schema-recall measures and its flags.
+// evalSchemaHelp is what schema-recall measures and its flags, indented
+// apart from the flags of loom eval intent that follow in the help.
 func evalSchemaHelp() string {
 	fs, _ := evalSchemaFlags()
 	var b strings.Builder
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	return evalSchemaAbout + "\n\nschema-recall flags:\n" + strings.TrimRight(b.String(), "\n")
+	b.WriteString(evalSchemaAbout + "\n\nschema-recall flags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(&b, "\n    --%s", strings.TrimSpace(f.Name+" "+arg))
+		if f.DefValue != "" && f.DefValue != "false" {
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		b.WriteString("\n        " + usage)
+	})
+	return b.String()
 }
 
 // runEvalSchema is `loom eval schema-recall`.
