@@ -448,3 +448,23 @@ func TestChineseTextIsMeasured(t *testing.T) {
 		t.Errorf("second legend text starts %dpx after the first with the Chinese font, %dpx without; the first is %dpx wide", wide, narrow, need)
 	}
 }
+
+// Reports render side by side, as a server renders them for several
+// users at once.
+func TestHTMLConcurrent(t *testing.T) {
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			page, err := report.HTML(threeCharts, report.Options{Locale: []string{"zh", "en"}[i%2]})
+			if err == nil && page.Charts != 3 {
+				err = fmt.Errorf("charts %d, problems %q", page.Charts, page.Problems)
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
