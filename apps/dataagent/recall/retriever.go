@@ -136,7 +136,13 @@ func (r *Retriever) Search(ctx context.Context, queries []string, k int) ([]Hit,
 			fuse(fused, found, scores)
 		}
 	}
-	var ranked []bm25.Hit
+	nfound := 0
+	for _, f := range found {
+		if f {
+			nfound++
+		}
+	}
+	ranked := make([]bm25.Hit, 0, nfound)
 	for d := range n {
 		if found[d] {
 			ranked = append(ranked, bm25.Hit{Doc: d, Score: fused[d]})

@@ -344,29 +344,30 @@ type pick struct {
 func (s *Schema) expand(hits []Hit, k int, qwords map[string]bool) []pick {
 	top := make([]pick, 0, min(len(hits), k))
 	in := map[int]bool{}
-	score := map[int]float64{}
+	score := make([]float64, len(s.tables)) // 0: not found
 	for _, h := range hits {
 		score[h.Doc] = h.Score
 	}
 	// A table the question names, joined to a better one, ranks just
 	// below it: among the many stadium tables, the one a recalled concert
-	// table refers to.
-	hits = slices.Clone(hits)
-	for x := 0; x < min(len(hits), k); x++ {
-		a := hits[x]
+	// table refers to. Only such tables can move up, so the k best are
+	// among them and the k best hits.
+	best := slices.Clone(hits[:min(len(hits), k)])
+	for _, a := range best[:len(best):len(best)] {
 		for _, c := range s.ends(a.Doc) {
-			if sc, ok := score[c]; !ok || sc >= a.Score || !s.named(c, qwords) {
+			if sc := score[c]; sc == 0 || sc >= a.Score || !s.named(c, qwords) {
 				continue
 			}
 			score[c] = a.Score * (1 - 1e-6)
-			for y := range hits {
-				if hits[y].Doc == c {
-					hits[y].Score = score[c]
-				}
+			if i := slices.IndexFunc(best, func(h Hit) bool { return h.Doc == c }); i >= 0 {
+				best[i].Score = score[c]
+			} else {
+				best = append(best, Hit{Doc: c, Score: score[c]})
 			}
 		}
 	}
-	slices.SortStableFunc(hits, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+	slices.SortStableFunc(best, func(a, b Hit) int { return cmp.Compare(b.Score, a.Score) })
+	hits = best
 	for _, h := range hits[:min(len(hits), k)] {
 		top = append(top, pick{table: h.Doc, score: h.Score})
 		in[h.Doc] = true
