@@ -165,7 +165,7 @@ type Verdict uint8
 
 // Verdicts.
 const (
-	verdictNone Verdict = iota
+	_ Verdict = iota // the zero Verdict: nothing decided yet
 	// verdictExecute: one known intent, sure enough to run.
 	verdictExecute
 	// verdictClarify: two intents close; ask which.
