@@ -304,3 +304,35 @@ func jsonFields(v any) map[string]any {
 	_ = json.Unmarshal(b, &m)
 	return m
 }
+
+// TestTurnCheckpoints checks that the pure steps share the checkpoints of
+// the others: a command writes its input, its condition test, its tool
+// call and its reply; a question its input and the question.
+func TestTurnCheckpoints(t *testing.T) {
+	app := newApp(t, Options{})
+	ctx := context.Background()
+	for _, c := range []struct {
+		text  string
+		nodes []string // of the checkpoints after the input's, oldest first
+	}{
+		{"打开车窗", []string{nodeCondition, nodeCallTool, nodeRespond}},
+		{"导航", []string{nodeFillSlots}},
+	} {
+		if _, err := app.Chat(ctx, ChatRequest{SessionID: c.text, Text: c.text}); err != nil {
+			t.Fatal(err)
+		}
+		cps, err := app.saver.List(ctx, c.text, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, cp := range slices.Backward(cps) {
+			if cp.Meta.Node != "" {
+				nodes = append(nodes, cp.Meta.Node)
+			}
+		}
+		if len(cps) != len(c.nodes)+1 || !slices.Equal(nodes, c.nodes) {
+			t.Errorf("%q: %d checkpoints, of the steps %v; want the input's and %v", c.text, len(cps), nodes, c.nodes)
+		}
+	}
+}
