@@ -234,18 +234,26 @@ func startAll(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	var reg server.Registry
-	for _, a := range []server.Agent{
+	return serveAgents(t, dir, nil,
 		demoAgent(),
 		schedule.ServerAgent(schedule.ServerOptions{StreamDelay: -1, Logger: quiet}),
 		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
 		sqlagent.ServerAgent(sqlagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db"), Logger: quiet}),
-	} {
+	)
+}
+
+// serveAgents serves agents with the page on a loopback port, on a
+// SQLite file in dir, behind keys (none: open on loopback).
+func serveAgents(t *testing.T, dir string, keys []string, agents ...server.Agent) string {
+	t.Helper()
+	var reg server.Registry
+	for _, a := range agents {
 		if err := reg.Register(a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(dir, "loom.db"), Logger: quiet, UI: ui.Handler()})
+	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(dir, "loom.db"), Keys: keys,
+		Logger: slog.New(slog.DiscardHandler), UI: ui.Handler()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,12 @@ var contentTypes = map[string]string{
 	".js":   "text/javascript; charset=utf-8",
 }
 
-// csp keeps the page to its own files and its own server.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+// csp keeps the page to its own files and its own server. Scripts are
+// the page's own only; inline styles are allowed because a report shown in
+// a sandboxed frame (srcdoc, which inherits this policy) carries its
+// stylesheet inline; images may be blob URLs, which is how the page shows
+// files it fetched with the API key.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // file is one embedded file, ready to serve.

@@ -21,6 +21,12 @@ const ui = {
   history: $('#history'), historyNote: $('#history-note'), copyThread: $('#copy-thread'), refresh: $('#refresh'),
   fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkValues: $('#fork-values'),
   forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'), lang: $('#lang'), forkH: $('#fork-h'),
+  upload: $('#upload'), uploadFile: $('#upload-file'),
+  reportPanel: $('#report-panel'), reportNote: $('#report-note'), reportPreview: $('#report-preview'),
+  reportVersions: $('#report-versions'), reportRefresh: $('#report-refresh'),
+  knPanel: $('#knowledge-panel'), knSource: $('#kn-source'), knNote: $('#kn-note'), knEntries: $('#kn-entries'),
+  knForm: $('#kn-form'), knA: $('#kn-a'), knB: $('#kn-b'), knALabel: $('#kn-a-label'), knBLabel: $('#kn-b-label'),
+  knImport: $('#kn-import'), knImportFile: $('#kn-import-file'),
 };
 
 const app = {
@@ -38,7 +44,13 @@ const app = {
   abort: null,        // its AbortController
   pendingCard: null,  // the confirm card that waits for an answer
   forkFrom: null,     // the checkpoint the fork dialog edits
+  previewURL: '',     // the blob URL of the report designer's preview
+  panelSeq: 0,        // the latest refresh of an agent's panel
 };
+
+// The agents with a panel of their own beside the chat.
+const REPORT = 'report';
+const ANALYST = 'dataagent';
 
 // ---- small helpers ----
 
@@ -455,6 +467,9 @@ class Run {
       // An agent that says what it did (loom_reply) says it in a bubble,
       // unless it streamed its text already; its state folds away.
       if (st.loom_reply && !this.texts.size) this.add(el('div', { class: 'bubble assistant reply', text: st.loom_reply }));
+      const said = st.loom_reply || [...this.texts.values()].map((b) => b.textContent).join('');
+      const report = said.match(REPORT_PATH);
+      if (report) this.add(reportCard(report[0]));
       this.add(el('div', { class: 'card result', dataset: { status: 'done' } },
         el('div', { class: 'card-title', i18n: this.kind === 'run' ? 'run.finished' : 'run.state' }),
         st.loom_reply ? el('details', { class: 'state' }, el('summary', { i18n: 'run.state' }), view) : view));
@@ -643,11 +658,7 @@ async function send() {
   const text = ui.message.value.trim();
   if (!text || app.busy) return;
   try {
-    if (!app.thread) {
-      const th = await api('POST', '/threads', { metadata: { assistant_id: app.agent, title: text.slice(0, 60) } });
-      addThreadOption(th);
-      setThread(th.thread_id);
-    }
+    await ensureThread(text);
   } catch (e) {
     note(e.message, 'error');
     return;
@@ -657,6 +668,245 @@ async function send() {
   // A message while a question waits answers it: the agents read it so.
   if (app.pendingCard) settleCard(app.pendingCard, 'replied', text);
   await runStream({ input: inputOf(text) });
+}
+
+// ensureThread starts a thread, titled title, when none is open.
+async function ensureThread(title) {
+  if (app.thread) return;
+  const th = await api('POST', '/threads', { metadata: { assistant_id: app.agent, title: title.slice(0, 60) } });
+  addThreadOption(th);
+  setThread(th.thread_id);
+}
+
+// ---- files: fetched with the key, offered as blobs ----
+
+// fetchBlob GETs path with the page's key: a plain link or image would
+// send none.
+async function fetchBlob(path, accept = '*/*') {
+  const h = headers(false);
+  h.Accept = accept;
+  const res = await fetch(path, { headers: h });
+  if (!res.ok) throw await apiError(res);
+  return res.blob();
+}
+
+// saveBlob offers blob as a download named file.
+function saveBlob(blob, file) {
+  const url = URL.createObjectURL(blob);
+  const a = el('a', { href: url, download: file });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// ---- the report designer: uploads, preview, versions ----
+
+const reportBase = () => `/api/v1/report/threads/${enc(app.thread)}`;
+
+// uploadFile sends file to the report designer's thread (multipart, field
+// "file"), then runs the turn that uses it, with the message typed, if any.
+async function uploadFile(file) {
+  if (!file || app.busy) return;
+  const text = ui.message.value.trim();
+  let up;
+  try {
+    await ensureThread(text || file.name);
+    const body = new FormData();
+    body.append('file', file, file.name);
+    const res = await fetch(`${reportBase()}/uploads`, { method: 'POST', headers: headers(false), body });
+    if (!res.ok) throw await apiError(res);
+    up = await res.json();
+  } catch (e) {
+    note(e.message, 'error');
+    return;
+  }
+  ui.message.value = '';
+  const li = userMessage(text);
+  li.querySelector('.bubble').append(el('span', { class: 'attachment', dataset: { kind: up.kind }, i18n: ['chat.attached', { name: file.name }] }));
+  if (app.pendingCard) settleCard(app.pendingCard, 'replied', text || file.name);
+  const input = { upload: up.id };
+  if (text) input.message = text;
+  await runStream({ input });
+}
+
+// versionLabel is what a person reads of a version's intent and status.
+function versionLabel(v) {
+  const key = 'report.intent.' + v.intent;
+  const parts = [t(key) === key ? t('report.intent.other') : t(key), t(v.status === 'pass' ? 'report.pass' : 'report.fail')];
+  if (v.ssim) parts.push(`SSIM ${v.ssim.toFixed(2)}`);
+  return parts.join(' · ');
+}
+
+function versionRow(v) {
+  const when = v.created_at ? new Date(v.created_at).toLocaleTimeString(lang() === 'zh' ? 'zh-CN' : 'en') : '';
+  const get = (ext) => el('button', {
+    type: 'button', class: 'dl', dataset: { ext }, i18nLabel: ['report.download', { n: v.version, ext: ext.toUpperCase() }], text: ext.toUpperCase(),
+    onclick: async () => {
+      try {
+        saveBlob(await fetchBlob(`${reportBase()}/versions/${v.version}.${ext}`), `report-v${v.version}.${ext}`);
+      } catch (e) {
+        setMsg(ui.reportNote, 'report.failed', { error: e.message });
+      }
+    },
+  });
+  return el('li', { class: 'version', dataset: { version: v.version, status: v.status } },
+    el('div', { class: 'v-main' }, el('span', { class: 'seq', i18n: ['report.version', { n: v.version }] }),
+      el('span', { class: 'muted small', text: versionLabel(v) }), when ? el('span', { class: 'muted small', text: when }) : null),
+    el('div', { class: 'v-actions' }, ['jrxml', 'png', 'pdf'].map(get)));
+}
+
+// refreshReport shows the thread's current preview and its versions,
+// newest first.
+async function refreshReport() {
+  const seq = ++app.panelSeq;
+  const fig = ui.reportPreview.parentElement;
+  if (!app.thread) {
+    fig.hidden = true;
+    ui.reportVersions.replaceChildren();
+    setMsg(ui.reportNote, 'report.none');
+    return;
+  }
+  let versions = [];
+  let preview = null;
+  try {
+    versions = (await api('GET', `${reportBase()}/versions`)).versions || [];
+    if (versions.length) preview = await fetchBlob(`${reportBase()}/preview.png`, 'image/png');
+  } catch (e) {
+    // A thread with nothing in it yet has no versions and no preview.
+    if (e.status !== 404) setMsg(ui.reportNote, 'report.failed', { error: e.message });
+    if (e.status !== 404 || seq !== app.panelSeq) return;
+  }
+  if (seq !== app.panelSeq) return;
+  if (app.previewURL) URL.revokeObjectURL(app.previewURL);
+  app.previewURL = preview ? URL.createObjectURL(preview) : '';
+  if (preview) ui.reportPreview.src = app.previewURL;
+  else ui.reportPreview.removeAttribute('src');
+  fig.hidden = !preview;
+  ui.reportVersions.replaceChildren(...versions.slice().reverse().map(versionRow));
+  if (versions.length) setMsg(ui.reportNote, 'report.count', { n: versions.length });
+  else setMsg(ui.reportNote, 'report.empty');
+}
+
+// ---- the data analyst: its report inline, its knowledge ----
+
+// REPORT_PATH is where a reply names the analyst's HTML report.
+const REPORT_PATH = /\/api\/v1\/dataagent\/reports\/[A-Za-z0-9._~%-]+/;
+
+// reportCard shows the HTML report at path in a sandboxed frame (no
+// scripts, no requests: it is only srcdoc), with a download button.
+function reportCard(path) {
+  const frame = el('iframe', { class: 'report-frame', sandbox: '', i18nTitle: 'analyst.report', referrerpolicy: 'no-referrer' });
+  const msg = el('p', { class: 'muted small', role: 'status', i18n: 'analyst.loading' });
+  let html = '';
+  const save = el('button', { type: 'button', class: 'download', disabled: true, i18n: 'analyst.download',
+    onclick: () => saveBlob(new Blob([html], { type: 'text/html' }), `report-${decodeURIComponent(path.split('/').pop())}.html`) });
+  const card = el('div', { class: 'card analyst-report', dataset: { path } },
+    el('div', { class: 'card-title' }, el('span', { i18n: 'analyst.report' }), save), msg, frame);
+  fetchBlob(path, 'text/html').then((b) => b.text()).then((text) => {
+    html = text;
+    frame.srcdoc = text;
+    save.disabled = false;
+    msg.remove();
+    card.dataset.state = 'loaded';
+  }).catch((e) => {
+    setMsg(msg, 'analyst.failed', { error: e.message });
+    frame.remove();
+  });
+  return card;
+}
+
+const knBase = '/api/v1/dataagent/knowledge/';
+const knKind = () => ui.knForm.querySelector('input[name="kn-kind"]:checked').value;
+
+// entryText is an entry's title and what it says.
+function entryText(e) {
+  switch (e.kind) {
+    case 'term': return [e.term, e.description || e.formula];
+    case 'example': return [e.question, e.sql];
+    case 'document': return [e.title, e.text];
+    default: return [e.column ? `${e.table}.${e.column}` : e.table, e.name || e.description || (e.synonyms || []).join(', ')];
+  }
+}
+
+const plural = (kind) => (kind === 'semantic' ? kind : kind + 's');
+
+function entryRow(e) {
+  const [title, text] = entryText(e);
+  return el('li', { class: 'kn-entry', dataset: { id: e.id, kind: e.kind } },
+    el('div', { class: 'kn-main' },
+      el('span', { class: 'tag', i18n: 'kn.kind.' + e.kind }), el('strong', { class: 'kn-title', text: title || '' }),
+      text ? el('span', { class: 'kn-text muted small', text }) : null),
+    el('button', { type: 'button', class: 'delete', i18n: 'kn.delete', i18nLabel: ['kn.delete.label', { name: title || '' }],
+      onclick: async () => {
+        try {
+          await api('DELETE', `${knBase}${plural(e.kind)}/${enc(e.id)}`);
+          await refreshKnowledge();
+        } catch (err) {
+          ui.knNote.textContent = err.message;
+        }
+      } }));
+}
+
+// refreshKnowledge lists the sources, and the chosen source's entries.
+async function refreshKnowledge() {
+  const seq = ++app.panelSeq;
+  try {
+    const { sources } = await api('GET', `${knBase}sources`);
+    const chosen = ui.knSource.value || localStorage.getItem('loom.knSource') || '';
+    ui.knSource.replaceChildren(...sources.map((s) => el('option', { value: s, text: s })));
+    if (sources.includes(chosen)) ui.knSource.value = chosen;
+    const source = ui.knSource.value;
+    const { entries } = source ? await api('GET', `${knBase}entries?source=${enc(source)}`) : { entries: [] };
+    if (seq !== app.panelSeq) return;
+    ui.knEntries.replaceChildren(...entries.map(entryRow));
+    setMsg(ui.knNote, source ? 'kn.count' : 'kn.noSources', { n: entries.length });
+  } catch (e) {
+    if (seq === app.panelSeq) ui.knNote.textContent = e.message;
+  }
+}
+
+// knKindChanged relabels the form's two fields for a term or an example.
+function knKindChanged() {
+  const ex = knKind() === 'example';
+  setMsg(ui.knALabel, ex ? 'kn.question' : 'kn.term');
+  setMsg(ui.knBLabel, ex ? 'kn.sql' : 'kn.description');
+  ui.knB.spellcheck = !ex;
+}
+
+async function addKnowledge(e) {
+  e.preventDefault();
+  const kind = knKind();
+  const a = ui.knA.value.trim();
+  const b = ui.knB.value.trim();
+  const entry = kind === 'example' ? { question: a, sql: b } : { term: a, description: b };
+  try {
+    await api('POST', knBase + plural(kind), { source: ui.knSource.value, ...entry });
+  } catch (err) {
+    ui.knNote.textContent = err.message;
+    return;
+  }
+  ui.knA.value = '';
+  ui.knB.value = '';
+  await refreshKnowledge();
+}
+
+async function importKnowledge(file) {
+  if (!file) return;
+  try {
+    const res = await api('POST', `${knBase}import?source=${enc(ui.knSource.value)}`, { yaml: await file.text() });
+    await refreshKnowledge();
+    setMsg(ui.knNote, 'kn.imported', { name: file.name, n: (res.created ?? 0) + (res.updated ?? 0) });
+  } catch (err) {
+    ui.knNote.textContent = err.message;
+  }
+}
+
+// refreshPanels refreshes the open agent's own panel, if it has one.
+function refreshPanels() {
+  if (app.agent === REPORT) return refreshReport();
+  if (app.agent === ANALYST) return refreshKnowledge();
+  return null;
 }
 
 // ---- thread state and history ----
@@ -669,6 +919,7 @@ async function refreshThread(run) {
     renderHistory([]);
     setStatus('idle');
     paint();
+    await refreshPanels();
     return;
   }
   try {
@@ -689,6 +940,7 @@ async function refreshThread(run) {
     note(e.message, 'error');
   }
   paint();
+  await refreshPanels();
 }
 
 // paint marks the graph's nodes: running, visited in this run, waiting,
@@ -875,6 +1127,9 @@ async function selectAgent(name) {
   const a = app.agents.find((x) => x.assistant_id === name);
   ui.agentDesc.textContent = a?.description || '';
   ui.agentDesc.title = a?.description || '';
+  ui.upload.hidden = name !== REPORT;
+  ui.reportPanel.hidden = name !== REPORT;
+  ui.knPanel.hidden = name !== ANALYST;
   try {
     const [schemas, graph] = await Promise.all([
       api('GET', `/assistants/${enc(name)}/schemas`),
@@ -914,12 +1169,7 @@ async function copyMermaid() {
 
 function downloadMermaid() {
   const file = `${app.agent || 'graph'}.mmd`;
-  const url = URL.createObjectURL(new Blob([app.mermaid], { type: 'text/plain' }));
-  const a = el('a', { href: url, download: file });
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
+  saveBlob(new Blob([app.mermaid], { type: 'text/plain' }), file);
   setMsg(ui.graphMsg, 'graph.downloaded', { file });
 }
 
@@ -947,6 +1197,25 @@ async function init() {
   ui.mermaidDownload.addEventListener('click', downloadMermaid);
   ui.forkForm.addEventListener('submit', fork);
   ui.forkCancel.addEventListener('click', () => ui.fork.close());
+  ui.upload.addEventListener('click', () => ui.uploadFile.click());
+  ui.uploadFile.addEventListener('change', () => {
+    const f = ui.uploadFile.files[0];
+    ui.uploadFile.value = '';
+    uploadFile(f);
+  });
+  ui.reportRefresh.addEventListener('click', refreshReport);
+  ui.knSource.addEventListener('change', () => {
+    localStorage.setItem('loom.knSource', ui.knSource.value);
+    refreshKnowledge();
+  });
+  for (const r of ui.knForm.querySelectorAll('input[name="kn-kind"]')) r.addEventListener('change', knKindChanged);
+  ui.knForm.addEventListener('submit', addKnowledge);
+  ui.knImport.addEventListener('click', () => ui.knImportFile.click());
+  ui.knImportFile.addEventListener('change', () => {
+    const f = ui.knImportFile.files[0];
+    ui.knImportFile.value = '';
+    importKnowledge(f);
+  });
   ui.key.value = app.key;
   ui.keyForm.addEventListener('submit', (e) => {
     e.preventDefault();

@@ -1,0 +1,193 @@
+package ui_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/apps/report"
+)
+
+// agentsKey is the API key the page is given: every file it shows or
+// downloads must carry it.
+const agentsKey = "k-agents"
+
+// TestBrowserReport uploads a JasperReports template from the chat to the
+// report designer with no model: the turn makes a version from it, the
+// side panel shows the preview (an image fetched with the key) and the
+// version, and the version's PDF downloads as a PDF.
+func TestBrowserReport(t *testing.T) {
+	needChromium(t)
+	tmpl := sharedSample(t, "jrxml/samples/alterdesign__AlterDesignReport.jrxml")
+	base := startAgents(t)
+	b := openBrowser(t, screenshotDir(t))
+	b.openWithKey(base)
+	b.pickAgent("report")
+	if hidden := eval[bool](b, `document.querySelector('#report-panel').hidden || document.querySelector('#upload').hidden`); hidden {
+		t.Fatal("the report designer has no panel or no upload button")
+	}
+	if !eval[bool](b, `document.querySelector('#knowledge-panel').hidden`) {
+		t.Error("the analyst's knowledge panel shows for the report designer")
+	}
+
+	b.do("upload the template", chromedp.SetUploadFiles(chromedp.CSS(`#upload-file`), []string{tmpl}, chromedp.NodeReady),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.user .attachment`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#report-versions li.version[data-version="1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#report-preview[src^="blob:"]`)))
+	if got := b.text(`.msg.user .attachment`); !strings.Contains(got, filepath.Base(tmpl)) {
+		t.Errorf("the message shows the upload as %q", got)
+	}
+	if kind := eval[string](b, `document.querySelector('.msg.user .attachment').dataset.kind`); kind != "jrxml" {
+		t.Errorf("the upload was taken as %q, want jrxml", kind)
+	}
+	size := evalAwait[[]int](b, `new Promise((r) => { const i = document.querySelector('#report-preview'); const done = () => r([i.naturalWidth, i.naturalHeight]); i.complete ? done() : i.addEventListener('load', done); })`)
+	if size[0] < 100 || size[1] < 100 {
+		t.Errorf("the preview image is %dx%d: not a rendered page", size[0], size[1])
+	}
+	if n := eval[int](b, `document.querySelectorAll('#report-versions li.version').length`); n != 1 {
+		t.Errorf("the panel lists %d versions, want 1", n)
+	}
+	if got := eval[[]string](b, `[...document.querySelectorAll('#report-versions li.version button.dl')].map(b => b.dataset.ext)`); strings.Join(got, ",") != "jrxml,png,pdf" {
+		t.Errorf("the version's downloads are %q, want jrxml, png, pdf", got)
+	}
+
+	// The PDF button hands the browser a blob fetched with the key.
+	eval[bool](b, `(() => { window.loomBlobs = []; const make = URL.createObjectURL; URL.createObjectURL = (x) => { window.loomBlobs.push(x); return make.call(URL, x); }; return true; })()`)
+	b.do("download the PDF", chromedp.Click(chromedp.CSS(`#report-versions li.version[data-version="1"] button.dl[data-ext="pdf"]`)))
+	b.poll("the PDF's blob", `window.loomBlobs.length > 0`)
+	head := evalAwait[string](b, `window.loomBlobs[0].slice(0, 5).text()`)
+	if !strings.HasPrefix(head, "%PDF") {
+		t.Errorf("the downloaded PDF starts with %q", head)
+	}
+	if ty := eval[string](b, `window.loomBlobs[0].type`); ty != "application/pdf" {
+		t.Errorf("the PDF blob's type is %q", ty)
+	}
+	b.noSideScroll("the report designer", "report")
+	b.checkConsole()
+}
+
+// TestBrowserAnalyst asks the data analyst the demo shop's question with
+// no model (answered from a stored example): the reply shows the HTML
+// report inline, in a sandboxed frame with its chart; the knowledge panel
+// lists the demo shop's entries, and a term added there is listed.
+func TestBrowserAnalyst(t *testing.T) {
+	needChromium(t)
+	base := startAgents(t)
+	b := openBrowser(t, screenshotDir(t))
+	b.openWithKey(base)
+	b.pickAgent("dataagent")
+	if !eval[bool](b, `document.querySelector('#report-panel').hidden && document.querySelector('#upload').hidden`) {
+		t.Error("the report designer's panel or upload button shows for the analyst")
+	}
+	b.do("wait for the knowledge", chromedp.WaitVisible(chromedp.CSS(`#knowledge-panel li.kn-entry`)))
+	if src := eval[string](b, `document.querySelector('#kn-source').value`); src == "" {
+		t.Fatal("the knowledge panel names no source")
+	}
+	before := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`)
+	terms := eval[[]string](b, `[...document.querySelectorAll('#kn-entries li.kn-entry[data-kind="term"] .kn-title')].map(e => e.textContent)`)
+	if !slices.Contains(terms, "客单价") {
+		t.Errorf("the demo shop's terms are %q, want 客单价 among them", terms)
+	}
+
+	b.send("每个品类的销售额是多少？")
+	frame := `.run[data-status="done"] .card.analyst-report[data-state="loaded"] iframe.report-frame`
+	b.do("wait for the report", chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)),
+		chromedp.WaitVisible(chromedp.CSS(frame)))
+	if sb := eval[string](b, `document.querySelector('`+frame+`').getAttribute('sandbox')`); sb != "" {
+		t.Errorf("the report frame's sandbox is %q, want empty (no scripts, no same origin)", sb)
+	}
+	doc := eval[string](b, `document.querySelector('`+frame+`').srcdoc`)
+	if !strings.Contains(doc, "<svg") {
+		t.Errorf("the inline report has no chart (<svg>): %.300s", doc)
+	}
+	if strings.Contains(strings.ToLower(doc), "<script") {
+		t.Error("the inline report carries a script")
+	}
+	if dis := eval[bool](b, `document.querySelector('.card.analyst-report button.download').disabled`); dis {
+		t.Error("the report's download button is disabled")
+	}
+	b.noSideScroll("the analyst's report", "analyst")
+
+	// Add a term in the panel: it is listed.
+	b.do("add a term", chromedp.Click(chromedp.CSS(`#kn-form input[value="term"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#kn-a`), "回头客"),
+		chromedp.SendKeys(chromedp.CSS(`#kn-b`), "下过两次及以上订单的客户"),
+		chromedp.Click(chromedp.CSS(`#kn-form button[type="submit"]`)))
+	b.poll("the new term", `[...document.querySelectorAll('#kn-entries .kn-title')].some(e => e.textContent === '回头客')`)
+	if after := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`); after != before+1 {
+		t.Errorf("after adding a term the panel lists %d entries, before %d", after, before)
+	}
+	b.noSideScroll("the knowledge panel", "knowledge")
+	b.checkConsole()
+}
+
+// evalAwait evaluates a JavaScript expression that gives a promise, and
+// returns what the promise resolves to.
+func evalAwait[T any](b *browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// poll waits until expression is true on the page.
+func (b *browser) poll(what, expression string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expression)); err != nil {
+		b.shot("failed.png")
+		b.checkConsole()
+		b.t.Fatalf("wait for %s: %v", what, err)
+	}
+}
+
+// openWithKey opens the page with the API key in its local storage.
+func (b *browser) openWithKey(base string) {
+	b.t.Helper()
+	b.do("open the page", chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body`)))
+	eval[bool](b, `(localStorage.setItem('loom.apiKey', `+jsString(agentsKey)+`), true)`)
+	b.do("reload with the key", chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	// The first load, without the key, was refused: not the page's fault.
+	b.mu.Lock()
+	b.problems = nil
+	b.mu.Unlock()
+}
+
+// sharedSample is a file of the data folder beside the repository; the
+// test skips without it, and fails under CI.
+func sharedSample(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "data", name))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the shared data file %s is missing: %v", name, err)
+		}
+		t.Skipf("no shared data file %s: %v", name, err)
+	}
+	return p
+}
+
+// startAgents serves the report designer and the data analyst with the
+// page, behind an API key, on SQLite files in a temporary directory, with
+// no model.
+func startAgents(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	quiet := slog.New(slog.DiscardHandler)
+	return serveAgents(t, dir, []string{agentsKey},
+		report.ServerAgent(report.ServerOptions{Schemas: []string{}, Logger: quiet}),
+		dataagent.ServerAgent(dataagent.ServerOptions{DemoPath: filepath.Join(dir, "shop.db"), Logger: quiet}),
+	)
+}
