@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -186,6 +185,3 @@ func codeBlock(text, lang string) string {
 	}
 	return strings.TrimSpace(text)
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -84,7 +84,7 @@ type Store struct {
 
 	mu     sync.RWMutex
 	seeds  map[string][]Entry // source → its starting knowledge
-	seeded sync.Map         // owner + "\x00" + source → true
+	seeded sync.Map           // owner + "\x00" + source → true
 }
 
 // Open applies the Migrations to db (under Component) and returns the

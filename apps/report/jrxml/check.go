@@ -278,9 +278,6 @@ func (c *checker) query() {
 	}
 }
 
-// pageBands are the sections laid out across the page, not in a column.
-var pageBands = []string{"background", "title", "pageHeader", "pageFooter", "lastPageFooter", "summary", "noData"}
-
 // sectionHeight is the height of the first band of section name, 0 when
 // there is none.
 func (c *checker) sectionHeight(name string) int {

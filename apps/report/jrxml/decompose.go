@@ -151,8 +151,7 @@ func windows(e *Element, max int) []string {
 	var out []string
 	var cur strings.Builder
 	curLen := 0
-	var add func(s string)
-	add = func(s string) {
+	add := func(s string) {
 		n := utf8.RuneCountInString(s)
 		if curLen+n > max && curLen > 0 {
 			out = append(out, cur.String())

@@ -25,7 +25,7 @@ func WritePDF(w io.Writer, res *Result, fontPath string) error {
 			return err
 		}
 	}
-	if err := pdf.Write(w); err != nil {
+	if _, err := pdf.WriteTo(w); err != nil {
 		return fmt.Errorf("render: write PDF: %w", err)
 	}
 	return nil
