@@ -231,6 +231,7 @@ func drawChart(opt *charts.EChartsOption, opts Options) (svg []byte, err error) 
 		return nil, problemf("绘制失败（%v）", "drawing failed (%v)", err)
 	}
 	co.ValueFormatter = formatAxisValue
+	barsFromZero(&o, &co)
 	p, err := charts.Render(co)
 	if err != nil {
 		return nil, problemf("绘制失败（%v）", "drawing failed (%v)", err)
@@ -240,6 +241,35 @@ func drawChart(opt *charts.EChartsOption, opts Options) (svg []byte, err error) 
 		return nil, problemf("绘制失败（%v）", "drawing failed (%v)", err)
 	}
 	return svg, nil
+}
+
+// barsFromZero starts the value axis of a bar chart with no negative
+// value at zero, as ECharts does: a bar's length is its value, and an axis
+// that starts near the smallest value makes a bar of 22,000 look a tenth
+// of one of 52,000. An axis whose minimum the option sets keeps it.
+func barsFromZero(o *charts.EChartsOption, co *charts.ChartOption) {
+	bars := false
+	for _, s := range o.Series {
+		if s.Type == charts.ChartTypeBar {
+			bars = true
+		}
+		for _, d := range s.Data {
+			if v := d.Value.First(); v != charts.GetNullValue() && v < 0 {
+				return
+			}
+		}
+	}
+	if !bars {
+		return
+	}
+	if len(co.YAxis) == 0 {
+		co.YAxis = []charts.YAxisOption{{}}
+	}
+	for i := range co.YAxis {
+		if co.YAxis[i].Min == nil {
+			co.YAxis[i].Min = charts.Ptr(0.0)
+		}
+	}
 }
 
 // chartProblem is the text shown for a chart that could not be drawn.

@@ -468,3 +468,30 @@ func TestHTMLConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestBarsStartAtZero: a bar's length is its value, so the value axis of
+// a bar chart with no negative value starts at zero (the library would
+// start it near the smallest value), unless the option sets its minimum;
+// a line chart keeps the automatic range.
+func TestBarsStartAtZero(t *testing.T) {
+	block := func(typ, yAxis string) string {
+		return "```echarts\n{\"xAxis\":{\"type\":\"category\",\"data\":[\"a\",\"b\",\"c\"]},\"yAxis\":{\"type\":\"value\"" + yAxis + "},\"series\":[{\"type\":\"" + typ + "\",\"data\":[52000,40000,22000]}]}\n```\n"
+	}
+	for _, tc := range []struct {
+		name, md string
+		zero     bool
+	}{
+		{"bar", block("bar", ""), true},
+		{"bar with its own minimum", block("bar", `,"min":20000`), false},
+		{"line", block("line", ""), false},
+	} {
+		page, err := report.HTML(tc.md, report.Options{})
+		if err != nil || page.Charts != 1 {
+			t.Fatalf("%s: %d charts, %v", tc.name, page.Charts, err)
+		}
+		labels := texts(find(parsePage(t, page.HTML), "svg")[0])
+		if got := contains(labels, "0"); got != tc.zero {
+			t.Errorf("%s: axis labels %q, a 0 among them: %v, want %v", tc.name, labels, got, tc.zero)
+		}
+	}
+}
