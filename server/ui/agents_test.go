@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,6 +59,13 @@ func TestBrowserReport(t *testing.T) {
 		t.Errorf("the version's downloads are %q, want jrxml, png, pdf", got)
 	}
 
+	// Without the key the server refuses the preview: the panel's image
+	// came with it.
+	if st := evalAwait[int](b, `fetch('/api/v1/report/threads/' + document.body.dataset.thread + '/preview.png').then(r => r.status)`); st != 401 {
+		t.Errorf("the preview without the key: %d, want 401", st)
+	}
+	b.forgetConsole() // that 401 was the test's
+
 	// The PDF button hands the browser a blob fetched with the key.
 	eval[bool](b, `(() => { window.loomBlobs = []; const make = URL.createObjectURL; URL.createObjectURL = (x) => { window.loomBlobs.push(x); return make.call(URL, x); }; return true; })()`)
 	b.do("download the PDF", chromedp.Click(chromedp.CSS(`#report-versions li.version[data-version="1"] button.dl[data-ext="pdf"]`)))
@@ -70,6 +78,14 @@ func TestBrowserReport(t *testing.T) {
 		t.Errorf("the PDF blob's type is %q", ty)
 	}
 	b.noSideScroll("the report designer", "report")
+	b.panelShot("#report-panel", "report-panel-390x844.png")
+	b.do("switch to Chinese", chromedp.Click(chromedp.CSS(`#lang`)))
+	b.expectTexts("in Chinese", map[string]string{
+		"#report-h": "报表", "#upload": "上传", "#report-note": "共 1 个版本，最新的在前。",
+		`#report-versions li.version[data-version="1"] .seq`: "第 1 版",
+		`#report-versions li.version[data-version="1"] .v-main > .muted`: "新建 · 检查通过",
+	})
+	b.do("switch back", chromedp.Click(chromedp.CSS(`#lang`)))
 	b.checkConsole()
 }
 
@@ -95,6 +111,17 @@ func TestBrowserAnalyst(t *testing.T) {
 	if !slices.Contains(terms, "客单价") {
 		t.Errorf("the demo shop's terms are %q, want 客单价 among them", terms)
 	}
+
+	// Showing one kind lists only those.
+	b.do("show the examples", chromedp.SetValue(chromedp.CSS(`#kn-filter`), "example"))
+	eval[bool](b, `document.querySelector('#kn-filter').dispatchEvent(new Event('change'))`)
+	b.poll("the examples alone", `document.querySelectorAll('#kn-entries li.kn-entry').length > 0 && [...document.querySelectorAll('#kn-entries li.kn-entry')].every(li => li.dataset.kind === 'example')`)
+	if n := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`); n >= before {
+		t.Errorf("the examples alone are %d entries, all of them %d", n, before)
+	}
+	b.do("show all", chromedp.SetValue(chromedp.CSS(`#kn-filter`), ""))
+	eval[bool](b, `document.querySelector('#kn-filter').dispatchEvent(new Event('change'))`)
+	b.poll("all entries", `document.querySelectorAll('#kn-entries li.kn-entry').length === `+strconv.Itoa(before))
 
 	b.send("每个品类的销售额是多少？")
 	frame := `.run[data-status="done"] .card.analyst-report[data-state="loaded"] iframe.report-frame`
@@ -124,7 +151,35 @@ func TestBrowserAnalyst(t *testing.T) {
 	if after := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`); after != before+1 {
 		t.Errorf("after adding a term the panel lists %d entries, before %d", after, before)
 	}
+
+	// Import a YAML file into the source, then delete what it added.
+	yml := filepath.Join(t.TempDir(), "extra.yaml")
+	const file = "examples:\n  - question: 一共有多少个商品？\n    sql: SELECT count(*) AS products FROM products\n"
+	if err := os.WriteFile(yml, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("import a YAML file", chromedp.SetUploadFiles(chromedp.CSS(`#kn-import-file`), []string{yml}, chromedp.NodeReady))
+	imported := `#kn-entries li.kn-entry[data-kind="example"]`
+	b.poll("the imported example", `[...document.querySelectorAll('`+imported+` .kn-title')].some(e => e.textContent === '一共有多少个商品？')`)
+	if n := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`); n != before+2 {
+		t.Errorf("after the import the panel lists %d entries, want %d", n, before+2)
+	}
+	if msg := b.text(`#kn-note`); !strings.Contains(msg, "extra.yaml") {
+		t.Errorf("after the import the panel says %q", msg)
+	}
+	eval[bool](b, `([...document.querySelectorAll('`+imported+`')].find(li => li.querySelector('.kn-title').textContent === '一共有多少个商品？').querySelector('button.delete').click(), true)`)
+	b.poll("the example deleted", `![...document.querySelectorAll('#kn-entries .kn-title')].some(e => e.textContent === '一共有多少个商品？') && document.querySelectorAll('#kn-entries li.kn-entry').length === `+strconv.Itoa(before+1))
 	b.noSideScroll("the knowledge panel", "knowledge")
+	b.panelShot("#knowledge-panel", "knowledge-panel-390x844.png")
+
+	// In Chinese the panel and the report card speak Chinese.
+	b.do("switch to Chinese", chromedp.Click(chromedp.CSS(`#lang`)))
+	b.expectTexts("in Chinese", map[string]string{
+		"#knowledge-h": "知识库", "#kn-import": "导入 YAML", `#kn-form button[type="submit"]`: "添加",
+		`#kn-entries li.kn-entry[data-kind="term"] .tag`: "术语", ".card.analyst-report .card-title > span": "分析报告",
+		".card.analyst-report button.download": "下载",
+	})
+	b.panelShot("#knowledge-panel", "knowledge-panel-zh-390x844.png")
 	b.checkConsole()
 }
 
@@ -137,6 +192,27 @@ func evalAwait[T any](b *browser, js string) T {
 		b.t.Fatalf("evaluate %s: %v", js, err)
 	}
 	return v
+}
+
+// panelShot saves a screenshot at 390×844 with the panel sel scrolled
+// into view (on a phone the panels come below the chat).
+func (b *browser) panelShot(sel, name string) {
+	b.t.Helper()
+	b.do("resize to 390x844", chromedp.EmulateViewport(390, 844))
+	eval[bool](b, `(document.querySelector('`+sel+`').scrollIntoView(), true)`)
+	b.shot(name)
+	b.do("back to 1400x900", chromedp.EmulateViewport(1400, 900))
+}
+
+// forgetConsole drops the console errors logged so far: errors the test
+// caused on purpose.
+func (b *browser) forgetConsole() {
+	b.t.Helper()
+	// Let the console's events of what was just done arrive first.
+	evalAwait[bool](b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
+	b.mu.Lock()
+	b.problems = nil
+	b.mu.Unlock()
 }
 
 // poll waits until expression is true on the page.
@@ -156,10 +232,7 @@ func (b *browser) openWithKey(base string) {
 		chromedp.WaitReady(chromedp.CSS(`body`)))
 	eval[bool](b, `(localStorage.setItem('loom.apiKey', `+jsString(agentsKey)+`), true)`)
 	b.do("reload with the key", chromedp.Navigate(base+"/"), chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
-	// The first load, without the key, was refused: not the page's fault.
-	b.mu.Lock()
-	b.problems = nil
-	b.mu.Unlock()
+	b.forgetConsole() // the first load, without the key, was refused
 }
 
 // sharedSample is a file of the data folder beside the repository; the

@@ -24,7 +24,7 @@ const ui = {
   upload: $('#upload'), uploadFile: $('#upload-file'),
   reportPanel: $('#report-panel'), reportNote: $('#report-note'), reportPreview: $('#report-preview'),
   reportVersions: $('#report-versions'), reportRefresh: $('#report-refresh'),
-  knPanel: $('#knowledge-panel'), knSource: $('#kn-source'), knNote: $('#kn-note'), knEntries: $('#kn-entries'),
+  knPanel: $('#knowledge-panel'), knSource: $('#kn-source'), knFilter: $('#kn-filter'), knNote: $('#kn-note'), knEntries: $('#kn-entries'),
   knForm: $('#kn-form'), knA: $('#kn-a'), knB: $('#kn-b'), knALabel: $('#kn-a-label'), knBLabel: $('#kn-b-label'),
   knImport: $('#kn-import'), knImportFile: $('#kn-import-file'),
 };
@@ -730,12 +730,13 @@ async function uploadFile(file) {
   await runStream({ input });
 }
 
-// versionLabel is what a person reads of a version's intent and status.
+// versionLabel is what a person reads of a version's intent and status,
+// as elements a language switch translates again.
 function versionLabel(v) {
   const key = 'report.intent.' + v.intent;
-  const parts = [t(key) === key ? t('report.intent.other') : t(key), t(v.status === 'pass' ? 'report.pass' : 'report.fail')];
-  if (v.ssim) parts.push(`SSIM ${v.ssim.toFixed(2)}`);
-  return parts.join(' · ');
+  const dot = () => el('span', { class: 'sep', text: ' · ' });
+  return el('span', { class: 'muted small' }, el('span', { i18n: t(key) === key ? 'report.intent.other' : key }), dot(),
+    el('span', { i18n: v.status === 'pass' ? 'report.pass' : 'report.fail' }), v.ssim ? [dot(), el('span', { text: `SSIM ${v.ssim.toFixed(2)}` })] : null);
 }
 
 function versionRow(v) {
@@ -752,7 +753,7 @@ function versionRow(v) {
   });
   return el('li', { class: 'version', dataset: { version: v.version, status: v.status } },
     el('div', { class: 'v-main' }, el('span', { class: 'seq', i18n: ['report.version', { n: v.version }] }),
-      el('span', { class: 'muted small', text: versionLabel(v) }), when ? el('span', { class: 'muted small', text: when }) : null),
+      versionLabel(v), when ? el('span', { class: 'muted small', text: when }) : null),
     el('div', { class: 'v-actions' }, ['jrxml', 'png', 'pdf'].map(get)));
 }
 
@@ -848,7 +849,8 @@ function entryRow(e) {
       } }));
 }
 
-// refreshKnowledge lists the sources, and the chosen source's entries.
+// refreshKnowledge lists the sources, and the chosen source's entries
+// (of the chosen kind).
 async function refreshKnowledge() {
   const seq = ++app.panelSeq;
   try {
@@ -857,7 +859,8 @@ async function refreshKnowledge() {
     ui.knSource.replaceChildren(...sources.map((s) => el('option', { value: s, text: s })));
     if (sources.includes(chosen)) ui.knSource.value = chosen;
     const source = ui.knSource.value;
-    const { entries } = source ? await api('GET', `${knBase}entries?source=${enc(source)}`) : { entries: [] };
+    const kind = ui.knFilter.value ? `&kind=${enc(ui.knFilter.value)}` : '';
+    const { entries } = source ? await api('GET', `${knBase}entries?source=${enc(source)}${kind}`) : { entries: [] };
     if (seq !== app.panelSeq) return;
     ui.knEntries.replaceChildren(...entries.map(entryRow));
     setMsg(ui.knNote, source ? 'kn.count' : 'kn.noSources', { n: entries.length });
@@ -1208,6 +1211,7 @@ async function init() {
     localStorage.setItem('loom.knSource', ui.knSource.value);
     refreshKnowledge();
   });
+  ui.knFilter.addEventListener('change', refreshKnowledge);
   for (const r of ui.knForm.querySelectorAll('input[name="kn-kind"]')) r.addEventListener('change', knKindChanged);
   ui.knForm.addEventListener('submit', addKnowledge);
   ui.knImport.addEventListener('click', () => ui.knImportFile.click());
