@@ -113,14 +113,15 @@ func TestBrowserAnalyst(t *testing.T) {
 	}
 
 	// Showing one kind lists only those.
-	b.do("show the examples", chromedp.SetValue(chromedp.CSS(`#kn-filter`), "example"))
-	eval[bool](b, `document.querySelector('#kn-filter').dispatchEvent(new Event('change'))`)
+	b.pickFilter("example")
 	b.poll("the examples alone", `document.querySelectorAll('#kn-entries li.kn-entry').length > 0 && [...document.querySelectorAll('#kn-entries li.kn-entry')].every(li => li.dataset.kind === 'example')`)
 	if n := eval[int](b, `document.querySelectorAll('#kn-entries li.kn-entry').length`); n >= before {
 		t.Errorf("the examples alone are %d entries, all of them %d", n, before)
 	}
-	b.do("show all", chromedp.SetValue(chromedp.CSS(`#kn-filter`), ""))
-	eval[bool](b, `document.querySelector('#kn-filter').dispatchEvent(new Event('change'))`)
+	b.pickFilter("")
+	if got := b.text(`#kn-filter option:checked`); got != "All" {
+		t.Errorf("the kind filter shows %q, want All", got)
+	}
 	b.poll("all entries", `document.querySelectorAll('#kn-entries li.kn-entry').length === `+strconv.Itoa(before))
 
 	b.send("每个品类的销售额是多少？")
@@ -213,6 +214,12 @@ func (b *browser) forgetConsole() {
 	b.mu.Lock()
 	b.problems = nil
 	b.mu.Unlock()
+}
+
+// pickFilter chooses kind in the knowledge panel's filter.
+func (b *browser) pickFilter(kind string) {
+	b.t.Helper()
+	eval[bool](b, `(() => { const s = document.querySelector('#kn-filter'); s.value = `+jsString(kind)+`; return s.dispatchEvent(new Event('change')); })()`)
 }
 
 // poll waits until expression is true on the page.

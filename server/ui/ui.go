@@ -9,6 +9,14 @@
 // status lines and confirm cards that resume the run), draws the agent's
 // graph as SVG, and shows the thread's checkpoints with undo and fork.
 //
+// Two agents have more: the report designer ("report") an upload button
+// in the chat and a panel with the current preview and every version's
+// JRXML, PNG and PDF; the data analyst ("dataagent") its HTML report
+// inline in a sandboxed frame (no scripts) with a download, and a panel
+// for its knowledge (list, filter, delete, add a term or an example,
+// import a YAML file). Files are fetched with the API key and shown or
+// saved as blob URLs, since a plain link or image would send no key.
+//
 // Serve it as the server's UI:
 //
 //	server.New(ctx, server.Options{Agents: reg, UI: ui.Handler()})
