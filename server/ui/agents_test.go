@@ -82,7 +82,7 @@ func TestBrowserReport(t *testing.T) {
 	b.do("switch to Chinese", chromedp.Click(chromedp.CSS(`#lang`)))
 	b.expectTexts("in Chinese", map[string]string{
 		"#report-h": "报表", "#upload": "上传", "#report-note": "共 1 个版本，最新的在前。",
-		`#report-versions li.version[data-version="1"] .seq`: "第 1 版",
+		`#report-versions li.version[data-version="1"] .seq`:             "第 1 版",
 		`#report-versions li.version[data-version="1"] .v-main > .muted`: "新建 · 检查通过",
 	})
 	b.do("switch back", chromedp.Click(chromedp.CSS(`#lang`)))
