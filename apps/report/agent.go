@@ -235,12 +235,12 @@ func routeAfterRetrieve(s State) string {
 }
 
 // routeAfterSave is R6: preview and export skip validation, and so does
-// a turn with no template to check.
+// a turn with no template to check or that changed nothing.
 func routeAfterSave(s State) string {
 	switch {
 	case s.Turn.Intent == IntentPreview || s.Turn.Intent == IntentPDF || s.Turn.Intent == IntentJRXML:
 		return nodeFinalize
-	case s.JRXML == "":
+	case s.JRXML == "" || s.Turn.Unchanged:
 		return nodeFinalize
 	}
 	return nodeValidate

@@ -227,12 +227,15 @@ func TestUndoAcrossVersionsAndRestart(t *testing.T) {
 		t.Errorf("second undo: revision %d", st.Revision)
 	}
 	st := l.run("u1", report.Input{Message: "撤销"}).state
-	if st.JRXML != goodJRXML || !strings.Contains(st.Turn.Reply, "没有可撤销") {
-		t.Errorf("third undo: %q", st.Turn.Reply)
+	if st.JRXML != goodJRXML || st.Turn.Reply != "没有可撤销的修改。" || st.Version != 5 {
+		t.Errorf("third undo: version %d, reply %q; want version 5 kept and only the reply that nothing is left", st.Version, st.Turn.Reply)
 	}
 	code, b := l.do(keyA, "GET", "/api/v1/report/threads/u1/versions/5.jrxml", nil)
 	if code != 200 || string(b) != goodJRXML {
 		t.Errorf("version 5 (the second undo): %d", code)
+	}
+	if code, _ := l.do(keyA, "GET", "/api/v1/report/threads/u1/versions/6.jrxml", nil); code != 404 {
+		t.Errorf("version 6: %d, want 404: an undo with nothing to undo records no version", code)
 	}
 }
 

@@ -228,6 +228,7 @@ func (a *Agent) undo(ctx context.Context, s State) (State, error) {
 	}
 	if prev == nil {
 		s.Turn.Reply = s.Turn.say("There is nothing to undo.", "没有可撤销的修改。")
+		s.Turn.Unchanged = true
 		return s, nil
 	}
 	s.Design, s.Revision, s.Saved, s.Final = prev.Design, prev.Revision, prev.Saved, prev.Final
@@ -393,7 +394,7 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 	t := &s.Turn
 	thread := graph.Thread(ctx)
 	switch {
-	case t.Intent == IntentReset || t.Intent == IntentConsult || t.NeedsModel:
+	case t.Intent == IntentReset || t.Intent == IntentConsult || t.NeedsModel || t.Unchanged:
 	case t.Intent == IntentPreview || t.Intent == IntentPDF || t.Intent == IntentJRXML:
 		t.Reply = a.exportReply(s, thread)
 	case s.JRXML == "":

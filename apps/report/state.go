@@ -118,6 +118,9 @@ type Turn struct {
 	RolledBack int `json:"rolled_back,omitempty"`
 	// NeedsModel is set when the turn could not be done without a model.
 	NeedsModel bool `json:"needs_model,omitempty"`
+	// Unchanged is set when the turn left the template as it was (an undo
+	// with nothing to undo): it is neither checked again nor a version.
+	Unchanged bool `json:"unchanged,omitempty"`
 	// Reply is what the agent says to the user.
 	Reply string `json:"reply,omitempty"`
 	// Zh says the user writes Chinese, so the reply is in Chinese.
