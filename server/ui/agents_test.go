@@ -37,6 +37,22 @@ func TestBrowserReport(t *testing.T) {
 		t.Error("the analyst's knowledge panel shows for the report designer")
 	}
 
+	// A file of another kind is refused with the server's message, and
+	// starts no turn.
+	txt := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(txt, []byte("just some notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.do("upload a text file", chromedp.SetUploadFiles(chromedp.CSS(`#upload-file`), []string{txt}, chromedp.NodeReady),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .note.error`)))
+	if msg := b.text(`#timeline .note.error`); !strings.Contains(msg, "415") && !strings.Contains(strings.ToLower(msg), "png") {
+		t.Errorf("the refused upload says %q, not what the designer takes", msg)
+	}
+	if n := eval[int](b, `document.querySelectorAll('.msg.user, .run[data-kind="run"]').length`); n != 0 {
+		t.Errorf("a refused upload showed %d messages or runs", n)
+	}
+	b.forgetConsole() // the 415 was the test's
+
 	b.do("upload the template", chromedp.SetUploadFiles(chromedp.CSS(`#upload-file`), []string{tmpl}, chromedp.NodeReady),
 		chromedp.WaitVisible(chromedp.CSS(`.msg.user .attachment`)),
 		chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)),
