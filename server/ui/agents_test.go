@@ -1,6 +1,9 @@
 package ui_test
 
 import (
+	"bytes"
+	"image"
+	"image/png"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -144,8 +148,10 @@ func TestBrowserAnalyst(t *testing.T) {
 	frame := `.run[data-status="done"] .card.analyst-report[data-state="loaded"] iframe.report-frame`
 	b.do("wait for the report", chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)),
 		chromedp.WaitVisible(chromedp.CSS(frame)))
-	if sb := eval[string](b, `document.querySelector('`+frame+`').getAttribute('sandbox')`); sb != "" {
-		t.Errorf("the report frame's sandbox is %q, want empty (no scripts, no same origin)", sb)
+	// Sandboxed without scripts: the frame runs nothing, and keeps the
+	// page's origin only so that it is drawn in the page's process.
+	if sb := eval[string](b, `document.querySelector('`+frame+`').getAttribute('sandbox')`); sb != "allow-same-origin" {
+		t.Errorf("the report frame's sandbox is %q, want allow-same-origin (no scripts)", sb)
 	}
 	doc := eval[string](b, `document.querySelector('`+frame+`').srcdoc`)
 	if !strings.Contains(doc, "<svg") {
@@ -153,6 +159,26 @@ func TestBrowserAnalyst(t *testing.T) {
 	}
 	if strings.Contains(strings.ToLower(doc), "<script") {
 		t.Error("the inline report carries a script")
+	}
+	// The chart is laid out in the frame, and its bars are on screen.
+	b.poll("the chart laid out in the frame", `(() => { const d = document.querySelector('`+frame+`').contentDocument;
+		const svg = d && d.querySelector('svg'); return !!svg && svg.getBoundingClientRect().height > 100; })()`)
+	drawn := false
+	for range 50 {
+		rect := eval[[]float64](b, `(() => { const f = document.querySelector('`+frame+`'); f.scrollIntoView({block: 'center'});
+			const r = f.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom].map((v) => v * devicePixelRatio); })()`)
+		png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot of the report frame: %v", err)
+		}
+		if blue(t, png, rect) > 500 {
+			drawn = true
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !drawn {
+		t.Error("the report frame shows no chart: no blue bar among its pixels")
 	}
 	if dis := eval[bool](b, `document.querySelector('.card.analyst-report button.download').disabled`); dis {
 		t.Error("the report's download button is disabled")
@@ -209,6 +235,31 @@ func evalAwait[T any](b *browser, js string) T {
 		b.t.Fatalf("evaluate %s: %v", js, err)
 	}
 	return v
+}
+
+// blue counts the pixels of a PNG, inside the rectangle [left, top,
+// right, bottom], that are clearly blue (a chart's bars, not the page's
+// grey or black text).
+func blue(t *testing.T, data []byte, rect []float64) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	if len(rect) != 4 {
+		t.Fatalf("frame rectangle %v", rect)
+	}
+	n := 0
+	r := image.Rect(int(rect[0]), int(rect[1]), int(rect[2]), int(rect[3])).Intersect(img.Bounds())
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, _ := img.At(x, y).RGBA()
+			if cb>>8 > 150 && cr>>8 < 140 && cb>>8 > cr>>8+60 && cb>>8 > cg>>8+30 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // panelShot saves a screenshot at 390×844 with the panel sel scrolled

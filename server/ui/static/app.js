@@ -795,9 +795,10 @@ async function refreshReport() {
 const REPORT_PATH = /\/api\/v1\/dataagent\/reports\/[A-Za-z0-9._~%-]+/;
 
 // reportCard shows the HTML report at path in a sandboxed frame (no
-// scripts, no requests: it is only srcdoc), with a download button.
+// scripts, no requests: it is only srcdoc; the page's own origin, so that
+// browsers draw it in the page's process), with a download button.
 function reportCard(path) {
-  const frame = el('iframe', { class: 'report-frame', sandbox: '', i18nTitle: 'analyst.report', referrerpolicy: 'no-referrer' });
+  const frame = el('iframe', { class: 'report-frame', sandbox: 'allow-same-origin', i18nTitle: 'analyst.report', referrerpolicy: 'no-referrer' });
   const msg = el('p', { class: 'muted small', role: 'status', i18n: 'analyst.loading' });
   let html = '';
   const save = el('button', { type: 'button', class: 'download', disabled: true, i18n: 'analyst.download',
