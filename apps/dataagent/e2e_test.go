@@ -89,18 +89,18 @@ func TestQuestionToReport(t *testing.T) {
 	}
 	m.left()
 
-	code, page := l.do(keyA, "GET", "/api/v1/dataagent/reports/sales-1", nil)
+	code, page := l.Do(keyA, "GET", "/api/v1/dataagent/reports/sales-1", nil)
 	if code != 200 || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "Sales by salesperson") || !strings.Contains(string(page), top) {
 		t.Errorf("report page %d:\n%.600s", code, page)
 	}
-	code, md := l.do(keyA, "GET", "/api/v1/dataagent/reports/sales-1?format=markdown", nil)
+	code, md := l.Do(keyA, "GET", "/api/v1/dataagent/reports/sales-1?format=markdown", nil)
 	if code != 200 || !strings.Contains(string(md), "# Top salespersons") {
 		t.Errorf("markdown %d %.300s", code, md)
 	}
-	if code, _ := l.do(keyB, "GET", "/api/v1/dataagent/reports/sales-1", nil); code != 404 {
+	if code, _ := l.Do(keyB, "GET", "/api/v1/dataagent/reports/sales-1", nil); code != 404 {
 		t.Errorf("another key's report: %d", code)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/dataagent/reports/sales-1?format=pdf", nil); code != 400 || !strings.Contains(string(b), "invalid_format") {
+	if code, b := l.Do(keyA, "GET", "/api/v1/dataagent/reports/sales-1?format=pdf", nil); code != 400 || !strings.Contains(string(b), "invalid_format") {
 		t.Errorf("bad format: %d %s", code, b)
 	}
 
@@ -136,7 +136,7 @@ func TestPlanRejectedWithAComment(t *testing.T) {
 	if len(m.requests(callSQL)) != 0 {
 		t.Fatal("SQL was generated before the plan was approved")
 	}
-	code, b := l.do(keyA, "GET", "/threads/review-1/state", nil)
+	code, b := l.Do(keyA, "GET", "/threads/review-1/state", nil)
 	if code != 200 || !strings.Contains(string(b), "1. [sql] count the sales of each salesperson") || !strings.Contains(string(b), "reject it with a note") {
 		t.Errorf("the interrupt does not show the plan: %d %.600s", code, b)
 	}
@@ -333,7 +333,7 @@ func TestNL2SQLOnly(t *testing.T) {
 	if sql := m.requests(callSQL); len(sql) != 1 || !strings.Contains(userText(sql[0]), "Which salespersons had the highest total sales?") {
 		t.Error("the SQL step is not the question")
 	}
-	if code, _ := l.do(keyA, "GET", "/api/v1/dataagent/reports/nl2sql-1", nil); code != 404 {
+	if code, _ := l.Do(keyA, "GET", "/api/v1/dataagent/reports/nl2sql-1", nil); code != 404 {
 		t.Errorf("a report for nl2sql_only: %d", code)
 	}
 	if st.NL2SQLOnly {

@@ -1,14 +1,10 @@
 package dataagent_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -22,7 +18,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
-	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store/storetest"
 )
 
@@ -32,10 +28,7 @@ const (
 )
 
 // loom is Loom's server with the analyst on a loopback port.
-type loom struct {
-	t    *testing.T
-	base string
-}
+type loom struct{ *servertest.Loom }
 
 // serve starts Loom's server on the SQLite database file db with the
 // analyst, over the fake model (nil: no model).
@@ -49,120 +42,40 @@ func serve(t *testing.T, model *fakeModel, db string, opts dataagent.ServerOptio
 		opts.Model = m
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	var reg server.Registry
-	if err := reg.Register(dataagent.ServerAgent(opts)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return &loom{t: t, base: "http://" + ln.Addr().String()}
+	return &loom{servertest.Start(t, db, []string{keyA, keyB}, dataagent.ServerAgent(opts))}
 }
 
-// do sends a request with key and returns the status and body.
-func (l *loom) do(key, method, path string, body any) (int, []byte) {
-	l.t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, l.base+path, r)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
-
-// chat sends one chat message on a thread and returns the reply.
-func (l *loom) chat(thread, text string) string {
-	l.t.Helper()
-	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
-		"model": "dataagent", "thread_id": thread,
-		"messages": []map[string]string{{"role": "user", "content": text}},
-	})
-	if code != 200 {
-		l.t.Fatalf("chat %q: %d %s", text, code, b)
-	}
-	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &resp); err != nil || len(resp.Choices) == 0 {
-		l.t.Fatalf("chat: %v %s", err, b)
-	}
-	return resp.Choices[0].Message.Content
-}
+func (l *loom) chat(thread, text string) string { return l.Chat(keyA, "dataagent", thread, text) }
 
 // run starts a run on thread with input, or answers its question with
 // resume, waits for it, and returns the thread's state.
 func (l *loom) run(thread string, input, resume any) dataagent.State {
-	l.t.Helper()
+	l.T.Helper()
 	body := map[string]any{"assistant_id": "dataagent", "if_not_exists": "create"}
 	if resume != nil {
 		body["command"] = map[string]any{"resume": resume}
 	} else {
 		body["input"] = input
 	}
-	if code, b := l.do(keyA, "POST", "/threads/"+thread+"/runs/wait", body); code != 200 {
-		l.t.Fatalf("run %v %v: %d %s", input, resume, code, b)
+	if code, b := l.Do(keyA, "POST", "/threads/"+thread+"/runs/wait", body); code != 200 {
+		l.T.Fatalf("run %v %v: %d %s", input, resume, code, b)
 	}
 	return l.state(thread)
 }
 
-// state returns the thread's state values.
 func (l *loom) state(thread string) dataagent.State {
-	l.t.Helper()
-	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
-	if code != 200 {
-		l.t.Fatalf("state: %d %s", code, b)
-	}
-	var st struct {
-		Values dataagent.State `json:"values"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		l.t.Fatal(err)
-	}
-	return st.Values
+	return servertest.State[dataagent.State](l.Loom, keyA, thread)
 }
 
 // status returns the thread's status (idle, interrupted, …).
 func (l *loom) status(thread string) string {
-	l.t.Helper()
-	code, b := l.do(keyA, "GET", "/threads/"+thread, nil)
+	l.T.Helper()
+	code, b := l.Do(keyA, "GET", "/threads/"+thread, nil)
 	var th struct {
 		Status string `json:"status"`
 	}
 	if code != 200 || json.Unmarshal(b, &th) != nil {
-		l.t.Fatalf("thread: %d %s", code, b)
+		l.T.Fatalf("thread: %d %s", code, b)
 	}
 	return th.Status
 }

@@ -34,7 +34,7 @@ func TestWithoutAModel(t *testing.T) {
 	if len(st.Evidence) == 0 || len(st.Tables) == 0 || len(st.Results) != 1 || len(st.Results[0].Rows) != 12 {
 		t.Errorf("evidence %d tables %d results %+v", len(st.Evidence), len(st.Tables), st.Results)
 	}
-	code, page := l.do(keyA, "GET", "/api/v1/dataagent/reports/demo-1", nil)
+	code, page := l.Do(keyA, "GET", "/api/v1/dataagent/reports/demo-1", nil)
 	if code != 200 || strings.Count(string(page), "<svg") < 1 || !strings.Contains(string(page), "San Francisco") {
 		t.Errorf("report page %d:\n%.400s", code, page)
 	}
@@ -81,21 +81,21 @@ func TestWithoutAModel(t *testing.T) {
 	}
 
 	// The knowledge API, per key.
-	code, b := l.do(keyA, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil)
+	code, b := l.Do(keyA, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil)
 	if code != 200 || !strings.Contains(string(b), "How many customers are there in each city?") {
 		t.Errorf("knowledge examples: %d %.300s", code, b)
 	}
-	code, b = l.do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop", "question": "How many products are there?", "sql": "SELECT count(*) AS products FROM products"})
+	code, b = l.Do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop", "question": "How many products are there?", "sql": "SELECT count(*) AS products FROM products"})
 	if code != 201 {
 		t.Fatalf("create an example: %d %s", code, b)
 	}
 	if reply := l.chat("demo-5", "How many products are there?"); !strings.Contains(reply, "| 60 |") {
 		t.Errorf("the new example does not answer:\n%s", reply)
 	}
-	if code, b := l.do(keyB, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil); code != 200 || strings.Contains(string(b), "How many products are there?") {
+	if code, b := l.Do(keyB, "GET", "/api/v1/dataagent/knowledge/examples?source=shop", nil); code != 200 || strings.Contains(string(b), "How many products are there?") {
 		t.Errorf("another key sees the example: %d", code)
 	}
-	if code, b := l.do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop"}); code/100 != 4 || !strings.Contains(string(b), `"error"`) {
+	if code, b := l.Do(keyA, "POST", "/api/v1/dataagent/knowledge/examples", map[string]any{"source": "shop"}); code/100 != 4 || !strings.Contains(string(b), `"error"`) {
 		t.Errorf("a bad example: %d %s", code, b)
 	}
 }
@@ -119,7 +119,7 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/api/v1/dataagent/knowledge/terms", map[string]any{"source": "shop", "term": ""}, 400, "error"},
 		{"GET", "/api/v1/dataagent/knowledge/nothing-here", nil, 404, "not_found"},
 	} {
-		code, b := l.do(keyA, c.method, c.path, c.body)
+		code, b := l.Do(keyA, c.method, c.path, c.body)
 		if code != c.code || !strings.Contains(string(b), c.want) || !strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
 			t.Errorf("%s %s %v: %d %s, want %d with %q", c.method, c.path, c.body, code, b, c.code, c.want)
 		}
@@ -129,7 +129,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("unknown source: %+v", st.Answer)
 	}
 	// A thread without a report yet.
-	if code, b := l.do(keyA, "GET", "/api/v1/dataagent/reports/bad-2", nil); code != 404 || !strings.Contains(string(b), "no_report") {
+	if code, b := l.Do(keyA, "GET", "/api/v1/dataagent/reports/bad-2", nil); code != 404 || !strings.Contains(string(b), "no_report") {
 		t.Errorf("no report: %d %s", code, b)
 	}
 }

@@ -196,30 +196,27 @@ func routes(srv *server.Server, p *parts) http.Handler {
 	m.HandleFunc("GET /api/v1/dataagent/reports/{thread}", func(w http.ResponseWriter, r *http.Request) {
 		format := r.URL.Query().Get("format")
 		if format != "" && format != "html" && format != "markdown" {
-			writeError(w, http.StatusBadRequest, "invalid_format", "format must be html or markdown")
+			server.WriteError(w, http.StatusBadRequest, "invalid_format", "format must be html or markdown")
 			return
 		}
 		id := r.PathValue("thread")
-		cp, err := srv.Saver().Get(r.Context(), id, "")
-		if err == nil {
-			err = srv.TrackThread(r.Context(), id, AgentName, "")
-		}
+		raw, err := srv.ThreadState(r.Context(), id, AgentName)
 		var s State
 		if err == nil {
-			err = json.Unmarshal(cp.State, &s)
+			err = json.Unmarshal(raw, &s)
 		}
 		switch {
-		case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
-			writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+		case errors.Is(err, server.ErrNotFound):
+			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
 			return
 		case err != nil:
-			writeError(w, http.StatusConflict, "not_dataagent", err.Error())
+			server.WriteError(w, http.StatusConflict, "not_dataagent", err.Error())
 			return
 		case s.Answer == nil || s.Answer.Report == "":
-			writeError(w, http.StatusNotFound, "no_report", "thread "+id+" has no report yet")
+			server.WriteError(w, http.StatusNotFound, "no_report", "thread "+id+" has no report yet")
 			return
 		case p == nil || p.report == nil:
-			writeError(w, http.StatusNotFound, "no_renderer", "reports are not rendered by this server")
+			server.WriteError(w, http.StatusNotFound, "no_renderer", "reports are not rendered by this server")
 			return
 		}
 		locale := say(s.Query, "en", "zh")
@@ -231,7 +228,7 @@ func routes(srv *server.Server, p *parts) http.Handler {
 		}
 		page, err := p.report.HTML(s.Answer.Report, locale)
 		if err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -244,10 +241,4 @@ func routes(srv *server.Server, p *parts) http.Handler {
 		m.Handle("/api/v1/dataagent/knowledge/", p.knowledgeAPI)
 	}
 	return m
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }

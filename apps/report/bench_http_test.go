@@ -23,7 +23,7 @@ func BenchmarkTurnNoModel(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		began := time.Now()
-		code, body := l.do(keyA, "POST", "/threads/bench/runs/wait", map[string]any{"assistant_id": "report", "input": report.Input{Message: msgs[i%3]}})
+		code, body := l.Do(keyA, "POST", "/threads/bench/runs/wait", map[string]any{"assistant_id": "report", "input": report.Input{Message: msgs[i%3]}})
 		times = append(times, time.Since(began))
 		if code != 200 {
 			b.Fatalf("turn: %d %s", code, body)

@@ -59,13 +59,13 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 	if !strings.Contains(tr.state.Turn.Reply, "/api/v1/report/threads/s1/preview.png") {
 		t.Errorf("preview reply %q", tr.state.Turn.Reply)
 	}
-	code, png := l.do(keyA, "GET", "/api/v1/report/threads/s1/preview.png", nil)
+	code, png := l.Do(keyA, "GET", "/api/v1/report/threads/s1/preview.png", nil)
 	if code != 200 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("preview.png: %d %.40q", code, png)
 	}
 	tr = l.run("s1", report.Input{Message: "导出 PDF"})
 	check(tr, "process_input", "classify_intent", "save_session", "finalize")
-	code, pdf := l.do(keyA, "GET", "/api/v1/report/threads/s1/current.pdf", nil)
+	code, pdf := l.Do(keyA, "GET", "/api/v1/report/threads/s1/current.pdf", nil)
 	if code != 200 || !bytes.HasPrefix(pdf, []byte("%PDF")) {
 		t.Errorf("current.pdf: %d %.40q", code, pdf)
 	}
@@ -104,7 +104,7 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 	check(tr, "process_input", "classify_intent", "retrieve", "generate", "save_session", "validate", "finalize")
 
 	// 7: reset clears the design and keeps the thread, its name and title.
-	if code, b := l.do(keyA, "PATCH", "/threads/s1", map[string]any{"metadata": map[string]any{"title": "销售报表设计"}}); code != 200 {
+	if code, b := l.Do(keyA, "PATCH", "/threads/s1", map[string]any{"metadata": map[string]any{"title": "销售报表设计"}}); code != 200 {
 		t.Fatalf("naming the thread: %d %s", code, b)
 	}
 	tr = l.run("s1", report.Input{Message: "重置"})
@@ -112,7 +112,7 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 	if st := tr.state; st.JRXML != "" || st.Final != "" || st.Title != "帮我生成一个销售报表" || len(st.History) != 2 {
 		t.Errorf("after reset: title %q, %d messages, template %d bytes", st.Title, len(st.History), len(st.JRXML))
 	}
-	if code, b := l.do(keyA, "GET", "/threads/s1", nil); code != 200 || !strings.Contains(string(b), `"thread_id":"s1"`) || !strings.Contains(string(b), `"title":"销售报表设计"`) {
+	if code, b := l.Do(keyA, "GET", "/threads/s1", nil); code != 200 || !strings.Contains(string(b), `"thread_id":"s1"`) || !strings.Contains(string(b), `"title":"销售报表设计"`) {
 		t.Errorf("thread after reset: %d %s", code, b)
 	}
 	if model.Pending() != 0 {
@@ -120,26 +120,26 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 	}
 
 	// The versions: listed, each downloadable; another key sees none.
-	code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions", nil)
+	code, b := l.Do(keyA, "GET", "/api/v1/report/threads/s1/versions", nil)
 	var vs struct{ Versions []report.Version }
 	if err := json.Unmarshal(b, &vs); code != 200 || err != nil || len(vs.Versions) != 4 || vs.Versions[2].Intent != report.IntentUndo {
 		t.Fatalf("versions: %d %s", code, b)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/2.jrxml", nil); code != 200 || string(b) != biggerTitle {
+	if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/s1/versions/2.jrxml", nil); code != 200 || string(b) != biggerTitle {
 		t.Errorf("version 2: %d %.80q", code, b)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/1.png", nil); code != 200 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+	if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/s1/versions/1.png", nil); code != 200 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 		t.Errorf("version 1 as PNG: %d", code)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1/versions/3.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
+	if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/s1/versions/3.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
 		t.Errorf("version 3 as PDF: %d", code)
 	}
 	for _, p := range []string{"/versions/9.jrxml", "/versions/x.pdf", "/versions/1.doc", "/current.jrxml"} {
-		if code, b := l.do(keyA, "GET", "/api/v1/report/threads/s1"+p, nil); code != 404 || !strings.Contains(string(b), `"error"`) {
+		if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/s1"+p, nil); code != 404 || !strings.Contains(string(b), `"error"`) {
 			t.Errorf("%s: %d %s", p, code, b)
 		}
 	}
-	if code, _ := l.do(keyB, "GET", "/api/v1/report/threads/s1/versions", nil); code != 404 {
+	if code, _ := l.Do(keyB, "GET", "/api/v1/report/threads/s1/versions", nil); code != 404 {
 		t.Errorf("another key's versions: %d", code)
 	}
 }
@@ -217,7 +217,7 @@ func TestUndoAcrossVersionsAndRestart(t *testing.T) {
 	if st := l.run("u1", report.Input{Message: "把标题改成月度销售报表"}).state; st.JRXML != third || st.Revision != 3 {
 		t.Fatalf("third version: revision %d", st.Revision)
 	}
-	l.stop()
+	l.Stop()
 
 	l = serve(t, nil, db, report.ServerOptions{}) // no model: undo needs none
 	if st := l.run("u1", report.Input{Message: "撤销"}).state; st.JRXML != biggerTitle || st.Revision != 2 {
@@ -230,11 +230,11 @@ func TestUndoAcrossVersionsAndRestart(t *testing.T) {
 	if st.JRXML != goodJRXML || st.Turn.Reply != "没有可撤销的修改。" || st.Version != 5 {
 		t.Errorf("third undo: version %d, reply %q; want version 5 kept and only the reply that nothing is left", st.Version, st.Turn.Reply)
 	}
-	code, b := l.do(keyA, "GET", "/api/v1/report/threads/u1/versions/5.jrxml", nil)
+	code, b := l.Do(keyA, "GET", "/api/v1/report/threads/u1/versions/5.jrxml", nil)
 	if code != 200 || string(b) != goodJRXML {
 		t.Errorf("version 5 (the second undo): %d", code)
 	}
-	if code, _ := l.do(keyA, "GET", "/api/v1/report/threads/u1/versions/6.jrxml", nil); code != 404 {
+	if code, _ := l.Do(keyA, "GET", "/api/v1/report/threads/u1/versions/6.jrxml", nil); code != 404 {
 		t.Errorf("version 6: %d, want 404: an undo with nothing to undo records no version", code)
 	}
 }
@@ -281,7 +281,7 @@ func TestWithoutModel(t *testing.T) {
 	if st := l.run("n3", report.Input{Upload: id}).state; !strings.Contains(st.Turn.Reply, "cannot find upload "+id) || st.JRXML != "" || st.Version != 0 {
 		t.Errorf("another thread's upload: %q", st.Turn.Reply)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/n1/current.jrxml", nil); code != 200 || string(b) != goodJRXML {
+	if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/n1/current.jrxml", nil); code != 200 || string(b) != goodJRXML {
 		t.Errorf("current.jrxml: %d", code)
 	}
 }
@@ -317,14 +317,14 @@ func TestBadUploads(t *testing.T) {
 	fw, _ := mw.CreateFormFile("file", "sales.jrxml")
 	fw.Write([]byte(goodJRXML))
 	mw.Close()
-	if code, b := l.send(keyB, "POST", "/api/v1/report/threads/b2/uploads", mw.FormDataContentType(), &form); code != 404 {
+	if code, b := l.Send(keyB, "POST", "/api/v1/report/threads/b2/uploads", mw.FormDataContentType(), &form); code != 404 {
 		t.Errorf("another key's upload: %d %s", code, b)
 	}
 	// A JSON body is not an upload.
-	if code, b := l.do(keyA, "POST", "/api/v1/report/threads/b1/uploads", map[string]string{"file": "x"}); code != 415 {
+	if code, b := l.Do(keyA, "POST", "/api/v1/report/threads/b1/uploads", map[string]string{"file": "x"}); code != 415 {
 		t.Errorf("JSON upload: %d %s", code, b)
 	}
-	l.stop()
+	l.Stop()
 	sdb, err := sql.Open("sqlite", db)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestGenerateContinued(t *testing.T) {
 func TestChatCompletions(t *testing.T) {
 	model := llmtest.New(t, llmtest.Text(`<DECISION>{"intent": "initial_generation"}</DECISION>`), xmlReply(goodJRXML))
 	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
-	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
+	code, b := l.Do(keyA, "POST", "/v1/chat/completions", map[string]any{
 		"model": "report", "thread_id": "chat-1",
 		"messages": []map[string]string{{"role": "user", "content": "I'd like something listing customers with their amounts"}},
 	})

@@ -133,7 +133,7 @@ func TestFormsWithoutModel(t *testing.T) {
 				t.Errorf("no field %s mapped from the labels:\n%s", f, st.JRXML)
 			}
 		}
-		if code, b := l.do(keyA, "GET", "/api/v1/report/threads/x1/versions/1.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
+		if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/x1/versions/1.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
 			t.Errorf("PDF: %d", code)
 		}
 	})

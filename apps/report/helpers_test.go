@@ -3,12 +3,10 @@ package report_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +17,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
-	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 )
 
 const (
@@ -28,11 +26,7 @@ const (
 )
 
 // loom is Loom's server with the report agent on a loopback port.
-type loom struct {
-	t    testing.TB
-	base string
-	stop func()
-}
+type loom struct{ *servertest.Loom }
 
 // serve starts Loom's server on the SQLite file db with the agent, over
 // model (nil: no model).
@@ -49,91 +43,28 @@ func serve(t testing.TB, model *llmtest.Server, db string, opts report.ServerOpt
 		opts.Schemas = []string{} // not the environment's
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	var reg server.Registry
-	if err := reg.Register(report.ServerAgent(opts)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	l := &loom{t: t, base: "http://" + ln.Addr().String()}
-	stopped := false
-	l.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
-	t.Cleanup(l.stop)
-	return l
-}
-
-// do sends a request with key and returns the status and body.
-func (l *loom) do(key, method, path string, body any) (int, []byte) {
-	l.t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	ct := ""
-	if body != nil {
-		ct = "application/json"
-	}
-	return l.send(key, method, path, ct, r)
-}
-
-// send sends a body of content type ct (none when "") with key.
-func (l *loom) send(key, method, path, ct string, body io.Reader) (int, []byte) {
-	l.t.Helper()
-	req, _ := http.NewRequest(method, l.base+path, body)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return &loom{servertest.Start(t, db, []string{keyA, keyB}, report.ServerAgent(opts))}
 }
 
 // upload sends a file to a thread as multipart/form-data and returns the
 // status and body.
 func (l *loom) upload(thread, name string, data []byte) (int, []byte) {
-	l.t.Helper()
+	l.T.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	fw, _ := mw.CreateFormFile("file", name)
 	fw.Write(data)
 	mw.Close()
-	return l.send(keyA, "POST", "/api/v1/report/threads/"+thread+"/uploads", mw.FormDataContentType(), &body)
+	return l.Send(keyA, "POST", "/api/v1/report/threads/"+thread+"/uploads", mw.FormDataContentType(), &body)
 }
 
 // uploadID uploads a file and returns its id.
 func (l *loom) uploadID(thread, name string, data []byte) string {
-	l.t.Helper()
+	l.T.Helper()
 	code, b := l.upload(thread, name, data)
 	var u report.Upload
 	if err := json.Unmarshal(b, &u); code != 201 || err != nil || u.ID == "" {
-		l.t.Fatalf("upload %s: %d %s", name, code, b)
+		l.T.Fatalf("upload %s: %d %s", name, code, b)
 	}
 	return u.ID
 }
@@ -149,19 +80,19 @@ type turn struct {
 // run streams one run on thread with input and returns the nodes it went
 // through, from its events, and the state it ended with.
 func (l *loom) run(thread string, input report.Input) turn {
-	l.t.Helper()
+	l.T.Helper()
 	b, _ := json.Marshal(map[string]any{"assistant_id": "report", "input": input, "if_not_exists": "create", "stream_mode": []string{"updates", "custom", "values"}})
-	req, _ := http.NewRequest("POST", l.base+"/threads/"+thread+"/runs/stream", bytes.NewReader(b))
+	req, _ := http.NewRequest("POST", l.Base+"/threads/"+thread+"/runs/stream", bytes.NewReader(b))
 	req.Header.Set("Authorization", "Bearer "+keyA)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		l.t.Fatal(err)
+		l.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		body, _ := io.ReadAll(resp.Body)
-		l.t.Fatalf("run %+v: %d %s", input, resp.StatusCode, body)
+		l.T.Fatalf("run %+v: %d %s", input, resp.StatusCode, body)
 	}
 	var tr turn
 	event := ""
@@ -192,27 +123,15 @@ func (l *loom) run(thread string, input report.Input) turn {
 					tr.progress++
 				}
 			case "error":
-				l.t.Fatalf("run %+v: error %s", input, data)
+				l.T.Fatalf("run %+v: error %s", input, data)
 			}
 		}
 	}
 	return tr
 }
 
-// state returns the thread's state.
 func (l *loom) state(thread string) report.State {
-	l.t.Helper()
-	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
-	if code != 200 {
-		l.t.Fatalf("state: %d %s", code, b)
-	}
-	var st struct {
-		Values report.State `json:"values"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		l.t.Fatal(err)
-	}
-	return st.Values
+	return servertest.State[report.State](l.Loom, keyA, thread)
 }
 
 func path(nodes ...string) string { return strings.Join(nodes, " → ") }

@@ -51,7 +51,7 @@ func TestErrorKnowledge(t *testing.T) {
 	if st := l.run("e1", report.Input{Message: "generate a sales report"}).state; st.Turn.Status != "pass" || st.Turn.Corrections != 1 {
 		t.Fatalf("status %s corrections %d", st.Turn.Status, st.Turn.Corrections)
 	}
-	l.stop()
+	l.Stop()
 	model.Add(xmlReply(goodJRXML))
 	l = serve(t, model, db, report.ServerOptions{})
 	st := l.run("e2", report.Input{Message: "generate a report with the amount_total of each customer"}).state

@@ -24,12 +24,12 @@ func TestOnPostgres(t *testing.T) {
 	if st := l.run("pg1", report.Input{Message: "撤销"}).state; st.JRXML != goodJRXML || st.Version != 3 {
 		t.Errorf("undo: version %d", st.Version)
 	}
-	code, b := l.do(keyA, "GET", "/api/v1/report/threads/pg1/versions", nil)
+	code, b := l.Do(keyA, "GET", "/api/v1/report/threads/pg1/versions", nil)
 	var vs struct{ Versions []report.Version }
 	if err := json.Unmarshal(b, &vs); code != 200 || err != nil || len(vs.Versions) != 3 {
 		t.Errorf("versions: %d %s", code, b)
 	}
-	if code, b := l.do(keyA, "GET", "/api/v1/report/threads/pg1/versions/2.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
+	if code, b := l.Do(keyA, "GET", "/api/v1/report/threads/pg1/versions/2.pdf", nil); code != 200 || !bytes.HasPrefix(b, []byte("%PDF")) {
 		t.Errorf("version 2 as PDF: %d", code)
 	}
 }

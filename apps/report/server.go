@@ -168,13 +168,13 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		}
 		u, status, code, err := readUpload(r)
 		if err != nil {
-			writeError(w, status, code, err.Error())
+			server.WriteError(w, status, code, err.Error())
 			return
 		}
 		u.Thread, u.ID, u.Created = id, "up-"+checkpoint.NewID(), time.Now().UTC()
 		if err := a.store.PutUpload(r.Context(), u); err != nil {
 			a.log.Error("report: storing an upload", "err", err)
-			writeError(w, http.StatusServiceUnavailable, "store_failed", "the upload could not be stored; try again")
+			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", "the upload could not be stored; try again")
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -188,7 +188,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		}
 		vs, err := a.store.Versions(r.Context(), id)
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -202,15 +202,15 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		num, ext, _ := strings.Cut(r.PathValue("file"), ".")
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 1 {
-			writeError(w, http.StatusNotFound, "not_found", "no version "+num+": versions are numbered from 1")
+			server.WriteError(w, http.StatusNotFound, "not_found", "no version "+num+": versions are numbered from 1")
 			return
 		}
 		v, err := a.store.Version(r.Context(), id, n)
 		if errors.Is(err, ErrNotFound) {
-			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
+			server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
 			return
 		} else if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
 			return
 		}
 		a.serveTemplate(w, r, v.JRXML, fmt.Sprintf("report-v%d", n), ext)
@@ -223,11 +223,11 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		}
 		name, ext, _ := strings.Cut(r.PathValue("file"), ".")
 		if name != "current" && !(name == "preview" && ext == "png") {
-			writeError(w, http.StatusNotFound, "not_found", "no such file: "+r.PathValue("file"))
+			server.WriteError(w, http.StatusNotFound, "not_found", "no such file: "+r.PathValue("file"))
 			return
 		}
 		if s.JRXML == "" {
-			writeError(w, http.StatusNotFound, "no_template", "thread "+id+" has no template yet")
+			server.WriteError(w, http.StatusNotFound, "no_template", "thread "+id+" has no template yet")
 			return
 		}
 		a.serveTemplate(w, r, s.JRXML, "report", ext)
@@ -239,13 +239,10 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 // of another key is a 404.
 func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Server, id string) (State, bool) {
 	var s State
-	cp, err := srv.Saver().Get(r.Context(), id, "")
+	raw, err := srv.ThreadState(r.Context(), id, AgentName)
 	if err == nil {
-		err = srv.TrackThread(r.Context(), id, AgentName, "")
-	}
-	if err == nil {
-		if err = json.Unmarshal(cp.State, &s); err != nil {
-			writeError(w, http.StatusConflict, "not_report", "thread "+id+" is not a report design")
+		if err = json.Unmarshal(raw, &s); err != nil {
+			server.WriteError(w, http.StatusConflict, "not_report", "thread "+id+" is not a report design")
 			return s, false
 		}
 	}
@@ -258,10 +255,10 @@ func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Serve
 
 func threadError(w http.ResponseWriter, id string, err error) {
 	switch {
-	case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+	case errors.Is(err, server.ErrNotFound):
+		server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
 	default:
-		writeError(w, http.StatusBadRequest, "bad_thread", err.Error())
+		server.WriteError(w, http.StatusBadRequest, "bad_thread", err.Error())
 	}
 }
 
@@ -278,14 +275,14 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name,
 		if p := r.URL.Query().Get("page"); p != "" {
 			n, err := strconv.Atoi(p)
 			if err != nil || n < 1 {
-				writeError(w, http.StatusBadRequest, "bad_page", "page must be a number from 1")
+				server.WriteError(w, http.StatusBadRequest, "bad_page", "page must be a number from 1")
 				return
 			}
 			page = n
 		}
 		b, err := a.PNG(src, page-1)
 		if err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "image/png")
@@ -293,14 +290,14 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name,
 	case "pdf":
 		b, err := a.PDF(src)
 		if err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return
 		}
 		w.Header().Set("Content-Type", "application/pdf")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.pdf"`)
 		w.Write(b)
 	default:
-		writeError(w, http.StatusNotFound, "not_found", "ask for .jrxml, .png or .pdf")
+		server.WriteError(w, http.StatusNotFound, "not_found", "ask for .jrxml, .png or .pdf")
 	}
 }
 
@@ -347,10 +344,4 @@ func DetectKind(data []byte) string {
 		return KindJRXML
 	}
 	return ""
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }

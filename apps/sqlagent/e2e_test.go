@@ -1,14 +1,9 @@
 package sqlagent_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +14,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
-	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store/storetest"
 )
 
@@ -30,11 +25,7 @@ const (
 
 // loom is Loom's server with the SQL agent on a loopback port, over a
 // model at an llmtest endpoint.
-type loom struct {
-	t    *testing.T
-	base string
-	stop func()
-}
+type loom struct{ *servertest.Loom }
 
 // serve starts Loom's server on the database file db with the agent.
 func serve(t *testing.T, model *llmtest.Server, db string, opts sqlagent.ServerOptions) *loom {
@@ -47,99 +38,13 @@ func serve(t *testing.T, model *llmtest.Server, db string, opts sqlagent.ServerO
 		opts.Model = m
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	var reg server.Registry
-	if err := reg.Register(sqlagent.ServerAgent(opts)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Options{Agents: &reg, Database: db, Keys: []string{keyA, keyB}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	l := &loom{t: t, base: "http://" + ln.Addr().String()}
-	stopped := false
-	l.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}
-	t.Cleanup(l.stop)
-	return l
+	return &loom{servertest.Start(t, db, []string{keyA, keyB}, sqlagent.ServerAgent(opts))}
 }
 
-// do sends a request with key and returns the status and body.
-func (l *loom) do(key, method, path string, body any) (int, []byte) {
-	l.t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, l.base+path, r)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
-}
+func (l *loom) chat(thread, text string) string { return l.Chat(keyA, "sqlagent", thread, text) }
 
-// chat sends one chat message on a thread and returns the reply.
-func (l *loom) chat(thread, text string) string {
-	l.t.Helper()
-	code, b := l.do(keyA, "POST", "/v1/chat/completions", map[string]any{
-		"model": "sqlagent", "thread_id": thread,
-		"messages": []map[string]string{{"role": "user", "content": text}},
-	})
-	if code != 200 {
-		l.t.Fatalf("chat %q: %d %s", text, code, b)
-	}
-	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &resp); err != nil || len(resp.Choices) == 0 {
-		l.t.Fatalf("chat: %v %s", err, b)
-	}
-	return resp.Choices[0].Message.Content
-}
-
-// state returns the thread's state values.
 func (l *loom) state(thread string) sqlagent.State {
-	l.t.Helper()
-	code, b := l.do(keyA, "GET", "/threads/"+thread+"/state", nil)
-	if code != 200 {
-		l.t.Fatalf("state: %d %s", code, b)
-	}
-	var st struct {
-		Values sqlagent.State `json:"values"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		l.t.Fatal(err)
-	}
-	return st.Values
+	return servertest.State[sqlagent.State](l.Loom, keyA, thread)
 }
 
 func decide(format string, args ...any) llmtest.Reply {
@@ -207,11 +112,11 @@ func TestDemoShopOverHTTP(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 
-	code, csv := l.do(keyA, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil)
+	code, csv := l.Do(keyA, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil)
 	if code != 200 || !strings.HasPrefix(string(csv), "city,n\nSan Francisco,23\n") {
 		t.Errorf("csv %d %q", code, csv)
 	}
-	if code, _ := l.do(keyB, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil); code != 404 {
+	if code, _ := l.Do(keyB, "GET", "/api/v1/sqlagent/threads/conv-1/result.csv", nil); code != 404 {
 		t.Errorf("csv for another key: %d", code)
 	}
 
@@ -233,24 +138,24 @@ func TestDemoShopOverHTTP(t *testing.T) {
 	}
 
 	// Conversations: listed with their title, renamed, tagged, deleted.
-	code, b := l.do(keyA, "POST", "/threads/search", map[string]any{"metadata": map[string]any{}})
+	code, b := l.Do(keyA, "POST", "/threads/search", map[string]any{"metadata": map[string]any{}})
 	if code != 200 || !strings.Contains(string(b), `"title":"Which city has the most customers?"`) {
 		t.Errorf("search %d %s", code, b)
 	}
-	if code, b := l.do(keyB, "POST", "/threads/search", map[string]any{}); code != 200 || strings.Contains(string(b), "conv-1") {
+	if code, b := l.Do(keyB, "POST", "/threads/search", map[string]any{}); code != 200 || strings.Contains(string(b), "conv-1") {
 		t.Errorf("another key's search: %d %s", code, b)
 	}
-	if code, b := l.do(keyA, "PATCH", "/threads/conv-1", map[string]any{"metadata": map[string]any{"title": "Customers by city", "tags": []string{"sales", "demo"}}}); code != 200 {
+	if code, b := l.Do(keyA, "PATCH", "/threads/conv-1", map[string]any{"metadata": map[string]any{"title": "Customers by city", "tags": []string{"sales", "demo"}}}); code != 200 {
 		t.Errorf("rename: %d %s", code, b)
 	}
-	code, b = l.do(keyA, "GET", "/threads/conv-1", nil)
+	code, b = l.Do(keyA, "GET", "/threads/conv-1", nil)
 	if code != 200 || !strings.Contains(string(b), `"title":"Customers by city"`) || !strings.Contains(string(b), `"tags":["sales","demo"]`) {
 		t.Errorf("renamed thread: %d %s", code, b)
 	}
-	if code, _ := l.do(keyA, "DELETE", "/threads/conv-1", nil); code/100 != 2 {
+	if code, _ := l.Do(keyA, "DELETE", "/threads/conv-1", nil); code/100 != 2 {
 		t.Errorf("delete: %d", code)
 	}
-	if code, _ := l.do(keyA, "GET", "/threads/conv-1", nil); code != 404 {
+	if code, _ := l.Do(keyA, "GET", "/threads/conv-1", nil); code != 404 {
 		t.Errorf("deleted thread: %d", code)
 	}
 }
@@ -276,11 +181,11 @@ func TestBudgetPauseSurvivesRestart(t *testing.T) {
 	if n := len(model.Requests()); n != 13 {
 		t.Fatalf("%d model requests before the pause, want 12 rounds and a summary", n)
 	}
-	code, b := l.do(keyA, "GET", "/threads/budget-1", nil)
+	code, b := l.Do(keyA, "GET", "/threads/budget-1", nil)
 	if code != 200 || !strings.Contains(string(b), `"status":"interrupted"`) {
 		t.Fatalf("thread %d %s", code, b)
 	}
-	l.stop()
+	l.Stop()
 
 	model.Add(
 		callTool("run_sql", map[string]any{"sql": "SELECT name, price FROM products ORDER BY price DESC LIMIT 1"}),
@@ -366,7 +271,7 @@ func TestPauseAnsweredByTheCard(t *testing.T) {
 		t.Fatalf("pause: %s", reply)
 	}
 	resume := func(v map[string]any) sqlagent.State {
-		code, b := l.do(keyA, "POST", "/threads/card/runs/wait", map[string]any{"assistant_id": "sqlagent", "command": map[string]any{"resume": v}})
+		code, b := l.Do(keyA, "POST", "/threads/card/runs/wait", map[string]any{"assistant_id": "sqlagent", "command": map[string]any{"resume": v}})
 		var st sqlagent.State
 		if err := json.Unmarshal(b, &st); code != 200 || err != nil {
 			t.Fatalf("resume %v: %d %s", v, code, b)

@@ -259,24 +259,20 @@ func routes(srv *server.Server) http.Handler {
 	m := http.NewServeMux()
 	m.Handle("GET /api/v1/sqlagent/threads/{id}/result.csv", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		cp, err := srv.Saver().Get(r.Context(), id, "")
-		if err == nil {
-			// The thread exists: TrackThread checks it is the caller's.
-			err = srv.TrackThread(r.Context(), id, AgentName, "")
-		}
+		raw, err := srv.ThreadState(r.Context(), id, AgentName)
 		var s State
 		if err == nil {
-			err = json.Unmarshal(cp.State, &s)
+			err = json.Unmarshal(raw, &s)
 		}
 		switch {
-		case errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
-			writeError(w, http.StatusNotFound, "not_found", "no thread "+id)
+		case errors.Is(err, server.ErrNotFound):
+			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
 			return
 		case err != nil:
-			writeError(w, http.StatusConflict, "not_sqlagent", err.Error())
+			server.WriteError(w, http.StatusConflict, "not_sqlagent", err.Error())
 			return
 		case s.Answer == nil || len(s.Answer.Columns) == 0:
-			writeError(w, http.StatusNotFound, "no_result", "thread "+id+" has no answer with a table yet")
+			server.WriteError(w, http.StatusNotFound, "no_result", "thread "+id+" has no answer with a table yet")
 			return
 		}
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -295,12 +291,6 @@ func routes(srv *server.Server) http.Handler {
 		cw.Flush()
 	}))
 	return m
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 // question returns the current turn's question.

@@ -21,28 +21,7 @@ func TestDefaultRescue(t *testing.T) {
 	dbURL := storetest.PostgresURL(t)
 	c := newCluster(t, 2, "LOOM_DATABASE_URL="+dbURL) // default Lease and RescueAfter
 	const ms = 400                                    // fifty steps of 400 ms: 20 s in all
-	_, b, err := c.call("POST", "/threads", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var th struct {
-		ID string `json:"thread_id"`
-	}
-	json.Unmarshal(b, &th)
-	st, b, err := c.call("POST", "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": "chain", "input": map[string]int{"seed": 7, "ms": ms}})
-	if err != nil || st != 200 {
-		t.Fatalf("start run: %d %s %v", st, b, err)
-	}
-	var r struct {
-		ID string `json:"run_id"`
-	}
-	json.Unmarshal(b, &r)
-	steps := func() int {
-		_, b, _ := c.call("GET", "/threads/"+th.ID+"/state", nil)
-		var s struct{ Values chainState }
-		json.Unmarshal(b, &s)
-		return s.Values.Steps
-	}
+	th, r, steps := startChain(t, c, 7, ms)
 	if !until(time.Minute, func() bool { return len(c.busy()) == 1 && steps() >= 3 }) {
 		t.Fatal("the run did not start")
 	}
@@ -55,7 +34,7 @@ func TestDefaultRescue(t *testing.T) {
 	}
 	t.Logf("killed at step %d; the run went on after %v", before, time.Since(killed).Round(time.Second))
 	if !until(3*time.Minute, func() bool {
-		_, b, _ := c.call("GET", "/threads/"+th.ID+"/runs/"+r.ID, nil)
+		_, b, _ := c.call("GET", "/threads/"+th+"/runs/"+r, nil)
 		var run struct{ Status string }
 		json.Unmarshal(b, &run)
 		return run.Status == "success"
@@ -70,7 +49,7 @@ func TestDefaultRescue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	checkHistory(t, db.Saver(), th.ID, r.ID)
+	checkHistory(t, db.Saver(), th, r)
 }
 
 // When the queue gives a live replica's job to another attempt — the
@@ -89,28 +68,7 @@ func TestRescuedAttemptStops(t *testing.T) {
 	}
 	defer db.Close()
 	const ms = 200
-	_, b, err := c.call("POST", "/threads", map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var th struct {
-		ID string `json:"thread_id"`
-	}
-	json.Unmarshal(b, &th)
-	st, b, err := c.call("POST", "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": "chain", "input": map[string]int{"seed": 3, "ms": ms}})
-	if err != nil || st != 200 {
-		t.Fatalf("start run: %d %s %v", st, b, err)
-	}
-	var r struct {
-		ID string `json:"run_id"`
-	}
-	json.Unmarshal(b, &r)
-	steps := func() int {
-		_, b, _ := c.call("GET", "/threads/"+th.ID+"/state", nil)
-		var s struct{ Values chainState }
-		json.Unmarshal(b, &s)
-		return s.Values.Steps
-	}
+	th, r, steps := startChain(t, c, 3, ms)
 	if !until(time.Minute, func() bool { return steps() >= 3 }) {
 		t.Fatal("the run did not start")
 	}
@@ -122,13 +80,13 @@ func TestRescuedAttemptStops(t *testing.T) {
 	}
 	var status string
 	if !until(2*time.Minute, func() bool {
-		_, b, _ := c.call("GET", "/threads/"+th.ID+"/runs/"+r.ID, nil)
+		_, b, _ := c.call("GET", "/threads/"+th+"/runs/"+r, nil)
 		var run struct{ Status string }
 		json.Unmarshal(b, &run)
 		status = run.Status
 		return status != "pending" && status != "running"
 	}) || status != "success" {
-		t.Fatalf("run %s: %s, want success", r.ID, status)
+		t.Fatalf("run %s: %s, want success", r, status)
 	}
 	var attempts int
 	if err := db.Pool().QueryRow(context.Background(), `SELECT max(attempt) FROM river_job WHERE kind = 'loom_thread'`).Scan(&attempts); err != nil || attempts < 2 {
@@ -137,5 +95,34 @@ func TestRescuedAttemptStops(t *testing.T) {
 	if got, w := steps(), want(t, 3, ms).Steps; got != w {
 		t.Errorf("steps = %d, want %d", got, w)
 	}
-	checkHistory(t, db.Saver(), th.ID, r.ID)
+	checkHistory(t, db.Saver(), th, r)
+}
+
+// startChain starts a run of the chain agent with seed and ms on a new
+// thread, and returns the thread, the run and how to read how many steps
+// the thread's state has taken.
+func startChain(t *testing.T, c *cluster, seed, ms int) (thread, run string, steps func() int) {
+	t.Helper()
+	_, b, err := c.call("POST", "/threads", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var th struct {
+		ID string `json:"thread_id"`
+	}
+	json.Unmarshal(b, &th)
+	st, b, err := c.call("POST", "/threads/"+th.ID+"/runs", map[string]any{"assistant_id": "chain", "input": map[string]int{"seed": seed, "ms": ms}})
+	if err != nil || st != 200 {
+		t.Fatalf("start run: %d %s %v", st, b, err)
+	}
+	var r struct {
+		ID string `json:"run_id"`
+	}
+	json.Unmarshal(b, &r)
+	return th.ID, r.ID, func() int {
+		_, b, _ := c.call("GET", "/threads/"+th.ID+"/state", nil)
+		var s struct{ Values chainState }
+		json.Unmarshal(b, &s)
+		return s.Values.Steps
+	}
 }

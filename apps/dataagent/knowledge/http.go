@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 )
 
@@ -59,7 +60,7 @@ func Handler(s *Store, prefix string) http.Handler {
 		m.HandleFunc("DELETE "+prefix+k.plural()+"/{id}", func(w http.ResponseWriter, r *http.Request) { h.delete(w, r, k) })
 	}
 	m.HandleFunc(prefix, func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no knowledge endpoint %s %s; the paths under %s are sources, entries, terms, documents, examples, semantic, import and export", r.Method, r.URL.Path, prefix))
+		server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no knowledge endpoint %s %s; the paths under %s are sources, entries, terms, documents, examples, semantic, import and export", r.Method, r.URL.Path, prefix))
 	})
 	return m
 }
@@ -257,10 +258,10 @@ func checkQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool 
 			if len(allowed) > 0 {
 				msg += "; this endpoint takes " + strings.Join(allowed, ", ")
 			}
-			writeError(w, http.StatusBadRequest, "invalid", msg)
+			server.WriteError(w, http.StatusBadRequest, "invalid", msg)
 			return false
 		case len(vs) > 1:
-			writeError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("query parameter %q given %d times", name, len(vs)))
+			server.WriteError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("query parameter %q given %d times", name, len(vs)))
 			return false
 		}
 	}
@@ -272,7 +273,7 @@ func checkQuery(w http.ResponseWriter, r *http.Request, allowed ...string) bool 
 func pathID(w http.ResponseWriter, r *http.Request, kind Kind) (string, bool) {
 	id := r.PathValue("id")
 	if id == "" || len(id) > 100 || strings.ContainsRune(id, 0) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s %q", kind, id))
+		server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s %q", kind, id))
 		return "", false
 	}
 	return id, true
@@ -282,7 +283,7 @@ func pathID(w http.ResponseWriter, r *http.Request, kind Kind) (string, bool) {
 // it (another key's is not found either) says so in those words.
 func (h *handler) writeFound(w http.ResponseWriter, v any, err error, kind Kind, id string) {
 	if errors.Is(err, ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s %q", kind, id))
+		server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no %s %q", kind, id))
 		return
 	}
 	h.write(w, http.StatusOK, v, err)
@@ -297,24 +298,24 @@ func (h *handler) write(w http.ResponseWriter, status int, v any, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
+		server.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
 	case errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusBadRequest, "invalid", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+		server.WriteError(w, http.StatusBadRequest, "invalid", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		server.WriteError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, ErrExists):
-		writeError(w, http.StatusConflict, "exists", err.Error())
+		server.WriteError(w, http.StatusConflict, "exists", err.Error())
 	case errors.Is(err, ErrQuota):
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusTooManyRequests, "quota_exceeded", err.Error())
+		server.WriteError(w, http.StatusTooManyRequests, "quota_exceeded", err.Error())
 	case store.IsInvalidText(err):
-		writeError(w, http.StatusBadRequest, "invalid_text", "text may not contain the character NUL (\\u0000)")
+		server.WriteError(w, http.StatusBadRequest, "invalid_text", "text may not contain the character NUL (\\u0000)")
 	case store.IsUnavailable(err):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again shortly: "+err.Error())
+		server.WriteError(w, http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again shortly: "+err.Error())
 	default:
 		h.log.Error("knowledge request failed", "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		server.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
 	}
 }
 
@@ -323,10 +324,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": message}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

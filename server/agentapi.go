@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/loomkit/loom/checkpoint"
+)
+
+// This file is what an agent's own endpoints (Agent.Routes) share with
+// the API: its error responses, and reading a thread as the caller may.
+
+// WriteError writes an error response in the API's shape,
+// {"error":{"code":…,"message":…}}, for an agent's own endpoints.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}
+
+// ThreadState returns the latest state of thread id for the caller of
+// ctx, recording the turn for agent (see TrackThread). A thread that does
+// not exist, or that another key owns, is an error wrapping ErrNotFound,
+// as in the API.
+func (s *Server) ThreadState(ctx context.Context, id, agent string) (json.RawMessage, error) {
+	cp, err := s.saver.Get(ctx, id, "")
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, fmt.Errorf("thread %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read thread %s: %w", id, err)
+	}
+	if err := s.TrackThread(ctx, id, agent, ""); err != nil {
+		return nil, err
+	}
+	return cp.State, nil
+}
