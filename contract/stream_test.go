@@ -9,7 +9,8 @@ import (
 // feed writes s to a new Splitter in chunks of n bytes and returns the
 // passed-through text, the number of the chunk that made the decision
 // ready (-1 if none) and the splitter.
-func feed(s string, n int, opts ...Option) (string, int, *Splitter[decision]) {
+func feed(t testing.TB, s string, n int, opts ...Option) (string, int, *Splitter[decision]) {
+	t.Helper()
 	sp := NewSplitter[decision](opts...)
 	var out strings.Builder
 	readyAt := -1
@@ -17,7 +18,7 @@ func feed(s string, n int, opts ...Option) (string, int, *Splitter[decision]) {
 		ready, text := sp.Write(s[i:min(i+n, len(s))])
 		if ready {
 			if readyAt >= 0 {
-				panic("ready twice")
+				t.Fatalf("ready twice: again at chunk %d after chunk %d", k, readyAt)
 			}
 			readyAt = k
 		}
@@ -41,7 +42,7 @@ func TestSplitter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, n := range []int{1, 2, 3, 7, 1000} {
-			text, readyAt, sp := feed(tt.in, n)
+			text, readyAt, sp := feed(t, tt.in, n)
 			if text != tt.text {
 				t.Errorf("%s/chunk %d: text = %q, want %q", tt.name, n, text, tt.text)
 			}
@@ -77,7 +78,7 @@ func TestSplitterReadyEarly(t *testing.T) {
 }
 
 func TestSplitterInvalid(t *testing.T) {
-	_, readyAt, sp := feed(`<DECISION>{"speak":"x","action":"go"}</DECISION>rest`, 5)
+	_, readyAt, sp := feed(t, `<DECISION>{"speak":"x","action":"go"}</DECISION>rest`, 5)
 	if readyAt < 0 {
 		t.Fatal("never ready")
 	}
@@ -87,7 +88,7 @@ func TestSplitterInvalid(t *testing.T) {
 	if sp.Raw() != `<DECISION>{"speak":"x","action":"go"}</DECISION>rest` {
 		t.Fatalf("Raw = %q", sp.Raw())
 	}
-	_, _, sp = feed(`<DECISION>{"speak":"x","act`, 4)
+	_, _, sp = feed(t, `<DECISION>{"speak":"x","act`, 4)
 	if _, err := sp.Result(); !errors.Is(err, ErrSyntax) {
 		t.Fatalf("unterminated block: error = %v, want ErrSyntax", err)
 	}

@@ -160,7 +160,7 @@ func BenchmarkChain100Postgres(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := openPostgres(b, bc.params)
-			benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s))), 100)
+			benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s)))(b), 100)
 			reportPerStep(b, 100)
 		})
 	}
@@ -170,6 +170,6 @@ func BenchmarkChain100Postgres(b *testing.B) {
 // checkpoint after every step, in Redis.
 func BenchmarkChain100Redis(b *testing.B) {
 	s := openRedis(b)
-	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s))), 100)
+	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s)))(b), 100)
 	reportPerStep(b, 100)
 }

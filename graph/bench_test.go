@@ -51,15 +51,15 @@ func benchInvoke(b *testing.B, c *graph.Compiled[count], want int) {
 }
 
 func BenchmarkChain3(b *testing.B) {
-	benchInvoke(b, must(countChain(3).Compile()), 3)
+	benchInvoke(b, must(countChain(3).Compile())(b), 3)
 }
 
 func BenchmarkChain100(b *testing.B) {
-	benchInvoke(b, must(countChain(100).Compile()), 100)
+	benchInvoke(b, must(countChain(100).Compile())(b), 100)
 }
 
 func BenchmarkChain100Memory(b *testing.B) {
-	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(checkpoint.NewMemory()))), 100)
+	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(checkpoint.NewMemory())))(b), 100)
 }
 
 func BenchmarkLoop1000(b *testing.B) {
@@ -73,7 +73,7 @@ func BenchmarkLoop1000(b *testing.B) {
 			return graph.End
 		}, "spin", graph.End).
 		Loop("spin", "spin", 1000, graph.End)
-	benchInvoke(b, must(g.Compile()), 1000)
+	benchInvoke(b, must(g.Compile())(b), 1000)
 }
 
 func BenchmarkFanOut5(b *testing.B) {
@@ -87,7 +87,7 @@ func BenchmarkFanOut5(b *testing.B) {
 	g := graph.New[count]("fan").
 		Node("fan", graph.Parallel(join, branch, branch, branch, branch, branch)).
 		Edge(graph.Start, "fan").Edge("fan", graph.End)
-	benchInvoke(b, must(g.Compile()), 5)
+	benchInvoke(b, must(g.Compile())(b), 5)
 }
 
 func openSQLite(b *testing.B) (*sqlite.Saver, string) {
@@ -103,7 +103,7 @@ func openSQLite(b *testing.B) (*sqlite.Saver, string) {
 
 func BenchmarkChain100SQLite(b *testing.B) {
 	s, _ := openSQLite(b)
-	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s))), 100)
+	benchInvoke(b, must(countChain(100).Compile(graph.WithSaver(s)))(b), 100)
 }
 
 type history struct {
@@ -128,8 +128,8 @@ func BenchmarkCheckpointGrowth(b *testing.B) {
 		Route("add", func(history) string { return "add" }, "add").
 		Loop("add", "add", 1<<30, graph.End)
 	ctx := context.Background()
-	start := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(0)))
-	run := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(perThread)))
+	start := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(0)))(b)
+	run := must(g.Compile(graph.WithSaver(s), graph.WithStepLimit(perThread)))(b)
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		b.Fatal(err)

@@ -145,8 +145,8 @@ func TestCrashAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := must(appendChain(0).Compile())
-	want := must(c.Invoke(ctx, "x", nil)).State
+	c := must(appendChain(0).Compile())(t)
+	want := must(c.Invoke(ctx, "x", nil))(t).State
 	var got listState
 	if err := json.Unmarshal(head.State, &got); err != nil {
 		t.Fatal(err)

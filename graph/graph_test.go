@@ -31,13 +31,18 @@ func inc(name string) graph.NodeFunc[counter] {
 	}
 }
 
-// must stops the test on an unexpected error (as a panic, which fails it
-// with the error and where it happened).
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
+// must takes a call's value and error and returns a check that fails the
+// test or benchmark at the caller's line on an unexpected error:
+// must(g.Compile())(t). It is split in two because Go passes a
+// multi-value call only as the whole argument list.
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
-	return v
 }
 
 func TestCompileErrors(t *testing.T) {
@@ -115,12 +120,12 @@ func chain(n int) *graph.Graph[counter] {
 func TestChainCheckpointsEveryStep(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
-	c := must(chain(5).Compile(graph.WithSaver(saver)))
-	res := must(c.Invoke(ctx, "t1", func(s *counter) { s.N = 10 }))
+	c := must(chain(5).Compile(graph.WithSaver(saver)))(t)
+	res := must(c.Invoke(ctx, "t1", func(s *counter) { s.N = 10 }))(t)
 	if res.Status != graph.StatusDone || res.State.N != 15 || res.Steps != 5 {
 		t.Fatalf("result = %+v, want done with N=15 after 5 steps", res)
 	}
-	hist := must(saver.List(ctx, "t1", 0))
+	hist := must(saver.List(ctx, "t1", 0))(t)
 	if len(hist) != 6 { // input + 5 steps
 		t.Fatalf("history has %d checkpoints, want 6", len(hist))
 	}
@@ -136,7 +141,7 @@ func TestChainCheckpointsEveryStep(t *testing.T) {
 		t.Errorf("head next = %v (want none), result checkpoint %s, head %s", hist[0].Next, res.Checkpoint, hist[0].ID)
 	}
 	// A second run on the thread starts from its latest state.
-	res = must(c.Invoke(ctx, "t1", nil))
+	res = must(c.Invoke(ctx, "t1", nil))(t)
 	if res.State.N != 20 {
 		t.Errorf("second run N = %d, want 20", res.State.N)
 	}
@@ -175,8 +180,8 @@ func TestBoundedLoop(t *testing.T) {
 		failures  int
 		validates int
 	}{{0, 1}, {2, 3}, {5, 6}, {50, 6}} {
-		c := must(seed000(tt.failures).Compile(graph.WithSaver(checkpoint.NewMemory())))
-		res := must(c.Invoke(ctx, "t", nil))
+		c := must(seed000(tt.failures).Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+		res := must(c.Invoke(ctx, "t", nil))(t)
 		got := strings.Count(strings.Join(res.State.Log, ","), "validate")
 		if got != tt.validates || res.State.Log[len(res.State.Log)-1] != "finalize" {
 			t.Errorf("failures %d: log %v, want %d validates then finalize", tt.failures, res.State.Log, tt.validates)
@@ -199,12 +204,12 @@ func TestLoopCounterSurvivesResume(t *testing.T) {
 		}).
 		Node("out", inc("out")).
 		Edge(graph.Start, "work").Edge("work", "ask").Edge("ask", "work").Loop("ask", "work", 2, "out").Edge("out", graph.End)
-	c := must(g.Compile(graph.WithSaver(saver)))
-	res := must(c.Invoke(ctx, "t", nil))
+	c := must(g.Compile(graph.WithSaver(saver)))(t)
+	res := must(c.Invoke(ctx, "t", nil))(t)
 	for res.Status == graph.StatusInterrupted {
 		// A new compiled graph stands for a new process.
-		c2 := must(g.Compile(graph.WithSaver(saver)))
-		res = must(c2.Resume(ctx, "t", true))
+		c2 := must(g.Compile(graph.WithSaver(saver)))(t)
+		res = must(c2.Resume(ctx, "t", true))(t)
 	}
 	if want := []string{"work", "work", "work", "out"}; !slices.Equal(res.State.Log, want) {
 		t.Errorf("log = %v, want %v", res.State.Log, want)
@@ -253,9 +258,9 @@ func TestInterruptResume(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
 	var charges atomic.Int32
-	c := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))
+	c := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))(t)
 
-	res := must(c.Invoke(ctx, "o1", func(s *order) { s.Item = "book" }))
+	res := must(c.Invoke(ctx, "o1", func(s *order) { s.Item = "book" }))(t)
 	if res.Status != graph.StatusInterrupted || res.Interrupt == nil || res.Interrupt.Node != "confirm" {
 		t.Fatalf("result = %+v, want interrupted at confirm", res)
 	}
@@ -270,8 +275,8 @@ func TestInterruptResume(t *testing.T) {
 	}
 
 	// Resume in "another process": a freshly compiled graph on the same saver.
-	c2 := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))
-	res = must(c2.Resume(ctx, "o1", approval{Accept: true}))
+	c2 := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))(t)
+	res = must(c2.Resume(ctx, "o1", approval{Accept: true}))(t)
 	if res.Status != graph.StatusDone || !res.State.Shipped {
 		t.Fatalf("after resume: %+v, want done and shipped", res)
 	}
@@ -286,10 +291,10 @@ func TestInterruptResume(t *testing.T) {
 	}
 
 	// Rejection is a value.
-	if res = must(c.Invoke(ctx, "o2", func(s *order) { s.Item = "lamp" })); res.Status != graph.StatusInterrupted {
+	if res = must(c.Invoke(ctx, "o2", func(s *order) { s.Item = "lamp" }))(t); res.Status != graph.StatusInterrupted {
 		t.Fatalf("o2: status %s, want interrupted at the approval", res.Status)
 	}
-	res = must(c.Resume(ctx, "o2", approval{Accept: false, Reason: "too dear"}))
+	res = must(c.Resume(ctx, "o2", approval{Accept: false, Reason: "too dear"}))(t)
 	if res.Status != graph.StatusDone || res.State.Shipped || res.State.Rejected != "too dear" {
 		t.Errorf("after reject: %+v", res.State)
 	}
@@ -315,16 +320,16 @@ func TestSeveralQuestionsInOneNode(t *testing.T) {
 		s.Name, s.City = name, city
 		return s, nil
 	}).Edge(graph.Start, "fill").Edge("fill", graph.End)
-	c := must(g.Compile(graph.WithSaver(checkpoint.NewMemory())))
-	res := must(c.Invoke(ctx, "f", nil))
+	c := must(g.Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+	res := must(c.Invoke(ctx, "f", nil))(t)
 	if string(res.Interrupt.Payload) != `"name?"` {
 		t.Fatalf("first question = %s", res.Interrupt.Payload)
 	}
-	res = must(c.Resume(ctx, "f", "Ada"))
+	res = must(c.Resume(ctx, "f", "Ada"))(t)
 	if res.Status != graph.StatusInterrupted || string(res.Interrupt.Payload) != `"city?"` {
 		t.Fatalf("second question: %+v", res)
 	}
-	res = must(c.Resume(ctx, "f", "London"))
+	res = must(c.Resume(ctx, "f", "London"))(t)
 	if res.State.Name != "Ada" || res.State.City != "London" || res.State.Asked != 3 {
 		t.Errorf("state = %+v, want Ada, London, asked 3 (node ran three times)", res.State)
 	}
@@ -348,10 +353,10 @@ func TestConcurrentResumeOneWins(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
 	var charges atomic.Int32
-	must(must(orderGraph(&charges).Compile(graph.WithSaver(saver))).Invoke(ctx, "race", func(s *order) { s.Item = "x" }))
+	must(must(orderGraph(&charges).Compile(graph.WithSaver(saver)))(t).Invoke(ctx, "race", func(s *order) { s.Item = "x" }))(t)
 	gated := &gatedSaver{Saver: saver}
 	gated.gate.Add(50)
-	c := must(orderGraph(&charges).Compile(graph.WithSaver(gated)))
+	c := must(orderGraph(&charges).Compile(graph.WithSaver(gated)))(t)
 	var wins, conflicts atomic.Int32
 	var wg sync.WaitGroup
 	for range 50 {
@@ -371,7 +376,7 @@ func TestConcurrentResumeOneWins(t *testing.T) {
 	if wins.Load() != 1 || conflicts.Load() != 49 {
 		t.Errorf("wins %d, conflicts %d; want 1 and 49", wins.Load(), conflicts.Load())
 	}
-	hist := must(saver.List(ctx, "race", 0))
+	hist := must(saver.List(ctx, "race", 0))(t)
 	if len(hist) != 4 { // input, interrupt, resume, step
 		t.Errorf("history has %d checkpoints, want 4", len(hist))
 	}
@@ -380,10 +385,10 @@ func TestConcurrentResumeOneWins(t *testing.T) {
 func TestResumeNamingAnAnsweredInterrupt(t *testing.T) {
 	ctx := context.Background()
 	var charges atomic.Int32
-	c := must(orderGraph(&charges).Compile(graph.WithSaver(checkpoint.NewMemory())))
-	res := must(c.Invoke(ctx, "t", func(s *order) { s.Item = "x" }))
+	c := must(orderGraph(&charges).Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+	res := must(c.Invoke(ctx, "t", func(s *order) { s.Item = "x" }))(t)
 	id := res.Interrupt.ID
-	must(c.Run(ctx, "t", graph.Input[order]{Resume: approval{Accept: true}, Interrupt: id}))
+	must(c.Run(ctx, "t", graph.Input[order]{Resume: approval{Accept: true}, Interrupt: id}))(t)
 	_, err := c.Run(ctx, "t", graph.Input[order]{Resume: approval{Accept: true}, Interrupt: id})
 	if !errors.Is(err, checkpoint.ErrConflict) || !strings.Contains(err.Error(), "interrupt "+id+" is no longer pending") {
 		t.Errorf("second answer: err = %v, want a conflict naming the interrupt", err)
@@ -404,7 +409,7 @@ func TestFanOut(t *testing.T) {
 		},
 		func(s doc, rs []string) (doc, error) { s.Out = rs; return s, nil })
 	g := graph.New[doc]("fan").Node("refine", refine).Edge(graph.Start, "refine").Edge("refine", graph.End)
-	c := must(g.Compile())
+	c := must(g.Compile())(t)
 	bands := []string{"title", "header", "detail", "footer", "summary"}
 	for range 20 {
 		var statuses []string
@@ -448,7 +453,7 @@ func TestFanOutErrorCancelsSiblings(t *testing.T) {
 			cancelled.Add(1)
 			return s, ctx.Err()
 		})
-	c := must(graph.New[counter]("p").Node("p", node).Edge(graph.Start, "p").Edge("p", graph.End).Compile())
+	c := must(graph.New[counter]("p").Node("p", node).Edge(graph.Start, "p").Edge("p", graph.End).Compile())(t)
 	_, err := c.Invoke(context.Background(), "t", nil)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "node p: branch 1: boom") {
 		t.Errorf("err = %v, want branch 1's boom", err)
@@ -472,13 +477,13 @@ func TestSubgraph(t *testing.T) {
 			return s, err
 		}).
 		Edge(graph.Start, "double").Edge("double", "ask").Edge("ask", graph.End)
-	ic := must(ig.Compile())
+	ic := must(ig.Compile())(t)
 	outer := graph.New[counter]("outer").
 		Node("sub", graph.Subgraph(ic,
 			func(s counter) inner { return inner{X: s.N} },
 			func(s counter, i inner) counter { s.N = i.X; s.Log = append(s.Log, i.Answer); return s })).
 		Edge(graph.Start, "sub").Edge("sub", graph.End)
-	c := must(outer.Compile(graph.WithSaver(checkpoint.NewMemory())))
+	c := must(outer.Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
 	var nodes []string
 	for e, err := range c.Stream(ctx, "t", graph.Input[counter]{Update: func(s *counter) { s.N = 21 }}) {
 		if err != nil {
@@ -494,7 +499,7 @@ func TestSubgraph(t *testing.T) {
 	if want := []string{"sub", "sub/double", "sub/ask"}; !slices.Equal(nodes, want) {
 		t.Errorf("node starts %v, want %v", nodes, want)
 	}
-	res := must(c.Resume(ctx, "t", "yes"))
+	res := must(c.Resume(ctx, "t", "yes"))(t)
 	if res.State.N != 42 || !slices.Equal(res.State.Log, []string{"yes"}) {
 		t.Errorf("state = %+v, want N=42 and the answer", res.State)
 	}
@@ -503,7 +508,7 @@ func TestSubgraph(t *testing.T) {
 func TestStepLimitThenContinue(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
-	c := must(chain(10).Compile(graph.WithSaver(saver), graph.WithStepLimit(4)))
+	c := must(chain(10).Compile(graph.WithSaver(saver), graph.WithStepLimit(4)))(t)
 	_, err := c.Invoke(ctx, "t", nil)
 	if !errors.Is(err, graph.ErrStepLimit) {
 		t.Fatalf("err = %v, want ErrStepLimit", err)
@@ -540,17 +545,17 @@ func TestCancelStopsAtStepBoundary(t *testing.T) {
 		}
 	}
 	g2.Edge("n5", graph.End)
-	c := must(g2.Compile(graph.WithSaver(saver)))
+	c := must(g2.Compile(graph.WithSaver(saver)))(t)
 	_, err := c.Invoke(ctx, "t", nil)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped before n3") {
 		t.Fatalf("err = %v, want cancelled before n3", err)
 	}
-	head := must(saver.Get(context.Background(), "t", ""))
+	head := must(saver.Get(context.Background(), "t", ""))(t)
 	if head.Meta.Node != "n2" || head.Next[0] != "n3" {
 		t.Fatalf("head after n%s, next %v; want n2's step checkpointed, next n3", head.Meta.Node, head.Next)
 	}
-	want := must(must(g.Compile()).Invoke(context.Background(), "x", nil))
-	res := must(c.Continue(context.Background(), "t"))
+	want := must(must(g.Compile())(t).Invoke(context.Background(), "x", nil))(t)
+	res := must(c.Continue(context.Background(), "t"))(t)
 	if !slices.Equal(res.State.Log, want.State.Log) {
 		t.Errorf("log %v, want %v", res.State.Log, want.State.Log)
 	}
@@ -567,7 +572,7 @@ func TestRetryAndTimeout(t *testing.T) {
 		return s, nil
 	}
 	c := must(graph.New[counter]("r").Node("f", flaky, graph.Retry(graph.RetryPolicy{Attempts: 3, Backoff: time.Millisecond})).
-		Edge(graph.Start, "f").Edge("f", graph.End).Compile())
+		Edge(graph.Start, "f").Edge("f", graph.End).Compile())(t)
 	res, err := c.Invoke(ctx, "t", nil)
 	if err != nil || res.State.N != 1 || tries.Load() != 3 {
 		t.Errorf("retry: %v, N=%v, tries %d; want success on try 3", err, res, tries.Load())
@@ -579,7 +584,7 @@ func TestRetryAndTimeout(t *testing.T) {
 		tries.Add(1)
 		return s, permanent
 	}, graph.Retry(graph.RetryPolicy{Attempts: 5, If: func(err error) bool { return !errors.Is(err, permanent) }})).
-		Edge(graph.Start, "f").Edge("f", graph.End).Compile())
+		Edge(graph.Start, "f").Edge("f", graph.End).Compile())(t)
 	if _, err := c.Invoke(ctx, "t", nil); !errors.Is(err, permanent) || tries.Load() != 1 {
 		t.Errorf("non-retryable: err %v after %d tries, want 1 try", err, tries.Load())
 	}
@@ -587,7 +592,7 @@ func TestRetryAndTimeout(t *testing.T) {
 	c = must(graph.New[counter]("t").Node("slow", func(ctx context.Context, s counter) (counter, error) {
 		<-ctx.Done()
 		return s, ctx.Err()
-	}, graph.Timeout(5*time.Millisecond)).Edge(graph.Start, "slow").Edge("slow", graph.End).Compile())
+	}, graph.Timeout(5*time.Millisecond)).Edge(graph.Start, "slow").Edge("slow", graph.End).Compile())(t)
 	_, err = c.Invoke(ctx, "t", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "node slow: timed out after 5ms") {
 		t.Errorf("timeout err = %v", err)
@@ -598,16 +603,16 @@ func TestNodeErrorsAreClear(t *testing.T) {
 	ctx := context.Background()
 	c := must(graph.New[counter]("p").Node("bad", func(context.Context, counter) (counter, error) {
 		panic("kaboom")
-	}).Edge(graph.Start, "bad").Edge("bad", graph.End).Compile())
+	}).Edge(graph.Start, "bad").Edge("bad", graph.End).Compile())(t)
 	if _, err := c.Invoke(ctx, "t", nil); err == nil || !strings.Contains(err.Error(), "node bad: panic: kaboom") {
 		t.Errorf("panic err = %v", err)
 	}
 	c = must(graph.New[counter]("r").Node("a", inc("a")).Edge(graph.Start, "a").
-		Route("a", func(counter) string { return "elsewhere" }, graph.End).Compile())
+		Route("a", func(counter) string { return "elsewhere" }, graph.End).Compile())(t)
 	if _, err := c.Invoke(ctx, "t", nil); err == nil || !strings.Contains(err.Error(), `route from a returned "elsewhere", which is not among its declared targets`) {
 		t.Errorf("route err = %v", err)
 	}
-	c = must(chain(1).Compile())
+	c = must(chain(1).Compile())(t)
 	if _, err := c.Resume(ctx, "t", 1); !errors.Is(err, graph.ErrNoSaver) {
 		t.Errorf("resume without saver: %v", err)
 	}
@@ -626,7 +631,7 @@ func TestEvents(t *testing.T) {
 			return s, err
 		}).
 		Edge(graph.Start, "a").Edge("a", "b").Edge("b", graph.End)
-	c := must(g.Compile(graph.WithSaver(checkpoint.NewMemory())))
+	c := must(g.Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
 	var got []string
 	var run string
 	for e, err := range c.Stream(ctx, "th", graph.Input[counter]{Update: func(*counter) {}}) {
@@ -663,7 +668,7 @@ func TestEvents(t *testing.T) {
 func TestStreamErrorIsLastEvent(t *testing.T) {
 	boom := errors.New("boom")
 	c := must(graph.New[counter]("e").Node("a", func(context.Context, counter) (counter, error) { return counter{}, boom }).
-		Edge(graph.Start, "a").Edge("a", graph.End).Compile())
+		Edge(graph.Start, "a").Edge("a", graph.End).Compile())(t)
 	var last graph.Event
 	var lastErr error
 	for e, err := range c.Stream(context.Background(), "t", graph.Input[counter]{Update: func(*counter) {}}) {
@@ -676,17 +681,17 @@ func TestStreamErrorIsLastEvent(t *testing.T) {
 
 func TestBreakingOutOfStreamStopsTheRun(t *testing.T) {
 	saver := checkpoint.NewMemory()
-	c := must(chain(10).Compile(graph.WithSaver(saver)))
+	c := must(chain(10).Compile(graph.WithSaver(saver)))(t)
 	for e := range c.Stream(context.Background(), "t", graph.Input[counter]{Update: func(*counter) {}}) {
 		if e.Kind == graph.KindState && e.Node == "n3" {
 			break
 		}
 	}
-	head := must(saver.Get(context.Background(), "t", ""))
+	head := must(saver.Get(context.Background(), "t", ""))(t)
 	if head.Meta.Node != "n3" {
 		t.Fatalf("head after %s, want n3", head.Meta.Node)
 	}
-	res := must(c.Continue(context.Background(), "t"))
+	res := must(c.Continue(context.Background(), "t"))(t)
 	if res.State.N != 10 {
 		t.Errorf("N = %d after continue, want 10", res.State.N)
 	}
@@ -695,22 +700,22 @@ func TestBreakingOutOfStreamStopsTheRun(t *testing.T) {
 func TestUndoThenRunAgain(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
-	c := must(chain(3).Compile(graph.WithSaver(saver)))
-	must(c.Invoke(ctx, "t", nil))
-	hist := must(saver.List(ctx, "t", 0))
+	c := must(chain(3).Compile(graph.WithSaver(saver)))(t)
+	must(c.Invoke(ctx, "t", nil))(t)
+	hist := must(saver.List(ctx, "t", 0))(t)
 	// Undo to the checkpoint after n0 and continue: n1 and n2 run again.
-	must(checkpoint.Undo(ctx, saver, "t", hist[2].ID))
-	res := must(c.Continue(ctx, "t"))
+	must(checkpoint.Undo(ctx, saver, "t", hist[2].ID))(t)
+	res := must(c.Continue(ctx, "t"))(t)
 	if want := []string{"n0", "n1", "n2"}; !slices.Equal(res.State.Log, want) || res.State.N != 3 {
 		t.Errorf("after undo and continue: %+v", res.State)
 	}
-	if n := len(must(saver.List(ctx, "t", 0))); n != 7 {
+	if n := len(must(saver.List(ctx, "t", 0))(t)); n != 7 {
 		t.Errorf("history has %d checkpoints, want 7 (undo keeps history)", n)
 	}
 }
 
 func TestMermaidAndScenarios(t *testing.T) {
-	c := must(seed000(0).Compile())
+	c := must(seed000(0).Compile())(t)
 	wantMermaid := `flowchart TD
 	__start__([START])
 	n0["generate"]
@@ -753,7 +758,7 @@ func TestMermaidEscapesNames(t *testing.T) {
 		Node(`say "hi" #1`, func(_ context.Context, c counter) (counter, error) { return c, nil }).
 		Edge(graph.Start, `say "hi" #1`).Edge(`say "hi" #1`, graph.End)
 	want := "flowchart TD\n\t__start__([START])\n\tn0[\"say #quot;hi#quot; #35;1\"]\n\t__end__([END])\n\t__start__ --> n0\n\tn0 --> __end__\n"
-	if got := must(g.Compile()).Mermaid(); got != want {
+	if got := must(g.Compile())(t).Mermaid(); got != want {
 		t.Errorf("Mermaid:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -770,7 +775,7 @@ func TestNestedLoopsCountInARow(t *testing.T) {
 		Edge("outer", "inner").
 		Route("inner", always("inner"), "inner").Loop("inner", "inner", 2, "next").
 		Route("next", always("outer"), "outer").Loop("next", "outer", 2, graph.End)
-	res := must(must(g.Compile()).Invoke(context.Background(), "t", nil))
+	res := must(must(g.Compile())(t).Invoke(context.Background(), "t", nil))(t)
 	got := strings.Join(res.State.Log, " ")
 	round := "outer inner inner inner next"
 	if want := strings.Join([]string{round, round, round}, " "); got != want {
@@ -784,12 +789,12 @@ func TestResumeWithTheWrongShape(t *testing.T) {
 	ctx := context.Background()
 	var charges atomic.Int32
 	saver := checkpoint.NewMemory()
-	c := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))
-	res := must(c.Invoke(ctx, "t", func(s *order) { s.Item = "x" }))
+	c := must(orderGraph(&charges).Compile(graph.WithSaver(saver)))(t)
+	res := must(c.Invoke(ctx, "t", func(s *order) { s.Item = "x" }))(t)
 	if !strings.Contains(string(res.Interrupt.Schema), `"accept"`) {
 		t.Fatalf("interrupt schema = %s, want the answer type's fields", res.Interrupt.Schema)
 	}
-	before := must(saver.Get(ctx, "t", ""))
+	before := must(saver.Get(ctx, "t", ""))(t)
 	for _, bad := range []any{"yes", []int{1, 2}, map[string]any{"accept": "yes"}, 3} {
 		_, err := c.Resume(ctx, "t", bad)
 		if !errors.Is(err, graph.ErrInvalidAnswer) {
@@ -799,14 +804,14 @@ func TestResumeWithTheWrongShape(t *testing.T) {
 			t.Errorf("CheckAnswer(%s) passed", raw)
 		}
 	}
-	if head := must(saver.Get(ctx, "t", "")); head.ID != before.ID || head.Interrupt == nil {
+	if head := must(saver.Get(ctx, "t", ""))(t); head.ID != before.ID || head.Interrupt == nil {
 		t.Fatalf("head after refused answers = %s (interrupt %v), want %s unchanged", head.ID, head.Interrupt, before.ID)
 	}
 	// Fields may be left out: they decode to their zero value.
 	if err := graph.CheckAnswer(res.Interrupt, json.RawMessage(`{}`)); err != nil {
 		t.Errorf("CheckAnswer({}) = %v, want nil", err)
 	}
-	if res = must(c.Resume(ctx, "t", map[string]any{"accept": true})); res.Status != graph.StatusDone || !res.State.Shipped {
+	if res = must(c.Resume(ctx, "t", map[string]any{"accept": true}))(t); res.Status != graph.StatusDone || !res.State.Shipped {
 		t.Errorf("after a proper answer: %+v", res)
 	}
 }
