@@ -381,36 +381,78 @@ func (r *react) act(ctx context.Context, st *State) error {
 
 // call runs one tool call and returns the text the model gets back. A bad
 // call, a failing tool and a rejection are results for the model, not
-// errors; only an interrupt is an error.
+// errors; only an interrupt is an error. A call that must be confirmed is
+// asked with graph.Ask and then answered as AnswerCall does.
 func (r *react) call(ctx context.Context, c llm.ToolCall) (result string, asked bool, err error) {
 	t, err := r.Tools.Resolve(*tool.ViewFrom(ctx), c.Name)
 	if err != nil {
 		return "error: " + err.Error(), false, nil
 	}
-	args := json.RawMessage(c.Arguments)
-	if r.Policy.NeedsConfirm(t) {
-		req, err := t.ConfirmRequest(ctx, args)
-		if err != nil {
-			return "error: " + err.Error(), false, nil
-		}
-		ans, err := graph.Ask[tool.ConfirmAnswer](ctx, req)
-		if err != nil {
-			return "", true, err
-		}
-		if !ans.Accept {
-			return req.Rejected(ans.Reason), true, nil
-		}
-		args, asked = req.Args, true
+	if !r.Policy.NeedsConfirm(t) {
+		result, err = run(ctx, t, c, json.RawMessage(c.Arguments))
+		return result, false, err
 	}
+	req, err := t.ConfirmRequest(ctx, json.RawMessage(c.Arguments))
+	if err != nil {
+		return "error: " + err.Error(), false, nil
+	}
+	ans, err := graph.Ask[tool.ConfirmAnswer](ctx, req)
+	if err != nil {
+		return "", true, err
+	}
+	result, err = answer(ctx, t, c, req, ans)
+	return result, true, err
+}
+
+// AnswerCall answers an open tool call c, one the model made and a person
+// was asked to confirm, and returns the text the model gets back as the
+// call's result. It resolves c.Name in the view tool.WithView put in ctx
+// (without one, the zero View: core tools only), builds the call's tool.ConfirmRequest,
+// and then either returns req.Rejected(ans.Reason) without calling the
+// tool, or emits a graph.KindToolCall event and calls the tool with the
+// checked arguments.
+//
+// This is what the ReAct loop does once graph.Ask returns the answer; an
+// app calls it when the answer arrives another way (a chat message read
+// as a yes or a no). An unknown tool, bad arguments and a failing tool
+// are results ("error: …") for the model, not errors; only an interrupt
+// from the tool (graph.IsInterrupt) is returned as an error.
+func AnswerCall(ctx context.Context, reg *tool.Registry, c llm.ToolCall, ans tool.ConfirmAnswer) (string, error) {
+	var v tool.View
+	if p := tool.ViewFrom(ctx); p != nil {
+		v = *p
+	}
+	t, err := reg.Resolve(v, c.Name)
+	if err != nil {
+		return "error: " + err.Error(), nil
+	}
+	req, err := t.ConfirmRequest(ctx, json.RawMessage(c.Arguments))
+	if err != nil {
+		return "error: " + err.Error(), nil
+	}
+	return answer(ctx, t, c, req, ans)
+}
+
+// answer rejects the confirmed call c of t or runs it, as ans says.
+func answer(ctx context.Context, t tool.Tool, c llm.ToolCall, req tool.ConfirmRequest, ans tool.ConfirmAnswer) (string, error) {
+	if !ans.Accept {
+		return req.Rejected(ans.Reason), nil
+	}
+	return run(ctx, t, c, req.Args)
+}
+
+// run emits the call event and calls t with args. A failing tool is a
+// result for the model; an interrupt is returned.
+func run(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMessage) (string, error) {
 	graph.Emit(ctx, graph.KindToolCall, map[string]any{"id": c.ID, "tool": c.Name, "args": args})
 	out, err := t.Call(ctx, args)
 	if err != nil {
 		if graph.IsInterrupt(err) {
-			return "", asked, err
+			return "", err
 		}
-		return "error: " + err.Error(), asked, nil
+		return "error: " + err.Error(), nil
 	}
-	return out, asked, nil
+	return out, nil
 }
 
 // pause summarises progress and asks whether to go on. The summary is

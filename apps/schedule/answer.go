@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/tool"
 )
 
 // Kinds of the agent's own questions. The agent also asks through
@@ -31,12 +32,12 @@ type Interaction struct {
 }
 
 // Answer answers any question the agent asks. Its fields cover every
-// kind, so one value resumes whatever is pending: Accept and Reason a plan
-// or tool card (tool.ConfirmAnswer's fields), Text an ask_user question,
-// Continue and Message the pause at the round budget (agent.PauseAnswer's).
+// kind, so one value resumes whatever is pending: the embedded
+// tool.ConfirmAnswer (accept, reason) a plan or tool card, Text an
+// ask_user question, Continue and Message the pause at the round budget
+// (agent.PauseAnswer's). In JSON its fields are side by side.
 type Answer struct {
-	Accept   bool   `json:"accept"`
-	Reason   string `json:"reason,omitempty"`
+	tool.ConfirmAnswer
 	Text     string `json:"text,omitempty"`
 	Continue bool   `json:"continue,omitempty"`
 	Message  string `json:"message,omitempty"`
@@ -55,7 +56,7 @@ func ParseAnswer(text string) (Answer, error) {
 	t := strings.TrimSpace(text)
 	v := intent.ReadConsent(t)
 	accept := v.Consent == intent.Accepted
-	return Answer{Accept: accept, Continue: accept, Reason: v.Note, Message: v.Note, Text: t}, v.Err()
+	return Answer{ConfirmAnswer: tool.ConfirmAnswer{Accept: accept, Reason: v.Note}, Continue: accept, Message: v.Note, Text: t}, v.Err()
 }
 
 // parseDays finds days of the week in a reply: 周三, 星期三, 礼拜三, 周末,

@@ -9,6 +9,7 @@ import (
 	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/tool"
 )
 
 // The agent without a model, through the graph API: a plan card, a tool
@@ -53,9 +54,9 @@ func Example() {
 
 	res, _ := g.Invoke(ctx, "student", func(s *schedule.State) { s.Message = "帮我安排下周的复习" })
 	fmt.Println(res.Status, "at", res.Interrupt.Node, "—", len(res.State.Plan.Steps), "steps")
-	res, _ = g.Resume(ctx, "student", schedule.Answer{Accept: true})
+	res, _ = g.Resume(ctx, "student", tool.ConfirmAnswer{Accept: true})
 	fmt.Println(res.Status, "at", res.Interrupt.Node)
-	res, _ = g.Resume(ctx, "student", schedule.Answer{Accept: true})
+	res, _ = g.Resume(ctx, "student", tool.ConfirmAnswer{Accept: true})
 	fmt.Println(res.Status, res.State.Outcome)
 	s, _ := store.Load(ctx, schedule.DefaultOwner)
 	fmt.Println(len(s.Pending()), "pending, revision", s.Revision)

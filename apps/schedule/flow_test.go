@@ -11,6 +11,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/tool"
 )
 
 // answerModes are the two ways a person answers a card: resuming the
@@ -209,8 +210,8 @@ func TestEvents(t *testing.T) {
 	all := map[graph.Kind]int{}
 	for _, in := range []graph.Input[State]{
 		{Update: func(s *State) { s.Message = "帮我安排下周的复习" }},
-		{Resume: Answer{Accept: true}},
-		{Resume: Answer{Accept: true}},
+		{Resume: Answer{ConfirmAnswer: tool.ConfirmAnswer{Accept: true}}},
+		{Resume: Answer{ConfirmAnswer: tool.ConfirmAnswer{Accept: true}}},
 	} {
 		for k, n := range events(t, p.graph, "t", in) {
 			all[k] += n

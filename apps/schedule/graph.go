@@ -462,31 +462,17 @@ func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
 	return s, nil
 }
 
-// answerCall runs or rejects one open tool call as the answer says.
+// answerCall answers one open tool call with the person's message:
+// ask_user gets the text, a tool card is answered by agent.AnswerCall.
 func (a *Agent) answerCall(ctx context.Context, c llm.ToolCall, ans Answer) (string, error) {
 	if c.Name == ToolAskUser {
 		return answerText(ans), nil
 	}
-	t, err := a.tools.Resolve(*tool.ViewFrom(ctx), c.Name)
-	if err != nil {
-		return "error: " + err.Error(), nil
-	}
-	req, err := t.ConfirmRequest(ctx, []byte(c.Arguments))
-	if err != nil {
-		return "error: " + err.Error(), nil
-	}
-	if !ans.Accept {
-		return req.Rejected(ans.Reason), nil
-	}
-	graph.Emit(ctx, graph.KindToolCall, map[string]any{"id": c.ID, "tool": c.Name, "args": req.Args})
-	out, err := t.Call(ctx, req.Args)
+	out, err := agent.AnswerCall(ctx, a.tools, c, ans.ConfirmAnswer)
 	if graph.IsInterrupt(err) {
 		return "", errors.New("a tool asked a question while answering another")
 	}
-	if err != nil {
-		return "error: " + err.Error(), nil
-	}
-	return out, nil
+	return out, err
 }
 
 func cmpText(s, dflt string) string {
