@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/server/servertest"
+)
+
+// benchJSON runs loom bench with args and --json and returns its report
+// and error.
+func benchJSON(t *testing.T, args ...string) (BenchReport, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), append([]string{"bench", "--json"}, args...), &out)
+	var r BenchReport
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
+		t.Fatalf("bench printed no report (%v, error %v): %s", jerr, err, out.String())
+	}
+	return r, err
+}
+
+// The turns loom bench reports are the runs the server made: 3
+// conversations of 5 turns are 3 threads of 5 runs each, run, resumed, run,
+// resumed and run again, so each ends waiting for its approval.
+func TestBenchMakesTheTurnsItReports(t *testing.T) {
+	l := servertest.Start(t, filepath.Join(t.TempDir(), "bench.db"), nil, demoAgent())
+	r, err := benchJSON(t, "--url", l.Base, "--clients", "3", "--turns", "5")
+	if err != nil {
+		t.Fatalf("bench: %v (%+v)", err, r)
+	}
+	if r.Turns != 15 || r.ErrorCount != 0 || len(r.Errors) != 0 || r.Conversations != 3 || r.Agent != "demo" {
+		t.Fatalf("report %+v, want 15 turns of 3 conversations with demo and no errors", r)
+	}
+	if l := r.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.P99 > l.Max || r.TurnsPerSecond <= 0 {
+		t.Errorf("latency %+v, %.1f turns/s: not ordered or not measured", l, r.TurnsPerSecond)
+	}
+
+	code, b := l.Do("", "POST", "/threads/search", map[string]any{"metadata": map[string]string{"loom_bench": "demo"}, "limit": 100})
+	var threads []struct {
+		ThreadID string `json:"thread_id"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal(b, &threads); code != 200 || err != nil {
+		t.Fatalf("search threads: %d %s", code, b)
+	}
+	if len(threads) != 3 {
+		t.Fatalf("%d threads on the server, want 3: %s", len(threads), b)
+	}
+	runs := 0
+	for _, th := range threads {
+		code, b := l.Do("", "GET", "/threads/"+th.ThreadID+"/runs?limit=100", nil)
+		var rs []struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(b, &rs); code != 200 || err != nil {
+			t.Fatalf("runs of %s: %d %s", th.ThreadID, code, b)
+		}
+		statuses := map[string]int{}
+		for _, run := range rs {
+			statuses[run.Status]++
+		}
+		// The runs that stopped at the approval are interrupted, the
+		// approvals success.
+		if want := map[string]int{"interrupted": 3, "success": 2}; !maps.Equal(statuses, want) {
+			t.Errorf("runs of %s: %v, want %v", th.ThreadID, statuses, want)
+		}
+		runs += len(rs)
+		if th.Status != "interrupted" {
+			t.Errorf("thread %s is %s after run, resume, run, resume, run; want interrupted", th.ThreadID, th.Status)
+		}
+	}
+	if runs != r.Turns {
+		t.Errorf("the server made %d runs, bench reports %d turns", runs, r.Turns)
+	}
+}
+
+// Failed turns are counted by kind, reported, and make loom bench exit 1:
+// a server that answers 500, one whose runs fail, and one that is down.
+func TestBenchCountsErrors(t *testing.T) {
+	fake := func(wait func(w http.ResponseWriter)) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/threads" {
+				w.Write([]byte(`{"thread_id":"t1"}`))
+				return
+			}
+			wait(w)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downURL := "http://" + down.Addr().String()
+	down.Close()
+
+	for _, c := range []struct {
+		name, url string
+		want      map[string]int
+	}{
+		{"500", fake(func(w http.ResponseWriter) { http.Error(w, `{"error":{"code":"internal"}}`, 500) }), map[string]int{"HTTP 500": 6}},
+		{"run error", fake(func(w http.ResponseWriter) { w.Write([]byte(`{"__error__":{"error":"panic","message":"boom"}}`)) }), map[string]int{"run error panic": 6}},
+		{"not a result", fake(func(w http.ResponseWriter) { w.Write([]byte(`<html>`)) }), map[string]int{"bad answer": 6}},
+		// Each conversation fails to make its thread before the clock
+		// starts, then once a turn.
+		{"down", downURL, map[string]int{"thread connection": 8}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := benchJSON(t, "--url", c.url, "--clients", "2", "--turns", "3")
+			if code, msg := exitStatus(err); err == nil || code != 1 || !strings.Contains(msg, "turns failed") {
+				t.Errorf("exit %d %q, want 1", code, msg)
+			}
+			if r.Turns != 0 || r.ErrorCount != sum(c.want) || !maps.Equal(r.Errors, c.want) || len(r.FirstErrors) == 0 {
+				t.Errorf("report %+v, want errors %v", r, c.want)
+			}
+		})
+	}
+}
+
+// The text report says the figures and the errors by kind.
+func TestBenchText(t *testing.T) {
+	l := servertest.Start(t, filepath.Join(t.TempDir(), "bench.db"), nil, demoAgent())
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"bench", "--url", l.Base, "--clients", "2", "--turns", "2"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 conversations with demo at " + l.Base, "turns    4 in ", " turns/s", "p99 ", "errors   0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{{"--clients", "0"}, {"--turns", "0", "--duration", "0"}, {"--input", "{"}, {"extra"}} {
+		err := run(context.Background(), append([]string{"bench"}, args...), &bytes.Buffer{})
+		if code, _ := exitStatus(err); code != 2 {
+			t.Errorf("bench %q: exit %d (%v), want 2", args, code, err)
+		}
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
