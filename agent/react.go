@@ -407,10 +407,10 @@ func (r *react) call(ctx context.Context, c llm.ToolCall) (result string, asked 
 // AnswerCall answers an open tool call c, one the model made and a person
 // was asked to confirm, and returns the text the model gets back as the
 // call's result. It resolves c.Name in the view tool.WithView put in ctx
-// (without one, the zero View: core tools only), builds the call's tool.ConfirmRequest,
-// and then either returns req.Rejected(ans.Reason) without calling the
-// tool, or emits a graph.KindToolCall event and calls the tool with the
-// checked arguments.
+// (without one, the zero View: core tools only), builds the call's
+// tool.ConfirmRequest, and then either returns req.Rejected(ans.Reason)
+// without calling the tool, or emits a graph.KindToolCall event and calls
+// the tool with the checked arguments.
 //
 // This is what the ReAct loop does once graph.Ask returns the answer; an
 // app calls it when the answer arrives another way (a chat message read
