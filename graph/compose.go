@@ -86,10 +86,15 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 // Subgraph returns a node that runs the graph inner to its end on a state
 // of its own: in maps the outer state to inner's, out maps inner's final
 // state back. The subgraph's steps are part of the outer node's step and
-// are not checkpointed on their own. When a node inside asks a question,
-// the outer node is interrupted with it; on resume the subgraph runs again
-// from its start, and its Ask calls get the answers in order (the re-run
-// contract of Ask applies to every node inside).
+// are not checkpointed on their own; their events name the node
+// "outer/inner". When a node inside asks a question, the outer node is
+// interrupted with it; on resume the subgraph runs again from its start,
+// and its Ask calls get the answers in order (the re-run contract of Ask
+// applies to every node inside).
+//
+// The result is a plain NodeFunc, for use inside other nodes (a Parallel
+// branch, say); to add a node the compiled graph knows holds inner, so that
+// its Spec and the LangGraph API show it, use Graph.Subgraph with Nest.
 func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) NodeFunc[S] {
 	sub := *inner
 	sub.saver = nil
@@ -116,4 +121,21 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 		}
 		return out(s, r.state), nil
 	}
+}
+
+// Nested is a node that runs a graph of its own, for Graph.Subgraph.
+type Nested[S any] struct {
+	fn    NodeFunc[S]
+	inner Runner
+}
+
+// Nest makes a node for Graph.Subgraph that runs inner as Subgraph does,
+// with in and out mapping the states, and remembers inner for the
+// compiled graph's Spec and Subgraphs. A nil inner makes a Nested that
+// Graph.Subgraph refuses.
+func Nest[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Nested[S] {
+	if inner == nil || in == nil || out == nil {
+		return Nested[S]{}
+	}
+	return Nested[S]{fn: Subgraph(inner, in, out), inner: inner}
 }

@@ -18,6 +18,11 @@ type Runner interface {
 	Mermaid() string
 	Scenarios() []Scenario
 	Saver() checkpoint.Saver
+	// StateSchema is the JSON schema of the state, or nil.
+	StateSchema() json.RawMessage
+	// Subgraphs are the graphs nodes run, by node name (see
+	// Graph.Subgraph).
+	Subgraphs() map[string]Runner
 	// StreamJSON runs the graph as in says and yields its events.
 	StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error]
 }

@@ -77,6 +77,7 @@ type nodeSpec struct {
 	timeout time.Duration
 	retry   *RetryPolicy
 	pure    bool
+	sub     Runner // the graph the node runs, when added with Graph.Subgraph
 }
 
 type node[S any] struct {
@@ -122,23 +123,45 @@ func (g *Graph[S]) errorf(format string, args ...any) {
 
 // Node adds a node.
 func (g *Graph[S]) Node(name string, fn NodeFunc[S], opts ...NodeOption) *Graph[S] {
+	g.addNode(name, fn, opts)
+	return g
+}
+
+// Subgraph adds a node that runs a graph of its own, made by Nest. Unlike
+// a Node running the NodeFunc of the package function Subgraph, the
+// compiled graph knows what it holds: Spec and Subgraphs list the inner
+// graph under the node's name.
+func (g *Graph[S]) Subgraph(name string, sub Nested[S], opts ...NodeOption) *Graph[S] {
+	if sub.fn == nil {
+		g.errorf("subgraph %q: no graph; make it with Nest", name)
+		return g
+	}
+	if n := g.addNode(name, sub.fn, opts); n != nil {
+		n.sub = sub.inner
+	}
+	return g
+}
+
+// addNode adds a node and returns it, or records why it cannot and
+// returns nil.
+func (g *Graph[S]) addNode(name string, fn NodeFunc[S], opts []NodeOption) *node[S] {
 	switch {
 	case name == "" || name == Start || name == End:
 		g.errorf("node %q: reserved or empty name", name)
-		return g
+		return nil
 	case fn == nil:
 		g.errorf("node %q: nil function", name)
-		return g
+		return nil
 	case g.node(name) != nil:
 		g.errorf("node %q: duplicate name", name)
-		return g
+		return nil
 	}
 	n := &node[S]{name: name, fn: fn}
 	for _, o := range opts {
 		o(&n.nodeSpec)
 	}
 	g.nodes = append(g.nodes, n)
-	return g
+	return n
 }
 
 func (g *Graph[S]) node(name string) *node[S] {

@@ -16,6 +16,9 @@ type Spec struct {
 	// End are implied.
 	Nodes []string `json:"nodes"`
 	Edges []Edge   `json:"edges"`
+	// Subgraphs are the specs of the graphs that nodes added with
+	// Graph.Subgraph run, by node name; each has its own Subgraphs.
+	Subgraphs map[string]Spec `json:"subgraphs,omitempty"`
 }
 
 // Edge is one way the run may go.
@@ -36,6 +39,12 @@ type Edge struct {
 func (c *Compiled[S]) Spec() Spec {
 	g := c.src
 	sp := Spec{Name: c.name, Nodes: c.nodeNames()}
+	for name, sub := range c.Subgraphs() {
+		if sp.Subgraphs == nil {
+			sp.Subgraphs = make(map[string]Spec)
+		}
+		sp.Subgraphs[name] = sub.Spec()
+	}
 	for _, from := range append([]string{Start}, sp.Nodes...) {
 		o := g.outs[from]
 		for _, to := range o.targetList() {
@@ -54,21 +63,44 @@ func (c *Compiled[S]) Spec() Spec {
 	return sp
 }
 
+// Subgraphs returns the graphs that nodes added with Graph.Subgraph run,
+// by node name, or nil when there are none.
+func (c *Compiled[S]) Subgraphs() map[string]Runner {
+	var subs map[string]Runner
+	for _, n := range c.nodes {
+		if n.sub != nil {
+			if subs == nil {
+				subs = make(map[string]Runner)
+			}
+			subs[n.name] = n.sub
+		}
+	}
+	return subs
+}
+
+// Mermaid returns the graph as a Mermaid flowchart (see Spec.Mermaid).
+func (c *Compiled[S]) Mermaid() string { return c.Spec().Mermaid() }
+
 // Mermaid returns the graph as a Mermaid flowchart: plain edges solid,
 // route targets dashed, bounded loop edges labelled with their bound and
 // their exits with the count after which they are taken. Start and End
 // are the nodes __start__ and __end__, as in the LangGraph API's drawing
 // (a node id "end" is a Mermaid keyword); the others are n0, n1, … in the
-// order they were added, labelled with their names.
-func (c *Compiled[S]) Mermaid() string {
-	sp := c.Spec()
+// order they were added, labelled with their names. A node that runs a
+// subgraph is drawn as a subroutine, [[name]]; its graph is drawn on its
+// own, from Subgraphs.
+func (sp Spec) Mermaid() string {
 	ids := map[string]string{Start: "__start__", End: "__end__"}
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
 	b.WriteString("\t__start__([START])\n")
 	for i, n := range sp.Nodes {
 		ids[n] = fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&b, "\tn%d[\"%s\"]\n", i, mermaidText.Replace(n))
+		left, right := "[", "]"
+		if _, ok := sp.Subgraphs[n]; ok {
+			left, right = "[[", "]]"
+		}
+		fmt.Fprintf(&b, "\tn%d%s\"%s\"%s\n", i, left, mermaidText.Replace(n), right)
 	}
 	b.WriteString("\t__end__([END])\n")
 	for _, e := range sp.Edges {
