@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/tool"
 )
 
 // Options configure an App. The zero value runs the Chinese default
@@ -42,8 +43,10 @@ type Options struct {
 	Model llm.Model
 	// ModelTimeout bounds one model call (default 8s).
 	ModelTimeout time.Duration
-	// Plugins add to or replace the built-in plugins, by plugin_id.
-	Plugins map[string]Plugin
+	// Tools add to or replace the built-in tools and webhooks, by name:
+	// make them with NewTool, named for the plugin_id of actions.yml they
+	// carry out (see ToolName).
+	Tools []tool.Tool
 	// HTTPClient makes the webhook calls (default http.DefaultClient).
 	HTTPClient *http.Client
 	// Vehicle is the vehicle a session drives when it names none
@@ -57,7 +60,7 @@ type Options struct {
 }
 
 // App is the cabin assistant: the configuration, the intent engine, the
-// plugins and the graph its sessions run on. It is safe for concurrent
+// tools and the graph its sessions run on. It is safe for concurrent
 // use; turns of one session run one at a time.
 type App struct {
 	cfg          *Config
@@ -65,7 +68,8 @@ type App struct {
 	engine       *intent.Engine
 	slots        *slotReader
 	replies      *replies
-	plugins      *Registry
+	tools        *tool.Registry
+	policy       tool.Policy // which write tools ask for a yes first
 	store        Store
 	model        llm.Model
 	modelTimeout time.Duration
@@ -90,7 +94,7 @@ func (a *App) withThreads(threads Threads) *App {
 }
 
 // New builds the app: it loads and checks the configuration, trains the
-// intent engine, registers the plugins and compiles the graph on the
+// intent engine, registers the tools and compiles the graph on the
 // saver. A configuration error is reported with file, line and reason
 // and wraps ErrConfig.
 func New(ctx context.Context, opts Options) (*App, error) {
@@ -125,24 +129,14 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 	a.saver = timedSaver{a.saver}
-	a.plugins = NewRegistry()
-	for id, p := range VehiclePlugins(a.store) {
-		a.plugins.Register(id, p)
-	}
-	for id, p := range OrderPlugins(a.store) {
-		a.plugins.Register(id, p)
-	}
-	for _, ac := range cfg.Actions.Actions {
-		if ac.Webhook != nil {
-			a.plugins.Register(ac.Plugin, NewWebhook(*ac.Webhook, opts.HTTPClient))
-		}
-	}
-	for id, p := range opts.Plugins {
-		a.plugins.Register(id, p)
-	}
-	if err := cfg.checkPlugins(a.plugins); err != nil {
+	tools, err := newTools(cfg, a.store, opts)
+	if err != nil {
 		return nil, fmt.Errorf("cabin: %w", err)
 	}
+	if err := cfg.checkTools(tools); err != nil {
+		return nil, fmt.Errorf("cabin: %w", err)
+	}
+	a.tools, a.policy = tools, cfg.confirmPolicy(tools)
 	a.cat = newCatalog(cfg)
 	a.slots = newSlotReader(cfg.Forms)
 	a.replies = newReplies(cfg, a.cat)
@@ -167,17 +161,6 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	return a, nil
 }
 
-// checkPlugins reports every action whose plugin nobody registered.
-func (c *Config) checkPlugins(r *Registry) error {
-	p := &problems{c: c}
-	for i, ac := range c.Actions.Actions {
-		if !r.Has(ac.Plugin) {
-			p.add(FileActions, at("actions", i, "plugin"), "action %q: no plugin %q (give it a webhook, or register it in Options.Plugins)", ac.ID, ac.Plugin)
-		}
-	}
-	return errors.Join(p.errs...)
-}
-
 // Runner is the app's compiled graph, for Loom's server and command line.
 func (a *App) Runner() graph.Runner { return a.graph }
 
@@ -187,9 +170,9 @@ func (a *App) Config() *Config { return a.cfg }
 // Store returns the store of the simulated vehicles and orders.
 func (a *App) Store() Store { return a.store }
 
-// Plugins returns the plugin registry; plugins registered on it later
-// replace the built-in ones.
-func (a *App) Plugins() *Registry { return a.plugins }
+// Tools returns the registry of the app's tools: the domain ToolDomain,
+// with the built-in tools, the webhooks and Options.Tools.
+func (a *App) Tools() *tool.Registry { return a.tools }
 
 // ChatRequest is one user turn, as POST /api/v1/agent/chat takes it.
 type ChatRequest struct {

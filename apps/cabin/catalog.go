@@ -1,10 +1,6 @@
 package cabin
 
-import (
-	"slices"
-
-	"github.com/loomkit/loom/intent"
-)
+import "github.com/loomkit/loom/intent"
 
 // catalog is the intent catalogue with each intent's action and replies.
 type catalog struct {
@@ -18,8 +14,6 @@ type intentInfo struct {
 	IntentSpec
 	action  ActionSpec
 	replies IntentResponses
-	// confirm is set when rules.yml asks first, by intent or by risk.
-	confirm bool
 }
 
 func newCatalog(c *Config) *catalog {
@@ -29,12 +23,10 @@ func newCatalog(c *Config) *catalog {
 	}
 	cat := &catalog{intents: map[string]*intentInfo{}, oos: c.Domain.OutOfScope.ID}
 	for _, in := range c.Domain.Intents {
-		a := actions[in.Action]
 		cat.intents[in.ID] = &intentInfo{
 			IntentSpec: in,
-			action:     a,
+			action:     actions[in.Action],
 			replies:    c.Responses.Intents[in.ID],
-			confirm:    slices.Contains(c.Rules.Confirmation.Intents, in.ID) || slices.Contains(c.Rules.Confirmation.RiskLevels, a.Risk),
 		}
 		cat.ids = append(cat.ids, in.ID)
 	}

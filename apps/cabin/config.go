@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/tool"
 )
 
 // The seven configuration files, in the order they load.
@@ -98,28 +99,35 @@ type Actions struct {
 	Actions []ActionSpec `yaml:"actions"`
 }
 
-// ActionSpec is one action: the plugin that runs it and its risk.
+// ActionSpec is one action: the plugin_id of the tool that runs it and
+// its risk.
 type ActionSpec struct {
 	// ID names the action.
 	ID string `yaml:"id"`
-	// Plugin is the plugin_id that runs the action.
+	// Plugin is the plugin_id that runs the action: the tool named
+	// ToolName(Plugin).
 	Plugin string `yaml:"plugin"`
-	// Risk is low, medium or high; rules.yml may require confirmation by
-	// risk.
+	// Risk is low, medium or high; rules.yml may require confirmation of
+	// write tools by risk.
 	Risk string `yaml:"risk"`
-	// Description says what the action does.
+	// Description says what the action does; it describes a webhook's
+	// tool.
 	Description string `yaml:"description"`
-	// Check, when set, is a plugin asked before the action's confirmation
-	// with the same slots: a failed check fails the step with its result
-	// and the user is not asked (an order that cannot be cancelled).
+	// Check, when set, is a plugin_id asked before the action's
+	// confirmation with the same arguments: a failed check fails the step
+	// with its result and the user is not asked (an order that cannot be
+	// cancelled).
 	Check string `yaml:"check"`
-	// Webhook, when set, registers Plugin as an HTTP webhook.
+	// Webhook, when set, registers Plugin's tool as an HTTP webhook.
 	Webhook *WebhookSpec `yaml:"webhook"`
 }
 
-// WebhookSpec configures a plugin that is an HTTP endpoint of a real
-// backend (see Webhook).
+// WebhookSpec configures a tool that is an HTTP endpoint of a real
+// backend (see NewWebhook).
 type WebhookSpec struct {
+	// Kind is read for a backend that only looks things up, write
+	// (default) for one that changes something.
+	Kind tool.Kind `yaml:"kind"`
 	// URL receives a POST of the call as JSON.
 	URL string `yaml:"url"`
 	// Timeout bounds a call (default 5s).

@@ -1,11 +1,13 @@
 // Package cabin is the in-car assistant and customer-service agent, built
 // on Loom: local-first understanding, multi-step
-// workflows with conditions and confirmations, and plugins that act on a
-// simulated vehicle, a simulated order service or real backends over
-// HTTP.
+// workflows with conditions and confirmations, and tools (package tool,
+// one registry: App.Tools) that act on a simulated vehicle, a simulated
+// order service or real backends over HTTP. Whether a step asks for a
+// yes first is the tool policy's, and the question carries the tool's
+// confirm request, as for every Loom agent.
 //
 // Everything it knows comes from seven YAML files (LoadConfig): the
-// intent catalogue (domain.yml), actions and their plugins (actions.yml),
+// intent catalogue (domain.yml), actions and their tools (actions.yml),
 // slots and forms (forms.yml), reply templates (responses.yml), turn
 // rules (rules.yml), dialog acts (dialog_acts.yml) and workflow templates
 // (workflows.yml). Complete zh-CN and English sets are embedded; a

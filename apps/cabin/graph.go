@@ -13,6 +13,7 @@ import (
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/tool"
 )
 
 // The graph's nodes, in the order a turn meets them.
@@ -183,11 +184,12 @@ const (
 // Facts are what a turn has found out so far. Nodes set them; the routes
 // read them to choose the way on. The first node clears them.
 type Facts struct {
-	// Text, Fill and Accept are the turn's input; Normalized is Text
-	// normalized.
+	// Text, Fill, Accept and Reason are the turn's input; Normalized is
+	// Text normalized.
 	Text       string            `json:"text,omitempty"`
 	Fill       map[string]string `json:"fill,omitempty"`
 	Accept     *bool             `json:"accept,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
 	Normalized string            `json:"normalized,omitempty"`
 	// Stop is set for a stop phrase while a task is active.
 	Stop bool `json:"stop,omitempty"`
@@ -344,13 +346,13 @@ func askPending(s State) string {
 // the session, normalizes the text and reads its dialog act.
 func (a *App) normalize(_ context.Context, s State) (State, error) {
 	sess := &s.Session
-	s.Turn = Facts{Text: strings.TrimSpace(s.Text), Fill: s.FillSlots, Accept: s.Accept, Step: -1}
+	s.Turn = Facts{Text: strings.TrimSpace(s.Text), Fill: s.FillSlots, Accept: s.Accept, Reason: strings.TrimSpace(s.Reason), Step: -1}
 	sess.ID = cmp.Or(s.SessionID, sess.ID)
 	sess.UserID = cmp.Or(s.UserID, sess.UserID, defaultUser)
 	sess.VehicleID = cmp.Or(s.VehicleID, sess.VehicleID, a.vehicle)
 	sess.Channel = cmp.Or(s.Channel, sess.Channel, defaultChannel)
 	sess.Status = cmp.Or(sess.Status, StatusIdle)
-	s.Text, s.FillSlots, s.Accept = "", nil, nil
+	s.Text, s.FillSlots, s.Accept, s.Reason = "", nil, nil, ""
 	s.SessionID, s.UserID, s.VehicleID, s.Channel = "", "", "", ""
 	s.Reply = Reply{Debug: Debug{Text: s.Turn.Text}}
 	sess.Turns++
@@ -426,6 +428,9 @@ func (a *App) answerPending(s *State) Answered {
 		case t.Accept != nil || consent == intent.Rejected:
 			st.Status = stepCancelled
 			d.Decision, d.Continuation = "execute", "declined step "+st.ID
+			if t.Reason != "" {
+				d.Continuation += ": " + t.Reason
+			}
 			return answerDeclined
 		}
 	case pendingSlot:
@@ -856,7 +861,8 @@ func (a *App) nextStep(_ context.Context, s State) (State, error) {
 
 // condition tests the step's condition on an earlier result; a step
 // that asks for a confirmation first runs its action's check (an order
-// already delivered is not asked about), then waits for the yes.
+// already delivered is not asked about), then waits for the yes to the
+// tool's confirm request.
 func (a *App) condition(ctx context.Context, s State) (State, error) {
 	wf := s.Session.Workflow
 	st := &wf.Steps[s.Turn.Step]
@@ -874,11 +880,16 @@ func (a *App) condition(ctx context.Context, s State) (State, error) {
 		}
 		st.Result = nil // the step has not run yet
 	}
-	wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation}
+	req, err := a.confirmRequest(ctx, &s, st)
+	if err != nil { // a call the tool does not take is not put to the user
+		st.Status, st.Result = stepFailed, new(unavailable(err))
+		return s, nil
+	}
+	wf.Pending = &Pending{Step: st.ID, Kind: pendingConfirmation, Tool: &req}
 	return s, nil
 }
 
-// callTool runs the step's plugin.
+// callTool runs the step's tool.
 func (a *App) callTool(ctx context.Context, s State) (State, error) {
 	a.run(ctx, &s, &s.Session.Workflow.Steps[s.Turn.Step])
 	return s, nil
@@ -952,6 +963,9 @@ type Question struct {
 	Intent       string   `json:"intent,omitempty"`
 	Step         string   `json:"step_id,omitempty"`
 	PendingSlots []string `json:"pending_slots,omitempty"`
+	// Tool is, for a confirmation, the call to confirm, as every agent
+	// asks it; a tool.ConfirmAnswer is an Answer.
+	Tool *tool.ConfirmRequest `json:"tool,omitempty"`
 }
 
 // await asks the user the turn's reply and takes the answer as the next
@@ -960,13 +974,13 @@ type Question struct {
 func (a *App) await(ctx context.Context, s State) (State, error) {
 	q := Question{Type: s.Reply.Type, Message: s.Reply.Message, Intent: s.Session.Intent, PendingSlots: s.Session.PendingSlots}
 	if wf := s.Session.Workflow; wf != nil && wf.Pending != nil {
-		q.Step = wf.Pending.Step
+		q.Step, q.Tool = wf.Pending.Step, wf.Pending.Tool
 	}
 	ans, err := graph.Ask[Answer](ctx, q)
 	if err != nil {
 		return s, err
 	}
-	s.Text, s.FillSlots, s.Accept = ans.Text, ans.Slots, ans.Accept
+	s.Text, s.FillSlots, s.Accept, s.Reason = ans.Text, ans.Slots, ans.Accept, ans.Reason
 	return s, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
+	"github.com/loomkit/loom/tool"
 )
 
 // stream posts to chat-stream and returns its lines and when each arrived.
@@ -45,9 +46,9 @@ func (a *api) stream(session, text string) ([]StreamLine, []time.Duration) {
 	return lines, at
 }
 
-// slowPlugin takes d and then succeeds.
-func slowPlugin(d time.Duration) Plugin {
-	return PluginFunc(func(ctx context.Context, c Call) (Result, error) {
+// slowTool carries out plugin: it takes d and then succeeds.
+func slowTool(plugin string, d time.Duration) tool.Tool {
+	return NewTool(plugin, "slow", tool.Write, func(ctx context.Context, _ Args) (Result, error) {
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -65,7 +66,7 @@ func slowPlugin(d time.Duration) Plugin {
 // its ack comes well ahead of the answer on any machine.
 func TestChatStream(t *testing.T) {
 	fast := Options{AckAfter: time.Minute}
-	slow := Options{AckAfter: 30 * time.Millisecond, Plugins: map[string]Plugin{"plugin.cabin.sunroof.open": slowPlugin(2 * time.Second)}}
+	slow := Options{AckAfter: 30 * time.Millisecond, Tools: []tool.Tool{slowTool("plugin.cabin.sunroof.open", 2*time.Second)}}
 	t.Run("routes", func(t *testing.T) { chatStream(t, newAPI(t, fast), newAPI(t, slow)) })
 	t.Run("loom", func(t *testing.T) { chatStream(t, mountInLoom(t, newApp(t, fast)), mountInLoom(t, newApp(t, slow))) })
 }

@@ -61,6 +61,9 @@ func TestModelPlanner(t *testing.T) {
 			if c.requests > 0 && !strings.Contains(srv.Requests()[0].Messages()[0].Content, "cabin_window_open") {
 				t.Error("the model was not shown the intent catalogue")
 			}
+			if c.requests > 0 && !strings.Contains(srv.Requests()[0].Messages()[0].Content, "tool plugin_order_cancel (write)") {
+				t.Error("the catalogue does not name the intents' tools and kinds from the registry")
+			}
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/loomkit/loom/tool"
 )
 
 // Order statuses.
@@ -67,15 +69,20 @@ func SampleOrders(now time.Time) []Order {
 // cancellable are the statuses an order can be cancelled in.
 var cancellable = []string{OrderPendingPayment, OrderPendingShipment}
 
-// OrderPlugins returns the simulated order service's plugins by
-// plugin_id (plugin.order.*), over store.
-func OrderPlugins(store OrderStore) map[string]Plugin {
-	return map[string]Plugin{
-		"plugin.order.query":            PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryOrder(ctx, store, c) }),
-		"plugin.logistics.query":        PluginFunc(func(ctx context.Context, c Call) (Result, error) { return queryLogistics(ctx, store, c) }),
-		"plugin.order.cancel":           PluginFunc(func(ctx context.Context, c Call) (Result, error) { return cancelOrder(ctx, store, c) }),
-		"plugin.order.cancel.check":     PluginFunc(func(ctx context.Context, c Call) (Result, error) { return checkCancel(ctx, store, c) }),
-		"plugin.service.transfer_human": PluginFunc(func(ctx context.Context, c Call) (Result, error) { return transferHuman(ctx, store, c) }),
+// OrderTools returns the simulated order service's tools
+// (plugin.order.*, plugin.logistics.query, plugin.service.transfer_human,
+// see ToolName), over store. The queries and the cancel check read; the
+// cancel and the hand-off to a person write.
+func OrderTools(store OrderStore) []tool.Tool {
+	with := func(f func(context.Context, OrderStore, Args) (Result, error)) func(context.Context, Args) (Result, error) {
+		return func(ctx context.Context, args Args) (Result, error) { return f(ctx, store, args) }
+	}
+	return []tool.Tool{
+		NewTool("plugin.order.query", "look up the order in the order_id slot", tool.Read, with(queryOrder)),
+		NewTool("plugin.logistics.query", "track the parcel of the order in the order_id slot", tool.Read, with(queryLogistics)),
+		NewTool("plugin.order.cancel", "cancel the order in the order_id slot, refunding a paid one", tool.Write, with(cancelOrder)),
+		NewTool("plugin.order.cancel.check", "tell whether the order in the order_id slot can be cancelled, without cancelling it", tool.Read, with(checkCancel)),
+		NewTool("plugin.service.transfer_human", "hand the conversation to a person, about the order_id slot for the reason slot", tool.Write, with(transferHuman)),
 	}
 }
 
@@ -89,8 +96,8 @@ func refused(reason, message, orderID string) Result {
 	return Result{Success: false, Message: message, Data: map[string]any{"reason": reason, "order_id": orderID}}
 }
 
-func queryOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	id := c.Slots["order_id"]
+func queryOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return refused("order_not_found", "order "+id+" not found", id), nil
@@ -101,8 +108,8 @@ func queryOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
 	return Result{Success: true, Message: "order " + o.ID + ": " + o.Status, Data: orderData(o)}, nil
 }
 
-func queryLogistics(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	id := c.Slots["order_id"]
+func queryLogistics(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -154,8 +161,8 @@ func cancelResult(o Order, id string, err error, message string) (Result, error)
 
 // checkCancel tells whether an order can be cancelled, without
 // cancelling it: the check asked before the cancel's confirmation.
-func checkCancel(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	id := c.Slots["order_id"]
+func checkCancel(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	if err == nil {
 		err = cancelRefusal(&o)
@@ -166,8 +173,8 @@ func checkCancel(ctx context.Context, store OrderStore, c Call) (Result, error) 
 // cancelOrder cancels an order that has not shipped; one that cannot be
 // cancelled is refused with the reason. An order that was paid for
 // (pending shipment) is refunded: the result says refund and currency.
-func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	id := c.Slots["order_id"]
+func cancelOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
 	paid := false
 	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
 		if err := cancelRefusal(o); err != nil {
@@ -184,8 +191,8 @@ func cancelOrder(ctx context.Context, store OrderStore, c Call) (Result, error) 
 	return res, err
 }
 
-func transferHuman(ctx context.Context, store OrderStore, c Call) (Result, error) {
-	h, err := store.AddHandoff(ctx, Handoff{UserID: c.User, Session: c.Session, OrderID: c.Slots["order_id"], Reason: c.Slots["reason"]})
+func transferHuman(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	h, err := store.AddHandoff(ctx, Handoff{UserID: args.User, Session: args.Session, OrderID: args.Slots["order_id"], Reason: args.Slots["reason"]})
 	if err != nil {
 		return Result{}, err
 	}

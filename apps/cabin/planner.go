@@ -168,7 +168,8 @@ type modelConditionJSON struct {
 	Value    []string `json:"value"`
 }
 
-// catalogue describes the intents for the model.
+// catalogue describes the intents for the model, each with the tool of
+// the registry that carries it out and whether that tool only reads.
 func (a *App) catalogue() string {
 	var b strings.Builder
 	for _, id := range a.cat.ids {
@@ -180,6 +181,9 @@ func (a *App) catalogue() string {
 		}
 		if len(f.Optional) > 0 {
 			fmt.Fprintf(&b, "; optional slots: %s", strings.Join(f.Optional, ", "))
+		}
+		if t, err := a.tool(in.action.Plugin); err == nil {
+			fmt.Fprintf(&b, "; tool %s (%s)", t.Name(), t.Kind())
 		}
 		b.WriteByte('\n')
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/tool"
 )
 
 // State is the cabin graph's state: one session, which is one Loom thread.
@@ -17,6 +18,8 @@ type State struct {
 	// Accept answers a pending confirmation directly: true confirms,
 	// false declines.
 	Accept *bool `json:"accept,omitempty"`
+	// Reason says why, with Accept (tool.ConfirmAnswer's reason).
+	Reason string `json:"reason,omitempty"`
 	// SessionID, UserID, VehicleID and Channel say who is talking; they
 	// are kept in the session.
 	SessionID string `json:"session_id,omitempty"`
@@ -35,12 +38,16 @@ type State struct {
 
 // Answer is the value that resumes a session waiting for a slot or a
 // confirmation: the next turn's text, slot values, or a direct yes or no.
+// Its JSON holds a tool.ConfirmAnswer's: the answer to a Question's Tool.
 type Answer struct {
 	Text  string            `json:"text,omitempty"`
 	Slots map[string]string `json:"slots,omitempty"`
 	// Accept is a direct yes (true) or no (false) to a confirmation; the
 	// web page's confirm card sends it.
 	Accept *bool `json:"accept,omitempty"`
+	// Reason says why, with Accept; a no's reason is kept in the routing
+	// debug.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Session statuses.
@@ -162,7 +169,7 @@ type Step struct {
 	Condition            *Condition        `json:"condition,omitempty"`
 	RequiresConfirmation bool              `json:"requires_confirmation,omitempty"`
 	Confirmed            bool              `json:"confirmed,omitempty"`
-	// Result is the plugin's result once the step ran.
+	// Result is the tool's result once the step ran.
 	Result *Result `json:"result,omitempty"`
 	// Message is what the step's outcome said.
 	Message string `json:"message,omitempty"`
@@ -183,6 +190,8 @@ type Pending struct {
 	Step  string   `json:"step_id"`
 	Kind  string   `json:"kind"` // slot or confirmation
 	Slots []string `json:"slots,omitempty"`
+	// Tool is the request to confirm the step's call, for a confirmation.
+	Tool *tool.ConfirmRequest `json:"tool,omitempty"`
 }
 
 // Reply is the answer to one turn.

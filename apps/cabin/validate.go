@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/tool"
 )
 
 // requiredTemplates are the keys responses.yml must define under templates.
@@ -33,6 +34,9 @@ const (
 	opNotEquals = "not_equals"
 	opIn        = "in"
 )
+
+// maxToolName is the longest name a tool may have.
+const maxToolName = 64
 
 var (
 	riskLevels = []string{"low", "medium", "high"}
@@ -145,6 +149,11 @@ func (c *Config) validateActions(p *problems) {
 		if a.Plugin == "" {
 			p.add(FileActions, path, "action %q has no plugin", a.ID)
 		}
+		for _, f := range [][2]string{{"plugin", a.Plugin}, {"check", a.Check}} {
+			if len(ToolName(f[1])) > maxToolName {
+				p.add(FileActions, append(at("actions", i), f[0]), "action %q: %s %q is longer than a tool name may be (%d characters)", a.ID, f[0], f[1], maxToolName)
+			}
+		}
 		if a.Risk != "" && !slices.Contains(riskLevels, a.Risk) {
 			p.add(FileActions, append(path, "risk"), "action %q: risk %q is not one of %v", a.ID, a.Risk, riskLevels)
 		}
@@ -154,6 +163,9 @@ func (c *Config) validateActions(p *problems) {
 			}
 			if w.Timeout < 0 {
 				p.add(FileActions, append(path, "webhook", "timeout"), "action %q: negative webhook timeout", a.ID)
+			}
+			if w.Kind != "" && w.Kind != tool.Read && w.Kind != tool.Write {
+				p.add(FileActions, append(at("actions", i), "webhook", "kind"), "action %q: webhook kind %q is not read or write", a.ID, w.Kind)
 			}
 		}
 	}

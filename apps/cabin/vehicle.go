@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loomkit/loom/tool"
 )
 
 // Vehicle is the state of a simulated car.
@@ -104,63 +106,62 @@ func (r *refusal) Error() string { return r.message }
 // vehicleOp changes a vehicle for a call and returns the result's data.
 type vehicleOp func(v *Vehicle, slots map[string]string) (map[string]any, error)
 
-// VehiclePlugins returns the simulated vehicle's plugins by plugin_id
-// (plugin.cabin.*), over store.
-func VehiclePlugins(store VehicleStore) map[string]Plugin {
-	ops := map[string]vehicleOp{
-		"plugin.cabin.navigation": navigate,
-		"plugin.cabin.navigation.cancel": func(v *Vehicle, _ map[string]string) (map[string]any, error) {
-			v.Navigation = Navigation{}
-			return nil, nil
-		},
-		"plugin.cabin.ac.on":          func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = true; return acData(v), nil },
-		"plugin.cabin.ac.off":         func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = false; return acData(v), nil },
-		"plugin.cabin.ac_control":     setTemperature,
-		"plugin.cabin.fan.up":         func(v *Vehicle, _ map[string]string) (map[string]any, error) { return fan(v, +1), nil },
-		"plugin.cabin.fan.down":       func(v *Vehicle, _ map[string]string) (map[string]any, error) { return fan(v, -1), nil },
-		"plugin.cabin.defog.front_on": func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DefogFront = true; return nil, nil },
-		"plugin.cabin.defog.rear_on":  func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DefogRear = true; return nil, nil },
-		"plugin.cabin.window.open":    func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, opening(s)), nil },
-		"plugin.cabin.window.close":   func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, 0), nil },
-		"plugin.cabin.sunroof.open":   func(v *Vehicle, s map[string]string) (map[string]any, error) { v.Sunroof = opening(s); return nil, nil },
-		"plugin.cabin.sunroof.close":  func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Sunroof = 0; return nil, nil },
-		"plugin.cabin.doors.lock":     func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DoorsLocked = true; return nil, nil },
-		"plugin.cabin.doors.unlock":   func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.DoorsLocked = false; return nil, nil },
-		"plugin.cabin.music_play":     play,
-		"plugin.cabin.music.pause": func(v *Vehicle, _ map[string]string) (map[string]any, error) {
-			v.Media.Playing = false
-			return nil, nil
-		},
-		"plugin.cabin.music.next":     func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, +1), nil },
-		"plugin.cabin.music.previous": func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, -1), nil },
-		"plugin.cabin.volume.up":      func(v *Vehicle, _ map[string]string) (map[string]any, error) { return volume(v, +3), nil },
-		"plugin.cabin.volume.down":    func(v *Vehicle, _ map[string]string) (map[string]any, error) { return volume(v, -3), nil },
-		"plugin.cabin.volume.mute":    func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Media.Muted = true; return nil, nil },
-		"plugin.cabin.lights.on":      func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Lights = true; return nil, nil },
-		"plugin.cabin.lights.off":     func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Lights = false; return nil, nil },
-		"plugin.cabin.seat_heat.on":   func(v *Vehicle, s map[string]string) (map[string]any, error) { return seatHeat(v, s, true), nil },
-		"plugin.cabin.seat_heat.off":  func(v *Vehicle, s map[string]string) (map[string]any, error) { return seatHeat(v, s, false), nil },
-		"plugin.cabin.mirror.fold":    func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.MirrorsFolded = true; return nil, nil },
-		"plugin.cabin.mirror.unfold": func(v *Vehicle, _ map[string]string) (map[string]any, error) {
-			v.MirrorsFolded = false
-			return nil, nil
-		},
-		"plugin.cabin.wiper.on":  wipersOn,
-		"plugin.cabin.wiper.off": func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.Wipers.On = false; return nil, nil },
+// set is an op that changes v and has no data to tell.
+func set(f func(v *Vehicle)) vehicleOp {
+	return func(v *Vehicle, _ map[string]string) (map[string]any, error) { f(v); return nil, nil }
+}
+
+// VehicleTools returns the simulated vehicle's tools (plugin.cabin.*, see
+// ToolName), over store. They all change the car: they are write tools.
+func VehicleTools(store VehicleStore) []tool.Tool {
+	ops := []struct {
+		plugin, description string
+		op                  vehicleOp
+	}{
+		{"plugin.cabin.navigation", "start navigation to the destination slot", navigate},
+		{"plugin.cabin.navigation.cancel", "stop navigation", set(func(v *Vehicle) { v.Navigation = Navigation{} })},
+		{"plugin.cabin.ac.on", "air conditioning on", func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = true; return acData(v), nil }},
+		{"plugin.cabin.ac.off", "air conditioning off", func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = false; return acData(v), nil }},
+		{"plugin.cabin.ac_control", "set the temperature slot, 16 to 32", setTemperature},
+		{"plugin.cabin.fan.up", "fan faster", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return fan(v, +1), nil }},
+		{"plugin.cabin.fan.down", "fan slower", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return fan(v, -1), nil }},
+		{"plugin.cabin.defog.front_on", "demist the windscreen", set(func(v *Vehicle) { v.DefogFront = true })},
+		{"plugin.cabin.defog.rear_on", "demist the rear window", set(func(v *Vehicle) { v.DefogRear = true })},
+		{"plugin.cabin.window.open", "open the windows at the position slot, by the opening slot", func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, opening(s)), nil }},
+		{"plugin.cabin.window.close", "close the windows at the position slot", func(v *Vehicle, s map[string]string) (map[string]any, error) { return windows(v, s, 0), nil }},
+		{"plugin.cabin.sunroof.open", "open the sunroof, by the opening slot", func(v *Vehicle, s map[string]string) (map[string]any, error) { v.Sunroof = opening(s); return nil, nil }},
+		{"plugin.cabin.sunroof.close", "close the sunroof", set(func(v *Vehicle) { v.Sunroof = 0 })},
+		{"plugin.cabin.doors.lock", "lock the doors", set(func(v *Vehicle) { v.DoorsLocked = true })},
+		{"plugin.cabin.doors.unlock", "unlock the doors", set(func(v *Vehicle) { v.DoorsLocked = false })},
+		{"plugin.cabin.music_play", "play the music slot, or resume", play},
+		{"plugin.cabin.music.pause", "pause music", set(func(v *Vehicle) { v.Media.Playing = false })},
+		{"plugin.cabin.music.next", "next track", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, +1), nil }},
+		{"plugin.cabin.music.previous", "previous track", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, -1), nil }},
+		{"plugin.cabin.volume.up", "louder", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return volume(v, +3), nil }},
+		{"plugin.cabin.volume.down", "quieter", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return volume(v, -3), nil }},
+		{"plugin.cabin.volume.mute", "mute", set(func(v *Vehicle) { v.Media.Muted = true })},
+		{"plugin.cabin.lights.on", "lights on", set(func(v *Vehicle) { v.Lights = true })},
+		{"plugin.cabin.lights.off", "lights off", set(func(v *Vehicle) { v.Lights = false })},
+		{"plugin.cabin.seat_heat.on", "seat heating on at the position and level slots", func(v *Vehicle, s map[string]string) (map[string]any, error) { return seatHeat(v, s, true), nil }},
+		{"plugin.cabin.seat_heat.off", "seat heating off at the position slot", func(v *Vehicle, s map[string]string) (map[string]any, error) { return seatHeat(v, s, false), nil }},
+		{"plugin.cabin.mirror.fold", "fold the mirrors", set(func(v *Vehicle) { v.MirrorsFolded = true })},
+		{"plugin.cabin.mirror.unfold", "unfold the mirrors", set(func(v *Vehicle) { v.MirrorsFolded = false })},
+		{"plugin.cabin.wiper.on", "wipers on at the wiper_speed slot", wipersOn},
+		{"plugin.cabin.wiper.off", "wipers off", set(func(v *Vehicle) { v.Wipers.On = false })},
 	}
-	out := make(map[string]Plugin, len(ops))
-	for id, op := range ops {
-		out[id] = vehiclePlugin(store, op)
+	out := make([]tool.Tool, len(ops))
+	for i, o := range ops {
+		out[i] = NewTool(o.plugin, o.description, tool.Write, vehicleCall(store, o.op))
 	}
 	return out
 }
 
-// vehiclePlugin runs op on the call's vehicle in one store update.
-func vehiclePlugin(store VehicleStore, op vehicleOp) Plugin {
-	return PluginFunc(func(ctx context.Context, c Call) (Result, error) {
+// vehicleCall runs op on the call's vehicle in one store update.
+func vehicleCall(store VehicleStore, op vehicleOp) func(context.Context, Args) (Result, error) {
+	return func(ctx context.Context, args Args) (Result, error) {
 		var data map[string]any
-		_, err := store.UpdateVehicle(ctx, c.Vehicle, func(v *Vehicle) error {
-			d, err := op(v, c.Slots)
+		_, err := store.UpdateVehicle(ctx, args.Vehicle, func(v *Vehicle) error {
+			d, err := op(v, args.Slots)
 			data = d
 			return err
 		})
@@ -172,7 +173,7 @@ func vehiclePlugin(store VehicleStore, op vehicleOp) Plugin {
 			return Result{}, err
 		}
 		return Result{Success: true, Message: "ok", Data: data}, nil
-	})
+	}
 }
 
 func navigate(v *Vehicle, s map[string]string) (map[string]any, error) {

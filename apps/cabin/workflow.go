@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/tool"
 )
 
 // step returns the step called id, or nil.
@@ -20,14 +21,52 @@ func (wf *Workflow) step(id string) *Step {
 	return nil
 }
 
-// newStep is step number n (from 1) of a workflow: intent with slots.
+// newStep is step number n (from 1) of a workflow: intent with slots. It
+// asks for a yes first when the tool policy says its tool does.
 func (a *App) newStep(n int, intentID string, slots map[string]string) Step {
 	in := a.cat.intents[intentID]
 	return Step{
 		ID: fmt.Sprintf("s%d", n), Intent: intentID, Label: in.Label,
 		Plugin: in.action.Plugin, Action: in.action.ID, Risk: in.action.Risk,
-		Status: stepPending, Slots: slots, RequiresConfirmation: in.confirm,
+		Status: stepPending, Slots: slots, RequiresConfirmation: a.asks(in.action.Plugin),
 	}
+}
+
+// tool returns the tool that carries out plugin.
+func (a *App) tool(plugin string) (tool.Tool, error) {
+	t, _, ok := a.tools.Lookup(ToolName(plugin))
+	if !ok {
+		return tool.Tool{}, fmt.Errorf("call %s: %w %s", plugin, tool.ErrUnknown, ToolName(plugin))
+	}
+	return t, nil
+}
+
+// asks reports whether the tool policy asks for a yes before the tool
+// of plugin runs.
+func (a *App) asks(plugin string) bool {
+	t, err := a.tool(plugin)
+	return err == nil && a.policy.NeedsConfirm(t)
+}
+
+// stepArgs are the arguments of step st's tool, on behalf of the session.
+func stepArgs(s *State, st *Step) Args {
+	return Args{Intent: st.Intent, Action: st.Action, Slots: st.Slots, Session: s.Session.ID, User: s.Session.UserID, Vehicle: s.Session.VehicleID}
+}
+
+// confirmRequest is the request to confirm step st's call, as the tool
+// package makes it: the tool, its checked arguments, and for summary the
+// question the user is asked.
+func (a *App) confirmRequest(ctx context.Context, s *State, st *Step) (tool.ConfirmRequest, error) {
+	t, err := a.tool(st.Plugin)
+	if err != nil {
+		return tool.ConfirmRequest{}, err
+	}
+	req, err := t.ConfirmRequest(ctx, stepArgs(s, st).json())
+	if err != nil {
+		return tool.ConfirmRequest{}, err
+	}
+	req.Summary = a.confirmQuestion(s.Session.Workflow, st)
+	return req, nil
 }
 
 // holds evaluates a condition on the result of its source step. A source
@@ -81,7 +120,7 @@ func (a *App) sharedSlots(wf *Workflow, i int) {
 	}
 }
 
-// run calls a step's plugin and records the outcome.
+// run calls a step's tool and records the outcome.
 func (a *App) run(ctx context.Context, s *State, st *Step) {
 	st.Status = stepFailed
 	if a.call(ctx, s, st, st.Plugin).Success {
@@ -89,18 +128,19 @@ func (a *App) run(ctx context.Context, s *State, st *Step) {
 	}
 }
 
-// call calls plugin with step st's slots and keeps the result in st;
-// slots and result fields go to the session's memory.
+// call calls the tool of plugin with step st's slots and keeps the
+// result in st; slots and result fields go to the session's memory.
 func (a *App) call(ctx context.Context, s *State, st *Step, plugin string) Result {
 	start := time.Now()
 	graph.Emit(ctx, graph.KindToolCall, map[string]any{"name": plugin, "arguments": st.Slots})
-	res, err := a.plugins.Call(ctx, Call{
-		Plugin: plugin, Intent: st.Intent, Action: st.Action, Slots: st.Slots,
-		Session: s.Session.ID, User: s.Session.UserID, Vehicle: s.Session.VehicleID,
-	})
+	t, err := a.tool(plugin)
+	var res Result
+	if err == nil {
+		res, err = callTool(ctx, t, stepArgs(s, st))
+	}
 	if err != nil {
-		a.log.WarnContext(ctx, "cabin: plugin failed", "plugin", plugin, "session", s.Session.ID, "err", err)
-		res = Result{Success: false, Message: err.Error(), Data: map[string]any{"reason": "unavailable"}}
+		a.log.WarnContext(ctx, "cabin: tool failed", "plugin", plugin, "session", s.Session.ID, "err", err)
+		res = unavailable(err)
 	}
 	graph.Emit(ctx, graph.KindToolResult, map[string]any{"name": plugin, "result": res})
 	st.Result = &res

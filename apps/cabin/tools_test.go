@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,15 +18,17 @@ import (
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
+	"github.com/loomkit/loom/tool"
 )
 
-// An action with a webhook in actions.yml calls a real backend over HTTP.
-func TestWebhookPlugin(t *testing.T) {
+// An action with a webhook in actions.yml calls a real backend over HTTP:
+// a write tool of the webhooks pack, named for the plugin_id.
+func TestWebhookTool(t *testing.T) {
 	var mu sync.Mutex
-	var calls []Call
+	var calls []webhookCall
 	var auth []string
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var c Call
+		var c webhookCall
 		if err := json.NewDecoder(r.Body).Decode(&c); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -45,7 +48,7 @@ func TestWebhookPlugin(t *testing.T) {
 	dir := t.TempDir()
 	b, _ := defaults.ReadFile("config/zh-CN/" + FileActions)
 	edited := strings.Replace(string(b), "{id: action.order.query, plugin: plugin.order.query, risk: low, description: look up an order}",
-		`{id: action.order.query, plugin: plugin.crm.order, risk: low, webhook: {url: "`+backend.URL+`", timeout: 2s, headers: {Authorization: "Bearer ${CRM_TOKEN}"}}}`, 1)
+		`{id: action.order.query, plugin: plugin.crm.order, risk: low, webhook: {url: "`+backend.URL+`", timeout: 2s, kind: read, headers: {Authorization: "Bearer ${CRM_TOKEN}"}}}`, 1)
 	if edited == string(b) {
 		t.Fatal("the edit did not apply")
 	}
@@ -60,19 +63,139 @@ func TestWebhookPlugin(t *testing.T) {
 	if len(calls) != 2 || calls[0].Plugin != "plugin.crm.order" || calls[0].Intent != "cs_query_order" || calls[0].Session != "s1" || auth[0] != "Bearer secret" {
 		t.Errorf("calls %+v, authorization %v", calls, auth)
 	}
+	tl, place, ok := a.app.Tools().Lookup("plugin_crm_order")
+	if !ok || tl.Kind() != tool.Read || place != (tool.Place{Domain: ToolDomain, Pack: packWebhooks}) {
+		t.Errorf("the webhook's tool: %v %s at %+v", ok, tl.Kind(), place)
+	}
 }
 
-func TestRegistry(t *testing.T) {
-	r := NewRegistry()
-	if _, err := r.Call(context.Background(), Call{Plugin: "nope"}); !errors.Is(err, ErrNoPlugin) {
+// The cabin's tools are one registry: the built-in ones in their packs,
+// a tool of Options.Tools in place of the built-in of its name, another
+// in the options pack; every one takes Args.
+func TestTools(t *testing.T) {
+	ctx := context.Background()
+	boom := NewTool("plugin.test.boom", "fails", tool.Read, func(context.Context, Args) (Result, error) { return Result{}, errors.New("boom") })
+	hush := NewTool("plugin.cabin.volume.mute", "does nothing", tool.Write, func(context.Context, Args) (Result, error) {
+		return Result{Success: true, Message: "shh", Data: map[string]any{"muted": "never"}}, nil
+	})
+	app := newApp(t, Options{Tools: []tool.Tool{boom, hush}})
+	r := app.Tools()
+	if got := r.Domains(); len(got) != 1 || got[0].Name != ToolDomain || !slices.Equal(got[0].Packs, []string{packVehicle, packOrders, packOptions}) {
+		t.Errorf("domains %+v", got)
+	}
+	if _, err := app.tool("plugin.nope"); !errors.Is(err, tool.ErrUnknown) {
 		t.Errorf("unknown plugin: %v", err)
 	}
-	r.Register("p", PluginFunc(func(context.Context, Call) (Result, error) { return Result{}, errors.New("boom") }))
-	if _, err := r.Call(context.Background(), Call{Plugin: "p"}); err == nil || !strings.Contains(err.Error(), "call p: boom") {
-		t.Errorf("failing plugin: %v", err)
+	if _, err := callTool(ctx, boom, Args{}); err == nil || !strings.Contains(err.Error(), "tool plugin_test_boom: boom") {
+		t.Errorf("failing tool: %v", err)
 	}
-	if ids := r.IDs(); len(ids) != 1 || ids[0] != "p" {
-		t.Errorf("ids %v", ids)
+	if _, place, _ := r.Lookup("plugin_test_boom"); place.Pack != packOptions {
+		t.Errorf("a new tool is at %+v", place)
+	}
+	if tl, place, _ := r.Lookup("plugin_cabin_volume_mute"); tl.Description() != "does nothing" || place.Pack != packVehicle {
+		t.Errorf("the replaced tool: %q at %+v", tl.Description(), place)
+	}
+	got := newAPI(t, Options{Tools: []tool.Tool{hush}}).chat("s", "静音")
+	want(t, got, TypeWorkflowResult, StatusCompleted)
+	if st := got.Workflow.Steps[0]; st.Result == nil || st.Result.Message != "shh" {
+		t.Errorf("静音 ran %+v, not the tool given in Options", st.Result)
+	}
+	for _, c := range []struct {
+		name string
+		kind tool.Kind
+	}{{"plugin_order_query", tool.Read}, {"plugin_logistics_query", tool.Read}, {"plugin_order_cancel_check", tool.Read},
+		{"plugin_order_cancel", tool.Write}, {"plugin_service_transfer_human", tool.Write}, {"plugin_cabin_window_open", tool.Write}} {
+		tl, _, ok := r.Lookup(c.name)
+		if !ok || tl.Kind() != c.kind || !strings.Contains(string(tl.Parameters()), `"slots"`) {
+			t.Errorf("%s: registered %v, kind %s, parameters %s", c.name, ok, tl.Kind(), tl.Parameters())
+		}
+	}
+}
+
+// Whether a step asks for a yes is the tool policy's: write tools at the
+// risk levels or of the intents rules.yml names ask, other write tools
+// and every read tool run at once.
+func TestConfirmPolicy(t *testing.T) {
+	app := newApp(t, Options{})
+	for plugin, asks := range map[string]bool{
+		"plugin.order.cancel": true, "plugin.cabin.doors.unlock": true, // intent cs_cancel_order, risk high
+		"plugin.cabin.window.open": false, "plugin.service.transfer_human": false, // write, risk low
+		"plugin.order.query": false, // read
+	} {
+		if got := app.asks(plugin); got != asks {
+			t.Errorf("%s asks first: %v, want %v", plugin, got, asks)
+		}
+	}
+	if p := app.policy; !slices.Contains(p.AutoApprove, "plugin_cabin_window_open") || slices.Contains(p.AutoApprove, "plugin_order_cancel") {
+		t.Errorf("auto-approved %v", p.AutoApprove)
+	}
+}
+
+// A confirmation rule that names a read tool stops New, with the line:
+// only write tools ask first.
+func TestConfirmReadTool(t *testing.T) {
+	for _, c := range []struct{ file, from, to, want string }{
+		{FileRules, "intents: [cs_cancel_order]", "intents: [cs_cancel_order, cs_query_order]", `confirmation: intent "cs_query_order" runs tool plugin_order_query, which only reads`},
+		{FileActions, "plugin: plugin.logistics.query, risk: low", "plugin: plugin.logistics.query, risk: high", `action "action.logistics.query": rules.yml asks for a yes at risk "high", but tool plugin_logistics_query only reads`},
+	} {
+		dir := t.TempDir()
+		b, _ := defaults.ReadFile("config/zh-CN/" + c.file)
+		edited := strings.Replace(string(b), c.from, c.to, 1)
+		if edited == string(b) {
+			t.Fatalf("%s: the edit did not apply", c.file)
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.file), []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := New(context.Background(), Options{ConfigDir: dir, Logger: quiet})
+		prefix := fmt.Sprintf("%s:%d: ", c.file, lineOf(edited, c.to))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), prefix+c.want) {
+			t.Errorf("%s: error %v, want %s%s", c.file, err, prefix, c.want)
+		}
+	}
+}
+
+// A confirmation asks the tool's confirm request, as every agent does,
+// with the assistant's question for summary; a tool.ConfirmAnswer answers
+// it, its reason kept in the routing debug.
+func TestConfirmRequest(t *testing.T) {
+	ctx := context.Background()
+	app := newApp(t, Options{})
+	for i, ans := range []tool.ConfirmAnswer{{Accept: false, Reason: "买错了也不退"}, {Accept: true}} {
+		id := fmt.Sprint("c", i)
+		r, err := app.Chat(ctx, ChatRequest{SessionID: id, Text: "取消订单A123"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want(t, *r, TypeAskConfirmation, StatusWaitingConfirmation, "确认要取消订单 A123")
+		info, err := app.Session(ctx, id)
+		if err != nil || info.Pending == nil {
+			t.Fatalf("session %s: %+v, %v", id, info, err)
+		}
+		var q Question
+		if err := json.Unmarshal(info.Pending.Payload, &q); err != nil || q.Tool == nil {
+			t.Fatalf("question %s: %v", info.Pending.Payload, err)
+		}
+		var args Args
+		if err := json.Unmarshal(q.Tool.Args, &args); err != nil || q.Tool.Tool != "plugin_order_cancel" || args.Slots["order_id"] != "A123" ||
+			args.Session != id || !strings.Contains(q.Tool.Summary, "确认要取消订单 A123") || !strings.Contains(q.Message, q.Tool.Summary) {
+			t.Errorf("confirm request %+v (%v), message %q", q.Tool, err, q.Message)
+		}
+		res, err := app.graph.Resume(ctx, id, ans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := app.store.Order(ctx, "A123")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := res.State.Session.Workflow.Steps[0]
+		if ans.Accept != (o.Status == OrderCancelled) || ans.Accept != (st.Status == stepDone) {
+			t.Errorf("answer %+v: step %s, order %s", ans, st.Status, o.Status)
+		}
+		if d := res.State.Reply.Debug.Continuation; !ans.Accept && !strings.Contains(d, ans.Reason) {
+			t.Errorf("continuation %q without the reason", d)
+		}
 	}
 }
 
@@ -84,15 +207,27 @@ func TestWebhookTimeout(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	_, err := (&Webhook{URL: slow.URL, Timeout: 20 * time.Millisecond}).Call(context.Background(), Call{Plugin: "p"})
-	if !errors.Is(err, context.DeadlineExceeded) {
+	_, err := callTool(context.Background(), NewWebhook("plugin.p", "", WebhookSpec{URL: slow.URL, Timeout: 20 * time.Millisecond}, nil), Args{})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "tool plugin_p: webhook "+slow.URL) {
 		t.Errorf("error %v, want a deadline", err)
 	}
 }
 
-// The simulated vehicle's plugins, each on a fresh car, change what they
+// byName is the tool of tools that carries out plugin.
+func byName(t *testing.T, tools []tool.Tool, plugin string) tool.Tool {
+	t.Helper()
+	for _, tl := range tools {
+		if tl.Name() == ToolName(plugin) {
+			return tl
+		}
+	}
+	t.Fatalf("no tool for %s", plugin)
+	return tool.Tool{}
+}
+
+// The simulated vehicle's tools, each on a fresh car, change what they
 // say and nothing else.
-func TestVehiclePlugins(t *testing.T) {
+func TestVehicleTools(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		plugin string
@@ -116,9 +251,10 @@ func TestVehiclePlugins(t *testing.T) {
 		{"plugin.cabin.navigation", nil, false, func(v Vehicle) bool { return !v.Navigation.Active }},
 		{"plugin.cabin.doors.unlock", nil, true, func(v Vehicle) bool { return !v.DoorsLocked }},
 		{"plugin.cabin.wiper.on", map[string]string{"wiper_speed": "high"}, true, func(v Vehicle) bool { return v.Wipers.On && v.Wipers.Speed == "high" }},
+		{"plugin.cabin.mirror.fold", nil, true, func(v Vehicle) bool { return v.MirrorsFolded }},
 	} {
 		store := NewMemoryStore()
-		r, err := VehiclePlugins(store)[c.plugin].Call(ctx, Call{Plugin: c.plugin, Slots: c.slots, Vehicle: "v"})
+		r, err := callTool(ctx, byName(t, VehicleTools(store), c.plugin), Args{Slots: c.slots, Vehicle: "v"})
 		if err != nil {
 			t.Fatalf("%s: %v", c.plugin, err)
 		}
@@ -133,10 +269,10 @@ func TestVehiclePlugins(t *testing.T) {
 }
 
 // The order service's cancel rules, on each store.
-func TestOrderPlugins(t *testing.T) {
+func TestOrderTools(t *testing.T) {
 	ctx := context.Background()
 	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": newApp(t, Options{}).store, "postgres": postgresStore(t)} {
-		plugins := OrderPlugins(store)
+		tools := OrderTools(store)
 		for _, c := range []struct {
 			plugin, order string
 			ok            bool
@@ -147,14 +283,17 @@ func TestOrderPlugins(t *testing.T) {
 			{"plugin.order.query", "Z999", false, "order_not_found", ""},
 			{"plugin.logistics.query", "B456", true, "", OrderShipped},
 			{"plugin.logistics.query", "D234", false, "not_shipped", OrderPendingPayment},
+			{"plugin.order.cancel.check", "A123", true, "", OrderPendingShipment},
 			{"plugin.order.cancel", "A123", true, "", OrderCancelled},
 			{"plugin.order.cancel", "A123", false, "already_cancelled", OrderCancelled},
+			{"plugin.order.cancel.check", "D234", true, "", OrderPendingPayment},
 			{"plugin.order.cancel", "D234", true, "", OrderCancelled},
+			{"plugin.order.cancel.check", "B456", false, "already_shipped", OrderShipped},
 			{"plugin.order.cancel", "B456", false, "already_shipped", OrderShipped},
 			{"plugin.order.cancel", "C789", false, "already_delivered", OrderDelivered},
 			{"plugin.order.cancel", "Z999", false, "order_not_found", ""},
 		} {
-			r, err := plugins[c.plugin].Call(ctx, Call{Plugin: c.plugin, Slots: map[string]string{"order_id": c.order}})
+			r, err := callTool(ctx, byName(t, tools, c.plugin), Args{Slots: map[string]string{"order_id": c.order}})
 			if err != nil {
 				t.Fatalf("%s %s %s: %v", name, c.plugin, c.order, err)
 			}
@@ -169,7 +308,7 @@ func TestOrderPlugins(t *testing.T) {
 			}
 		}
 		for i := 1; i <= 2; i++ {
-			r, err := plugins["plugin.service.transfer_human"].Call(ctx, Call{Plugin: "plugin.service.transfer_human", User: "u", Session: "s"})
+			r, err := callTool(ctx, byName(t, tools, "plugin.service.transfer_human"), Args{User: "u", Session: "s"})
 			if err != nil || !r.Success || formatValue(r.Data["ticket_id"]) != formatValue(int64(i)) {
 				t.Errorf("%s hand-off %d: %+v, %v", name, i, r, err)
 			}
@@ -204,7 +343,7 @@ func postgresStore(t *testing.T) Store {
 }
 
 // A remote classifier in rules.yml is asked on every turn, with the
-// intents as its labels, and its answer joins the routing (seed §13.1).
+// intents as its labels, and its answer joins the routing.
 func TestRemoteClassifier(t *testing.T) {
 	var mu sync.Mutex
 	var asked []struct {
