@@ -39,11 +39,12 @@ closed loops, latency is conversations / throughput (Little's law).`
 
 // benchConfig is what loom bench was asked to do.
 type benchConfig struct {
-	url, key, agent string
-	clients, turns  int
-	duration        time.Duration
-	timeout         time.Duration
-	input, resume   json.RawMessage
+	urls           []string
+	key, agent     string
+	clients, turns int
+	duration       time.Duration
+	timeout        time.Duration
+	input, resume  json.RawMessage
 }
 
 // BenchReport is what loom bench measured, as --json prints it.
@@ -80,7 +81,7 @@ type BenchLatency struct {
 func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var c benchConfig
-	fs.StringVar(&c.url, "url", "http://127.0.0.1:8080", "the Loom server's base `URL`")
+	urls := fs.String("url", "http://127.0.0.1:8080", "the Loom server's base `URL`; for replicas, several, comma separated: each request of a conversation goes to the next")
 	fs.StringVar(&c.key, "key", "", "API `KEY` for a server with keys ($LOOM_API_KEY when not given)")
 	fs.StringVar(&c.agent, "agent", "demo", "the `AGENT` the conversations talk to")
 	fs.IntVar(&c.clients, "clients", 20, "concurrent conversations, each a closed loop of turns")
@@ -108,7 +109,14 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if c.clients < 1 || c.turns < 0 || (c.turns == 0 && c.duration <= 0) || c.timeout <= 0 {
 		return usageErrorf("bench: --clients, and --turns or --duration, and --timeout must be positive")
 	}
-	c.url = strings.TrimRight(c.url, "/")
+	for u := range strings.SplitSeq(*urls, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			c.urls = append(c.urls, u)
+		}
+	}
+	if len(c.urls) == 0 {
+		return usageErrorf("bench: --url names no server")
+	}
 	r, err := bench(ctx, c)
 	if err != nil {
 		return err
@@ -200,7 +208,7 @@ func bench(ctx context.Context, c benchConfig) (*BenchReport, error) {
 	var wg sync.WaitGroup
 	for i := range threads {
 		wg.Go(func() {
-			id, err := b.newThread(ctx)
+			id, err := b.newThread(ctx, b.c.urls[i%len(b.c.urls)])
 			if err != nil {
 				t.fail(err)
 			}
@@ -216,13 +224,13 @@ func bench(ctx context.Context, c benchConfig) (*BenchReport, error) {
 		deadline = time.Now().Add(c.duration)
 	}
 	began := time.Now()
-	for _, thread := range threads {
-		wg.Go(func() { b.converse(runCtx, thread, deadline, t) })
+	for i, thread := range threads {
+		wg.Go(func() { b.converse(runCtx, i, thread, deadline, t) })
 	}
 	wg.Wait()
 	took := time.Since(began)
 
-	r := &BenchReport{URL: c.url, Agent: c.agent, Conversations: c.clients, Seconds: took.Seconds(),
+	r := &BenchReport{URL: strings.Join(c.urls, ","), Agent: c.agent, Conversations: c.clients, Seconds: took.Seconds(),
 		Turns: len(t.lat), Errors: t.errs, FirstErrors: t.samples}
 	r.TurnsPerSecond = float64(r.Turns) / took.Seconds()
 	for _, n := range t.errs {
@@ -257,23 +265,25 @@ type bencher struct {
 	client *http.Client
 }
 
-// converse runs one conversation on thread ("" when making it failed: it
-// tries again) until deadline, or for c.turns turns when deadline is zero.
-// After a failed turn it pauses briefly, so a server that is down is not
-// spun against.
-func (b *bencher) converse(ctx context.Context, thread string, deadline time.Time, t *tally) {
+// converse runs conversation i on thread ("" when making it failed: it
+// tries again) until deadline, or for c.turns turns when deadline is zero,
+// each request to the next of c.urls. After a failed turn it pauses
+// briefly, so a server that is down is not spun against.
+func (b *bencher) converse(ctx context.Context, i int, thread string, deadline time.Time, t *tally) {
 	waiting := false // the last turn ended waiting for a person
+	next := i + 1    // the setup's request went to urls[i]
+	url := func() string { next++; return b.c.urls[(next-1)%len(b.c.urls)] }
 	for n := 0; ; n++ {
 		if deadline.IsZero() && n >= b.c.turns || !deadline.IsZero() && !time.Now().Before(deadline) || ctx.Err() != nil {
 			return
 		}
 		var err error
 		if thread == "" {
-			thread, err = b.newThread(ctx)
+			thread, err = b.newThread(ctx, url())
 		}
 		if err == nil {
 			began := time.Now()
-			waiting, err = b.turn(ctx, thread, waiting)
+			waiting, err = b.turn(ctx, url(), thread, waiting)
 			if err == nil {
 				t.ok(time.Since(began))
 				continue
@@ -291,12 +301,13 @@ func (b *bencher) converse(ctx context.Context, thread string, deadline time.Tim
 	}
 }
 
-// newThread makes a conversation's thread and returns its id.
-func (b *bencher) newThread(ctx context.Context) (string, error) {
+// newThread makes a conversation's thread on the server at base and
+// returns its id.
+func (b *bencher) newThread(ctx context.Context, base string) (string, error) {
 	var th struct {
 		ThreadID string `json:"thread_id"`
 	}
-	body, err := b.post(ctx, "/threads", map[string]any{"metadata": map[string]string{"loom_bench": b.c.agent}})
+	body, err := b.post(ctx, base+"/threads", map[string]any{"metadata": map[string]string{"loom_bench": b.c.agent}})
 	if err == nil {
 		err = json.Unmarshal(body, &th)
 	}
@@ -309,17 +320,17 @@ func (b *bencher) newThread(ctx context.Context) (string, error) {
 	return th.ThreadID, nil
 }
 
-// turn is one turn on thread: a run with the input, or, when the thread
-// waits for a person, with the answer. It reports whether the run ended
-// waiting for a person.
-func (b *bencher) turn(ctx context.Context, thread string, resume bool) (waiting bool, err error) {
+// turn is one turn on thread, sent to the server at base: a run with the
+// input, or, when the thread waits for a person, with the answer. It
+// reports whether the run ended waiting for a person.
+func (b *bencher) turn(ctx context.Context, base, thread string, resume bool) (waiting bool, err error) {
 	req := map[string]any{"assistant_id": b.c.agent}
 	if resume {
 		req["command"] = map[string]json.RawMessage{"resume": b.c.resume}
 	} else {
 		req["input"] = b.c.input
 	}
-	body, err := b.post(ctx, "/threads/"+thread+"/runs/wait", req)
+	body, err := b.post(ctx, base+"/threads/"+thread+"/runs/wait", req)
 	if err != nil {
 		return false, wrapBench("", fmt.Errorf("turn on thread %s: %w", thread, err))
 	}
@@ -346,13 +357,13 @@ type httpError struct {
 
 func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d %.200s", e.status, e.body) }
 
-// post sends v as JSON to path and returns a 2xx answer's body.
-func (b *bencher) post(ctx context.Context, path string, v any) ([]byte, error) {
+// post sends v as JSON to url and returns a 2xx answer's body.
+func (b *bencher) post(ctx context.Context, url string, v any) ([]byte, error) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", b.c.url+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

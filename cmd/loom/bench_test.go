@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/loomkit/loom/server/servertest"
@@ -124,6 +125,28 @@ func TestBenchCountsErrors(t *testing.T) {
 				t.Errorf("report %+v, want errors %v", r, c.want)
 			}
 		})
+	}
+}
+
+// With several servers (replicas), each request of a conversation goes to
+// the next: the thread to the first, then the turns in turn.
+func TestBenchReplicas(t *testing.T) {
+	var got [2]atomic.Int64
+	var urls []string
+	for i := range got {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got[i].Add(1)
+			w.Write([]byte(`{"thread_id":"t1"}`))
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	r, err := benchJSON(t, "--url", strings.Join(urls, ","), "--clients", "1", "--turns", "4")
+	if err != nil || r.Turns != 4 {
+		t.Fatalf("bench: %v %+v", err, r)
+	}
+	if a, b := got[0].Load(), got[1].Load(); a != 3 || b != 2 {
+		t.Errorf("requests %d and %d, want 3 (the thread and two turns) and 2", a, b)
 	}
 }
 
