@@ -5,6 +5,8 @@
 //
 // It shows in four nodes what the five apps are made of: a route, a
 // bounded loop with an exit, and an interrupt that waits for a person.
+// Composed is the same agent with the check → fix loop as a graph of its
+// own (Review) run by one node, a subgraph.
 package demo
 
 import (
@@ -48,23 +50,56 @@ const MaxRounds = 3
 
 // Graph builds the demo graph.
 func Graph() *graph.Graph[Doc] {
-	g := graph.New[Doc]("demo")
-	g.Node("draft", draft).
-		Node("check", check).
-		Node("fix", fix).
+	g := graph.New[Doc]("demo").Node("draft", draft)
+	addReview(g, "confirm").
 		Node("confirm", confirm).
 		Edge(graph.Start, "draft").
 		Edge("draft", "check").
+		Edge("confirm", graph.End)
+	return g
+}
+
+// Review builds the check → fix loop as a graph of its own: it ends when
+// the checklist has no problems, or after MaxRounds fixes.
+func Review() *graph.Graph[Doc] {
+	return addReview(graph.New[Doc]("review"), graph.End).Edge(graph.Start, "check")
+}
+
+// Composed builds the demo with its check → fix loop in a subgraph: draft,
+// then the node "review" running Review to its end, then confirm. It runs
+// as Graph does; its loop's steps are one step of the outer graph, and
+// their events name the nodes "review/check" and "review/fix".
+func Composed() (*graph.Graph[Doc], error) {
+	review, err := Review().Compile()
+	if err != nil {
+		return nil, fmt.Errorf("compile the demo's review: %w", err)
+	}
+	same := func(d Doc) Doc { return d }
+	reviewed := func(_ Doc, d Doc) Doc { return d }
+	return graph.New[Doc]("demo-composed").
+		Node("draft", draft).
+		Subgraph("review", graph.Nest(review, same, reviewed)).
+		Node("confirm", confirm).
+		Edge(graph.Start, "draft").
+		Edge("draft", "review").
+		Edge("review", "confirm").
+		Edge("confirm", graph.End), nil
+}
+
+// addReview adds to g the nodes check and fix, fix looping back to check
+// at most MaxRounds times, and leaving for exit when check finds nothing
+// or the rounds are used up.
+func addReview(g *graph.Graph[Doc], exit string) *graph.Graph[Doc] {
+	return g.Node("check", check).
+		Node("fix", fix).
 		Route("check", func(d Doc) string {
 			if len(d.Problems) > 0 {
 				return "fix"
 			}
-			return "confirm"
-		}, "fix", "confirm").
+			return exit
+		}, "fix", exit).
 		Edge("fix", "check").
-		Loop("fix", "check", MaxRounds, "confirm").
-		Edge("confirm", graph.End)
-	return g
+		Loop("fix", "check", MaxRounds, exit)
 }
 
 func draft(_ context.Context, d Doc) (Doc, error) {
