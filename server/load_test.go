@@ -1,15 +1,17 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,50 +53,57 @@ func post(ctx context.Context, c *http.Client, url string, body string, out any)
 }
 
 // conversation drives one thread through the demo: create it, run to the
-// interrupt, resume. It returns the latencies of the two runs. The run
-// goes to other, when given, and the rest to base.
-func conversation(ctx context.Context, c *http.Client, base string, other ...string) (run, resume time.Duration, err error) {
+// interrupt, resume.
+func conversation(ctx context.Context, c *http.Client, base string) error {
 	var t struct {
 		ThreadID string `json:"thread_id"`
 	}
-	if err = post(ctx, c, base+"/threads", `{}`, &t); err != nil {
-		return
+	if err := post(ctx, c, base+"/threads", `{}`, &t); err != nil {
+		return err
 	}
 	var v map[string]json.RawMessage
-	began := time.Now()
-	first := base
-	if len(other) > 0 {
-		first = other[0]
+	if err := post(ctx, c, base+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"load"}}`, &v); err != nil {
+		return err
 	}
-	if err = post(ctx, c, first+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"load"}}`, &v); err != nil {
-		return
-	}
-	run = time.Since(began)
 	if _, ok := v["__interrupt__"]; !ok {
-		return run, 0, fmt.Errorf("run ended without the interrupt: %v", v)
+		return fmt.Errorf("run ended without the interrupt: %v", v)
 	}
-	began = time.Now()
-	if err = post(ctx, c, base+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","command":{"resume":{"accept":true}}}`, &v); err != nil {
-		return
+	if err := post(ctx, c, base+"/threads/"+t.ThreadID+"/runs/wait", `{"assistant_id":"demo","command":{"resume":{"accept":true}}}`, &v); err != nil {
+		return err
 	}
-	resume = time.Since(began)
 	if string(v["approved"]) != "true" {
-		return run, resume, fmt.Errorf("resume did not approve: %v", v)
+		return fmt.Errorf("resume did not approve: %v", v)
 	}
-	return run, resume, nil
+	return nil
 }
 
-// BenchmarkServeLoad drives 200 concurrent threads through the demo agent
-// over HTTP on loopback against the SQLite file: each conversation creates
-// a thread, runs to the interrupt (10 checkpoints) and resumes (2 more).
-// A turn is one run request (to the interrupt, or the resume); b.N is the
-// number of turns. It reports turns/s (thread creation included in the
-// wall time) and the p50 and p99 latency of a turn. For the figure:
+// loadLevels are the concurrent conversations the load benchmarks measure:
+// 20 for latency, 200 for throughput. With closed loops latency is
+// conversations / throughput (Little's law), so the two are measured apart.
+var loadLevels = []int{20, 200}
+
+// BenchmarkServeLoad measures the server on a SQLite file with the load
+// from another process: it builds cmd/loom, serves the demo agent here on
+// a loopback port, and runs `loom bench` against it, at 20 and at 200
+// concurrent conversations (sub-benchmarks clients=20, clients=200). A
+// conversation is a thread and a closed loop of turns on it; a turn is one
+// POST /threads/{id}/runs/wait, alternately a run to the demo's approval
+// (10 checkpoints) and the approval (2). b.N is the number of turns
+// (rounded up to a multiple of the conversations); ns/op is the wall time
+// of a turn at that concurrency (1/throughput), and it reports turns/s
+// and the p50 and p99 latency of a turn as loom bench measured them, so
+// the client's cost is not in the server's figures. For the figure:
 //
-//	go test -run '^$' -bench BenchmarkServeLoad -benchtime 30s ./server/
+//	go test -run '^$' -bench 'BenchmarkServeLoad$' -benchtime 10000x ./server/
+//
+// `loom bench` against `loom serve` (see the README's Load section) is the
+// same measurement of the binary as deployed.
 func BenchmarkServeLoad(b *testing.B) {
-	ts := startServer(b, server.Options{})
-	serveLoad(b, []string{ts.URL})
+	bin := buildLoom(b)
+	for _, clients := range loadLevels {
+		ts := startServer(b, server.Options{})
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { serveLoad(b, bin, clients, ts.URL) })
+	}
 }
 
 // BenchmarkServeLoadPostgres is BenchmarkServeLoad against two replicas
@@ -103,53 +112,65 @@ func BenchmarkServeLoad(b *testing.B) {
 // conversation goes to the next replica in turn, so a run is waited for
 // on a replica other than the one that made the thread. For the figure:
 //
-//	go test -run '^$' -bench BenchmarkServeLoadPostgres -benchtime 30s ./server/
+//	go test -run '^$' -bench BenchmarkServeLoadPostgres -benchtime 2000x ./server/
 func BenchmarkServeLoadPostgres(b *testing.B) {
-	rs := startReplicas(b, 2, server.Options{})
-	serveLoad(b, []string{rs[0].URL, rs[1].URL})
+	bin := buildLoom(b)
+	for _, clients := range loadLevels {
+		rs := startReplicas(b, 2, server.Options{})
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { serveLoad(b, bin, clients, rs[0].URL, rs[1].URL) })
+	}
 }
 
-// serveLoad drives 200 concurrent conversations against the servers at
-// urls, each request to the next in turn.
-func serveLoad(b *testing.B, urls []string) {
-	const workers = 200
-	c := loadClient(workers)
-	ctx := context.Background()
-	var (
-		left = int64(b.N)
-		mu   sync.Mutex
-		lat  = make([]time.Duration, 0, b.N+1)
-		wg   sync.WaitGroup
-		errs atomic.Value
-	)
+// buildLoom builds cmd/loom into the benchmark's temporary directory and
+// returns the binary's path.
+func buildLoom(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "loom")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/loomkit/loom/cmd/loom").CombinedOutput(); err != nil {
+		b.Fatalf("build loom for the load: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchReport is the part of `loom bench --json`'s report the benchmarks
+// read.
+type benchReport struct {
+	Seconds        float64 `json:"seconds"`
+	Turns          int     `json:"turns"`
+	TurnsPerSecond float64 `json:"turns_per_second"`
+	Latency        struct {
+		P50 float64 `json:"p50"`
+		P99 float64 `json:"p99"`
+	} `json:"latency_ms"`
+	Errors      map[string]int `json:"errors"`
+	ErrorCount  int            `json:"error_count"`
+	FirstErrors []string       `json:"first_errors"`
+}
+
+// serveLoad runs `loom bench` (the binary bin) with clients conversations
+// of b.N/clients turns against the servers at urls, each request of a
+// conversation to the next, and reports what it measured.
+func serveLoad(b *testing.B, bin string, clients int, urls ...string) {
+	turns := max(1, (b.N+clients-1)/clients)
+	cmd := exec.Command(bin, "bench", "--json", "--url", strings.Join(urls, ","),
+		"--clients", strconv.Itoa(clients), "--turns", strconv.Itoa(turns))
+	cmd.Env = append(os.Environ(), "LOOM_API_KEY=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	b.ResetTimer()
-	began := time.Now()
-	for w := range workers {
-		wg.Go(func() {
-			for atomic.AddInt64(&left, -2) > -2 {
-				run, resume, err := conversation(ctx, c, urls[w%len(urls)], urls[(w+1)%len(urls)])
-				if err != nil {
-					errs.Store(err)
-					return
-				}
-				mu.Lock()
-				lat = append(lat, run, resume)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	took := time.Since(began)
+	err := cmd.Run()
 	b.StopTimer()
-	if err, _ := errs.Load().(error); err != nil {
-		b.Fatal(err)
+	var r benchReport
+	if jerr := json.Unmarshal(stdout.Bytes(), &r); jerr != nil {
+		b.Fatalf("loom bench: %v, and no report (%v): %s%s", err, jerr, stdout.Bytes(), stderr.Bytes())
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(float64(len(lat))/took.Seconds(), "turns/s")
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(0, "ns/op")
+	if err != nil || r.ErrorCount > 0 || r.Turns != turns*clients {
+		b.Fatalf("loom bench: %v: %d of %d turns made, errors %v, e.g. %q", err, r.Turns, turns*clients, r.Errors, r.FirstErrors)
+	}
+	b.ReportMetric(r.Seconds*1e9/float64(r.Turns), "ns/op")
+	b.ReportMetric(r.TurnsPerSecond, "turns/s")
+	b.ReportMetric(r.Latency.P50, "p50-ms")
+	b.ReportMetric(r.Latency.P99, "p99-ms")
 }
 
 // vmRSS reads the process's resident set size from /proc (0 elsewhere).
@@ -188,15 +209,18 @@ func TestIdleThreadsMemory(t *testing.T) {
 	c := loadClient(workers)
 	ctx := context.Background()
 	// Warm up: one conversation, so that pools, caches and code are in place.
-	if _, _, err := conversation(ctx, c, ts.URL); err != nil {
+	if err := conversation(ctx, c, ts.URL); err != nil {
 		t.Fatal(err)
 	}
 	c.CloseIdleConnections()
 	heap0, rss0 := heapInuse(), vmRSS()
 
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var failed atomic.Value
+	var (
+		next   atomic.Int64
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed error // the first error of a worker
+	)
 	for range workers {
 		wg.Go(func() {
 			for next.Add(1) <= threads {
@@ -208,15 +232,19 @@ func TestIdleThreadsMemory(t *testing.T) {
 					err = post(ctx, c, ts.URL+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"idle"}}`, nil)
 				}
 				if err != nil {
-					failed.Store(err)
+					mu.Lock()
+					if failed == nil {
+						failed = err
+					}
+					mu.Unlock()
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		t.Fatal(err)
+	if failed != nil {
+		t.Fatal(failed)
 	}
 	c.CloseIdleConnections()
 	time.Sleep(100 * time.Millisecond) // let the server's connections close
