@@ -174,19 +174,70 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request, _ stri
 	}
 	// The state is the output too: a run's values are its final state.
 	// What an interrupt's answer must be comes with each interrupt.
-	var state json.RawMessage
-	if r, ok := a.runner.(interface{ StateSchema() json.RawMessage }); ok {
-		state = r.StateSchema()
-	}
+	state := a.runner.StateSchema()
 	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.Name, "input_schema": in, "output_schema": state,
 		"state_schema": state, "config_schema": nil, "context_schema": nil})
 	return nil
 }
 
+// lgSubgraph is one subgraph as /assistants/{id}/subgraphs serves it: the
+// schemas LangGraph gives for a subgraph (its state is its input and its
+// output), with the drawing /assistants/{id}/graph gives for a graph.
+type lgSubgraph struct {
+	InputSchema   json.RawMessage `json:"input_schema"`
+	OutputSchema  json.RawMessage `json:"output_schema"`
+	StateSchema   json.RawMessage `json:"state_schema"`
+	ConfigSchema  json.RawMessage `json:"config_schema"`
+	ContextSchema json.RawMessage `json:"context_schema"`
+	lgGraph
+}
+
+// nsSep joins the node names of a nested subgraph's namespace, as in
+// LangGraph ("outer|inner").
+const nsSep = "|"
+
+// subgraphsOf adds to out the subgraphs of r under prefix, as LangGraph
+// lists them: with ns empty, each node's subgraph, and with recurse those
+// nested in them too; with ns set, only the subgraph at that namespace.
+func subgraphsOf(r graph.Runner, prefix, ns string, recurse bool, out map[string]lgSubgraph) {
+	for name, sub := range r.Subgraphs() {
+		rest, under := strings.CutPrefix(ns, name+nsSep)
+		switch {
+		case ns == name:
+			out[prefix+name] = subgraphJSON(sub)
+		case ns == "":
+			out[prefix+name] = subgraphJSON(sub)
+			if recurse {
+				subgraphsOf(sub, prefix+name+nsSep, "", true, out)
+			}
+		case under:
+			subgraphsOf(sub, prefix+name+nsSep, rest, recurse, out)
+		}
+	}
+}
+
+func subgraphJSON(r graph.Runner) lgSubgraph {
+	state := r.StateSchema()
+	return lgSubgraph{InputSchema: state, OutputSchema: state, StateSchema: state, lgGraph: graphJSON(r)}
+}
+
+// assistantSubgraphs serves GET /assistants/{id}/subgraphs and
+// /assistants/{id}/subgraphs/{namespace}: an object from each subgraph's
+// namespace (the name of the node that runs it; "outer|inner" for one
+// nested in another, listed when recurse is true) to its schemas and
+// drawing. A namespace that names no subgraph gives an empty object, as
+// in LangGraph.
 func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request, _ string) error {
-	if _, err := s.agent(r.PathValue("id")); err != nil {
+	a, err := s.agent(r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{})
+	recurse, err := queryBool(r, "recurse")
+	if err != nil {
+		return err
+	}
+	out := map[string]lgSubgraph{}
+	subgraphsOf(a.runner, "", r.PathValue("namespace"), recurse, out)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
