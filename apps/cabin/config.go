@@ -94,7 +94,7 @@ type OutOfScope struct {
 	Examples []string `yaml:"examples"`
 }
 
-// Actions (actions.yml) bind actions to plugins.
+// Actions (actions.yml) bind actions to tools, by plugin_id.
 type Actions struct {
 	Actions []ActionSpec `yaml:"actions"`
 }
@@ -198,7 +198,7 @@ type Responses struct {
 	Social map[string][]string `yaml:"social"`
 	// Intents are the per-intent replies.
 	Intents map[string]IntentResponses `yaml:"intents"`
-	// Errors are the replies to failed actions, by the reason the plugin
+	// Errors are the replies to failed actions, by the reason the tool
 	// gives in its data ("reason").
 	Errors map[string]string `yaml:"errors"`
 	// Labels name values: field → value → label.

@@ -107,7 +107,7 @@ func (r *slotReader) clean(given map[string]string) map[string]string {
 	for _, k := range slices.Sorted(maps.Keys(given)) {
 		t := r.slots[k]
 		if t == nil {
-			out[k] = strings.TrimSpace(given[k]) // a slot no form knows: kept for plugins
+			out[k] = strings.TrimSpace(given[k]) // a slot no form knows: kept for the tools
 			continue
 		}
 		if v, ok := t.normalize(intent.Normalize(given[k])); ok {

@@ -278,7 +278,7 @@ type Latency struct {
 	Planner            float64            `json:"planner_ms"`
 	DecisionResponse   float64            `json:"decision_response_ms"`
 	SlotExtract        float64            `json:"slot_extract_ms"`
-	Plugins            float64            `json:"plugin_ms"`
+	Tools              float64            `json:"plugin_ms"` // the tool calls; the API's name is older
 	ResponseBuild      float64            `json:"response_build_ms"`
 	RecordTurn         float64            `json:"record_turn_ms"`
 	SessionSave        float64            `json:"session_save_ms"`

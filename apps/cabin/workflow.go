@@ -155,7 +155,7 @@ func (a *App) call(ctx context.Context, s *State, st *Step, plugin string) Resul
 		}
 	}
 	s.Session.Memory = mem
-	s.Reply.Latency.Plugins += ms(time.Since(start))
+	s.Reply.Latency.Tools += ms(time.Since(start))
 	return res
 }
 
