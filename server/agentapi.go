@@ -19,12 +19,17 @@ func WriteError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
 }
 
+// ThreadID is the thread id a client knows for key, the id a graph runs
+// on (graph.Thread) under the server: a node that shows the client a
+// link to its thread uses it (see Server.ThreadKey).
+func ThreadID(key string) string { return publicID(key) }
+
 // ThreadState returns the latest state of thread id for the caller of
 // ctx, recording the turn for agent (see TrackThread). A thread that does
 // not exist, or that another key owns, is an error wrapping ErrNotFound,
 // as in the API.
 func (s *Server) ThreadState(ctx context.Context, id, agent string) (json.RawMessage, error) {
-	cp, err := s.saver.Get(ctx, id, "")
+	cp, err := s.saver.Get(ctx, threadKey(Caller(ctx), id), "")
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, fmt.Errorf("thread %s: %w", id, ErrNotFound)
 	}

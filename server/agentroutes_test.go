@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/demo"
-	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
@@ -22,7 +21,7 @@ import (
 func routed(name, prefix string) server.Agent {
 	return server.Agent{
 		Name: name, Description: "the demo checklist, with a route of its own",
-		Build: func(s checkpoint.Saver) (graph.Runner, error) { return demo.Graph().Compile(graph.WithSaver(s)) },
+		Build: server.Compile(demo.Graph()),
 		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				fmt.Fprintf(w, "%s %s by %s on %v", req.URL.Path, r.Name(), server.Caller(req.Context()), srv.Saver() == r.Saver())

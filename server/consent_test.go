@@ -13,7 +13,6 @@ import (
 
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
@@ -88,7 +87,7 @@ func threadState(t *testing.T, url, thread string) threadNow {
 // "demo-zh", on a loopback port.
 func consentServer(t *testing.T) string {
 	var r server.Registry
-	build := func(s checkpoint.Saver) (graph.Runner, error) { return demo.Graph().Compile(graph.WithSaver(s)) }
+	build := server.Compile(demo.Graph())
 	title := func(text string) (json.RawMessage, error) { return json.Marshal(map[string]string{"title": text}) }
 	for _, a := range []server.Agent{
 		{Name: "demo", Build: build, FromChat: title},

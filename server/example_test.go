@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/demo"
-	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 )
@@ -25,9 +24,7 @@ func Example() {
 	agents.Register(server.Agent{
 		Name:        "demo",
 		Description: "checklist with an approval",
-		Build: func(s checkpoint.Saver) (graph.Runner, error) {
-			return demo.Graph().Compile(graph.WithSaver(s))
-		},
+		Build:       server.Compile(demo.Graph()),
 	})
 	dir, _ := os.MkdirTemp("", "loom-example")
 	defer os.RemoveAll(dir)
@@ -77,10 +74,8 @@ func Example() {
 func ExampleAgent_routes() {
 	var agents server.Registry
 	agents.Register(server.Agent{
-		Name: "demo",
-		Build: func(s checkpoint.Saver) (graph.Runner, error) {
-			return demo.Graph().Compile(graph.WithSaver(s))
-		},
+		Name:  "demo",
+		Build: server.Compile(demo.Graph()),
 		Routes: func(srv *server.Server, runner graph.Runner) http.Handler {
 			mux := http.NewServeMux()
 			mux.HandleFunc("GET /api/v1/demo/hello", func(w http.ResponseWriter, r *http.Request) {

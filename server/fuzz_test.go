@@ -19,8 +19,6 @@ import (
 
 	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/apps/demo"
-	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store/storetest"
@@ -139,12 +137,12 @@ func startFuzzServer(t testing.TB, url string) *fuzzServer {
 		{
 			Name: "demo", Description: "the demo checklist",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}}}`),
-			Build:       func(s checkpoint.Saver) (graph.Runner, error) { return demo.Graph().Compile(graph.WithSaver(s)) },
+			Build:       server.Compile(demo.Graph()),
 		},
 		{
 			Name: "echo", Description: "echoes, and asks when told to",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"ask":{"type":"boolean"}}}`),
-			Build:       func(s checkpoint.Saver) (graph.Runner, error) { return echoGraph().Compile(graph.WithSaver(s)) },
+			Build:       server.Compile(echoGraph()),
 			FromChat: func(text string) (json.RawMessage, error) {
 				return json.Marshal(map[string]any{"text": text, "ask": strings.Contains(text, "ask")})
 			},

@@ -30,15 +30,13 @@ func testAgents(t testing.TB) *server.Registry {
 		{
 			Name: "demo", Description: "the demo checklist",
 			InputSchema: server.InputSchemaFor[demo.Input](),
-			Build: func(s checkpoint.Saver) (graph.Runner, error) {
-				return demo.Graph().Compile(graph.WithSaver(s))
-			},
-			FromChat: func(text string) (json.RawMessage, error) { return json.Marshal(map[string]string{"title": text}) },
+			Build:       server.Compile(demo.Graph()),
+			FromChat:    func(text string) (json.RawMessage, error) { return json.Marshal(map[string]string{"title": text}) },
 		},
 		{
 			Name: "echo", Description: "echoes with every kind of event",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"ask":{"type":"boolean"}}}`),
-			Build:       func(s checkpoint.Saver) (graph.Runner, error) { return echoGraph().Compile(graph.WithSaver(s)) },
+			Build:       server.Compile(echoGraph()),
 			FromChat: func(text string) (json.RawMessage, error) {
 				return json.Marshal(map[string]any{"text": text, "ask": strings.Contains(text, "ask")})
 			},
@@ -54,7 +52,7 @@ func testAgents(t testing.TB) *server.Registry {
 		{
 			Name: "slow", Description: "takes steps of ms milliseconds",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"steps":{"type":"integer"},"ms":{"type":"integer"}}}`),
-			Build:       func(s checkpoint.Saver) (graph.Runner, error) { return slowGraph().Compile(graph.WithSaver(s)) },
+			Build:       server.Compile(slowGraph()),
 		},
 	} {
 		if err := r.Register(a); err != nil {
@@ -259,6 +257,7 @@ func createThread(t testing.TB, url, key string) string {
 // wrote nothing.
 type rows struct{ threads, runs, checkpoints int }
 
+// countRows counts the rows of every thread but except.
 func countRows(t testing.TB, path, except string) rows {
 	t.Helper()
 	db, err := sql.Open("sqlite", path+"?mode=ro")
@@ -268,11 +267,12 @@ func countRows(t testing.TB, path, except string) rows {
 	defer db.Close()
 	var r rows
 	for q, dst := range map[string]*int{
-		"SELECT count(*) FROM loom_threads WHERE id != ?":    &r.threads,
-		"SELECT count(*) FROM loom_runs WHERE thread != ?":   &r.runs,
-		"SELECT count(*) FROM checkpoints WHERE thread != ?": &r.checkpoints,
+		"SELECT count(*) FROM loom_threads WHERE id != ? AND id NOT LIKE ?":        &r.threads,
+		"SELECT count(*) FROM loom_runs WHERE thread != ? AND thread NOT LIKE ?":   &r.runs,
+		"SELECT count(*) FROM checkpoints WHERE thread != ? AND thread NOT LIKE ?": &r.checkpoints,
 	} {
-		if err := db.QueryRow(q, except).Scan(dst); err != nil {
+		// A keyed thread's rows are under its key, owner/id.
+		if err := db.QueryRow(q, except, "%/"+except).Scan(dst); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -262,7 +262,7 @@ func lockThread(ctx context.Context, tx pgx.Tx, thread string) error {
 	var one int
 	err := tx.QueryRow(ctx, "SELECT 1 FROM loom_threads WHERE id = $1 FOR UPDATE", thread).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("thread %s: %w", thread, ErrNotFound)
+		return fmt.Errorf("thread %s: %w", publicID(thread), ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("lock thread %s: %w", thread, err)
@@ -326,7 +326,7 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		if len(busy) > 0 {
 			switch r.strategy {
 			case strategyReject:
-				return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
+				return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", publicID(r.thread), ErrBusy)
 			case strategyInterrupt, strategyRollback:
 				for _, b := range busy {
 					if b.Status == runRunning && r.strategy == strategyRollback {
@@ -385,10 +385,10 @@ func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool,
 		err = tx.QueryRow(ctx, `SELECT coalesce(max(seq), -1) <> $2 FROM loom_checkpoints WHERE thread = $1`, r.thread, seq).Scan(&refused)
 	}
 	if err != nil {
-		return fmt.Errorf("resume thread %s: %w", r.thread, err)
+		return fmt.Errorf("resume thread %s: %w", publicID(r.thread), err)
 	}
 	if refused {
-		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
 	}
 	return nil
 }
@@ -423,7 +423,7 @@ func (j *jobs) hold(ctx context.Context, thread string) (release func(), err err
 		return fail(err)
 	}
 	if len(busy) > 0 {
-		return fail(fmt.Errorf("thread %s: %w (a run is going on it)", thread, ErrBusy))
+		return fail(fmt.Errorf("thread %s: %w (a run is going on it)", publicID(thread), ErrBusy))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { tx.Rollback(context.WithoutCancel(ctx)) }) }, nil

@@ -30,7 +30,7 @@ type lgRun struct {
 }
 
 func runJSON(rec *RunRecord) lgRun {
-	return lgRun{RunID: rec.ID, ThreadID: rec.Thread, AssistantID: rec.Agent, CreatedAt: rec.Created, UpdatedAt: rec.Updated,
+	return lgRun{RunID: rec.ID, ThreadID: publicID(rec.Thread), AssistantID: rec.Agent, CreatedAt: rec.Created, UpdatedAt: rec.Updated,
 		Status: rec.Status, Metadata: orEmptyObject(rec.Metadata), MultitaskStrategy: rec.Strategy, Kwargs: map[string]any{}}
 }
 
@@ -159,7 +159,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 	}
 	if t != nil && from != "" && t.Status != StatusBusy {
-		if _, err := s.saver.Get(ctx, tid, from); err != nil {
+		if _, err := s.saver.Get(ctx, t.ID, from); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +191,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 	return run, nil
 }
 
-func runLocation(r *run) string { return "/threads/" + r.thread + "/runs/" + r.id }
+func runLocation(r *run) string { return "/threads/" + publicID(r.thread) + "/runs/" + r.id }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req runRequest
@@ -262,15 +262,16 @@ func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run
 // findRun returns run rid of thread tid, active (a *run) or finished (a
 // record), if owner may see the thread.
 func (s *Server) findRun(ctx context.Context, tid, rid, owner string) (*run, *RunRecord, error) {
-	if _, err := s.thread(ctx, tid, owner); err != nil {
+	t, err := s.thread(ctx, tid, owner)
+	if err != nil {
 		return nil, nil, err
 	}
 	if s.jobs == nil {
-		if run := s.lookupRun(rid); run != nil && run.thread == tid {
+		if run := s.lookupRun(rid); run != nil && run.thread == t.ID {
 			return run, run.record(), nil
 		}
 	}
-	rec, err := s.records.run(ctx, tid, rid)
+	rec, err := s.records.run(ctx, t.ID, rid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -282,8 +283,8 @@ func (s *Server) findRun(ctx context.Context, tid, rid, owner string) (*run, *Ru
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) error {
-	tid := r.PathValue("tid")
-	if _, err := s.thread(r.Context(), tid, owner); err != nil {
+	t, err := s.thread(r.Context(), r.PathValue("tid"), owner)
+	if err != nil {
 		return err
 	}
 	limit, err := queryInt(r, "limit", defaultPage, 1, maxPage)
@@ -301,7 +302,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	var out []lgRun
 	s.mu.Lock()
 	var active []*run
-	if l := s.lanes[tid]; l != nil && s.jobs == nil {
+	if l := s.lanes[t.ID]; l != nil && s.jobs == nil {
 		active = append(append(active, l.queue...), l.cur)
 		slices.Reverse(active)
 	}
@@ -309,7 +310,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	for _, run := range active {
 		out = append(out, runJSON(run.record()))
 	}
-	recs, err := s.records.listRuns(r.Context(), tid, limit+offset, 0)
+	recs, err := s.records.listRuns(r.Context(), t.ID, limit+offset, 0)
 	if err != nil {
 		return err
 	}
@@ -520,7 +521,7 @@ func parseModes(raw string, dflt bool) ([]string, error) {
 // events for the stream modes asked.
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, modes []string, after int) error {
 	sw := startStream(w, r, map[string]string{"Content-Location": runLocation(run), "Location": runLocation(run) + "/stream"}, `{"event":"heartbeat"}`)
-	if err := sw.event("metadata", 0, map[string]string{"run_id": run.id, "thread_id": run.thread}); err != nil {
+	if err := sw.event("metadata", 0, map[string]string{"run_id": run.id, "thread_id": publicID(run.thread)}); err != nil {
 		return nil
 	}
 	lr := newLGRender(run, modes, sw)

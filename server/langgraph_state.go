@@ -84,7 +84,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 		return err
 	}
 	if t.Status == StatusBusy {
-		return fmt.Errorf("update state of thread %s: %w", t.ID, ErrBusy)
+		return fmt.Errorf("update state of thread %s: %w", publicID(t.ID), ErrBusy)
 	}
 	var patch map[string]json.RawMessage
 	if err := json.Unmarshal(req.Values, &patch); err != nil || patch == nil {
@@ -124,7 +124,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	merged, err := json.Marshal(state)
 	if err != nil {
-		return fmt.Errorf("update state of thread %s: %w", t.ID, err)
+		return fmt.Errorf("update state of thread %s: %w", publicID(t.ID), err)
 	}
 	// The state after the update must still fit the agent's input schema;
 	// the update alone need not carry its required fields.
@@ -143,7 +143,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	cp.Meta.Node = req.AsNode
 	cp.State = merged
 	if err := s.saver.Put(ctx, cp); err != nil {
-		return fmt.Errorf("update state of thread %s: %w", t.ID, err)
+		return fmt.Errorf("update state of thread %s: %w", publicID(t.ID), err)
 	}
 	ref := cpRef(t.ID, cp.ID)
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": ref, "configurable": ref})

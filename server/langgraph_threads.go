@@ -65,7 +65,7 @@ func cpRef(thread, id string) *lgCheckpoint {
 	if id == "" {
 		return nil
 	}
-	return &lgCheckpoint{ThreadID: thread, CheckpointID: id, CheckpointMap: json.RawMessage("null")}
+	return &lgCheckpoint{ThreadID: publicID(thread), CheckpointID: id, CheckpointMap: json.RawMessage("null")}
 }
 
 // langGraphSource maps a checkpoint's source to LangGraph's names.
@@ -117,7 +117,7 @@ func (s *Server) head(ctx context.Context, thread string) (*checkpoint.Checkpoin
 
 // threadJSON is a thread as LangGraph shows it, with its latest values.
 func (s *Server) threadJSON(ctx context.Context, t *Thread, withValues bool) (lgThread, error) {
-	out := lgThread{ThreadID: t.ID, CreatedAt: t.Created, UpdatedAt: t.Updated, StateUpdatedAt: t.Updated,
+	out := lgThread{ThreadID: publicID(t.ID), CreatedAt: t.Created, UpdatedAt: t.Updated, StateUpdatedAt: t.Updated,
 		Metadata: orEmptyObject(t.Metadata), Status: t.Status, Values: json.RawMessage("{}"), Interrupts: map[string][]lgInterrupt{}}
 	if t.Error != "" && t.Status == StatusError {
 		out.Error = &t.Error
@@ -150,7 +150,7 @@ func checkThreadID(id string) error {
 	return nil
 }
 
-// newThread creates a thread owned by owner; id "" gets a fresh id.
+// newThread creates owner's thread id; id "" gets a fresh id.
 func (s *Server) newThread(ctx context.Context, id, owner string, meta json.RawMessage) (*Thread, error) {
 	if id == "" {
 		id = checkpoint.NewID()
@@ -161,7 +161,7 @@ func (s *Server) newThread(ctx context.Context, id, owner string, meta json.RawM
 		return nil, err
 	}
 	now := time.Now().UTC()
-	t := &Thread{ID: id, Owner: owner, Status: StatusIdle, Metadata: orEmptyObject(meta), Created: now, Updated: now}
+	t := &Thread{ID: threadKey(owner, id), Owner: owner, Status: StatusIdle, Metadata: orEmptyObject(meta), Created: now, Updated: now}
 	if err := s.records.createThread(ctx, t); err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, owner stri
 		return err
 	}
 	if t.Status == StatusBusy {
-		return fmt.Errorf("delete thread %s: %w; cancel its run first", t.ID, ErrBusy)
+		return fmt.Errorf("delete thread %s: %w; cancel its run first", publicID(t.ID), ErrBusy)
 	}
 	if err := s.removeThread(r.Context(), t.ID); err != nil {
 		return err
@@ -280,7 +280,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, owner stri
 // removeThread deletes a thread's record, runs and checkpoints.
 func (s *Server) removeThread(ctx context.Context, id string) error {
 	if err := s.saver.DeleteThread(ctx, id); err != nil {
-		return fmt.Errorf("delete thread %s: %w", id, err)
+		return fmt.Errorf("delete thread %s: %w", publicID(id), err)
 	}
 	return s.records.deleteThread(ctx, id)
 }
@@ -315,7 +315,7 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request, owner string
 		return err
 	}
 	if from == "" && len(req.Values) > 0 {
-		return errorf(http.StatusUnprocessableEntity, "invalid_values", "thread %s has no checkpoint to copy values onto", t.ID)
+		return errorf(http.StatusUnprocessableEntity, "invalid_values", "thread %s has no checkpoint to copy values onto", publicID(t.ID))
 	}
 	var edit func(json.RawMessage) (json.RawMessage, error)
 	if len(req.Values) > 0 {
@@ -359,7 +359,8 @@ type threadSearch struct {
 	page
 }
 
-func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
+// threadQuery reads a search of owner's threads.
+func (s *Server) threadQuery(r *http.Request, owner string) (threadQuery, error) {
 	var q threadSearch
 	if err := decode(r, &q); err != nil {
 		return threadQuery{}, err
@@ -374,12 +375,16 @@ func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
 		}
 	}
 	// An id that is not a thread id names no thread.
-	ids := slices.DeleteFunc(slices.Clone(q.IDs), func(id string) bool { return checkThreadID(id) != nil })
+	var ids []string
+	for _, id := range q.IDs {
+		if checkThreadID(id) == nil {
+			ids = append(ids, threadKey(owner, id))
+		}
+	}
 	if len(q.IDs) > 0 && len(ids) == 0 {
 		ids = []string{""} // matches nothing
 	}
-	q.IDs = ids
-	tq := threadQuery{IDs: q.IDs, Status: q.Status, Metadata: orEmptyMap(q.Metadata), Limit: q.Limit, Offset: q.Offset,
+	tq := threadQuery{IDs: ids, Status: q.Status, Metadata: orEmptyMap(q.Metadata), Limit: q.Limit, Offset: q.Offset,
 		SortBy: q.SortBy, Desc: q.SortOrder != "asc"}
 	if q.Status == StatusBusy && s.jobs == nil {
 		// Busy lives in the run lanes, not in the table.
@@ -387,7 +392,7 @@ func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
 		s.mu.Lock()
 		tq.IDs = tq.IDs[:0:0]
 		for id := range s.lanes {
-			if len(q.IDs) == 0 || slices.Contains(q.IDs, id) {
+			if len(q.IDs) == 0 || slices.Contains(ids, id) {
 				tq.IDs = append(tq.IDs, id)
 			}
 		}
@@ -400,7 +405,7 @@ func (s *Server) threadQuery(r *http.Request) (threadQuery, error) {
 }
 
 func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request, owner string) error {
-	q, err := s.threadQuery(r)
+	q, err := s.threadQuery(r, owner)
 	if err != nil {
 		return err
 	}
@@ -424,7 +429,7 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request, owner str
 }
 
 func (s *Server) countThreads(w http.ResponseWriter, r *http.Request, owner string) error {
-	q, err := s.threadQuery(r)
+	q, err := s.threadQuery(r, owner)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (l *lgRender) messageID(e *event) string {
 }
 
 func (l *lgRender) meta(e *event) map[string]any {
-	return map[string]any{"langgraph_node": e.Node, "langgraph_step": e.Step, "thread_id": l.run.thread,
+	return map[string]any{"langgraph_node": e.Node, "langgraph_step": e.Step, "thread_id": publicID(l.run.thread),
 		"run_id": l.run.id, "assistant_id": l.run.agent, "tags": []string{}}
 }
 
@@ -103,7 +103,7 @@ func (l *lgRender) render(e *event) error {
 		try("tasks", "tasks", map[string]any{"id": e.Node + ":" + itoa(e.Step), "name": e.Node, "interrupts": []any{},
 			"result": [][]any{{e.Node, e.Data}}})
 		ck := map[string]any{"values": e.Data, "next": []string{}, "tasks": []any{},
-			"config":   map[string]any{"configurable": map[string]any{"thread_id": l.run.thread, "checkpoint_ns": "", "checkpoint_id": e.Checkpoint}},
+			"config":   map[string]any{"configurable": map[string]any{"thread_id": publicID(l.run.thread), "checkpoint_ns": "", "checkpoint_id": e.Checkpoint}},
 			"metadata": map[string]any{"source": "loop", "step": e.Step, "node": e.Node}}
 		try("checkpoints", "checkpoints", ck)
 		try("debug", "debug", map[string]any{"type": "checkpoint", "step": e.Step, "payload": ck})

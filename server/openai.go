@@ -259,7 +259,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		if err := checkThreadID(tid); err != nil {
 			return err
 		}
-		t, err = s.records.thread(ctx, tid)
+		t, err = s.records.thread(ctx, threadKey(owner, tid))
 		switch {
 		case errors.Is(err, ErrNotFound):
 			t = nil
@@ -315,9 +315,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	if err := s.submit(ctx, run); err != nil {
 		return err
 	}
-	w.Header().Set("X-Loom-Thread", t.ID)
+	w.Header().Set("X-Loom-Thread", publicID(t.ID))
 	w.Header().Set("X-Loom-Run", run.id)
-	resp := chatResponse{ID: "chatcmpl-" + run.id, Created: time.Now().Unix(), Model: a.Name, ThreadID: t.ID, RunID: run.id}
+	resp := chatResponse{ID: "chatcmpl-" + run.id, Created: time.Now().Unix(), Model: a.Name, ThreadID: publicID(t.ID), RunID: run.id}
 	turn := &chatTurn{a: a}
 	if req.Stream {
 		s.streamChat(ctx, w, r, run, resp, turn, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
@@ -353,7 +353,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		case "invalid_answer":
 			status = http.StatusUnprocessableEntity
 		}
-		return errorf(status, failed.ErrCode, "run %s on thread %s: %s", run.id, t.ID, failed.Err)
+		return errorf(status, failed.ErrCode, "run %s on thread %s: %s", run.id, publicID(t.ID), failed.Err)
 	}
 	stop := "stop"
 	resp.Object = "chat.completion"
@@ -390,8 +390,8 @@ func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatReques
 	text := lead + "\n" + q
 	x := ext{Kind: extInterrupt, DisplayMode: displayCard, BlockID: "interrupt:" + pending.ID, Node: pending.Node,
 		Text: text, Data: pending.Payload, InterruptID: pending.ID}
-	w.Header().Set("X-Loom-Thread", thread)
-	resp := chatResponse{ID: "chatcmpl-" + checkpoint.NewID(), Created: time.Now().Unix(), Model: a.Name, ThreadID: thread, Status: string(graph.StatusInterrupted)}
+	w.Header().Set("X-Loom-Thread", publicID(thread))
+	resp := chatResponse{ID: "chatcmpl-" + checkpoint.NewID(), Created: time.Now().Unix(), Model: a.Name, ThreadID: publicID(thread), Status: string(graph.StatusInterrupted)}
 	stop := "stop"
 	if !req.Stream {
 		resp.Object = "chat.completion"
@@ -477,7 +477,7 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.
 	err := s.pump(ctx, sw, run.feed, 0, func(e *event) error {
 		content, reasoning, x := turn.step(e)
 		if e.Kind == graph.KindError {
-			return sw.data(map[string]any{"error": errorDetail{Code: e.ErrCode, Message: e.Err}, "ext": x, "thread_id": run.thread, "run_id": run.id})
+			return sw.data(map[string]any{"error": errorDetail{Code: e.ErrCode, Message: e.Err}, "ext": x, "thread_id": publicID(run.thread), "run_id": run.id})
 		}
 		if x == nil && content == "" && reasoning == "" {
 			return nil

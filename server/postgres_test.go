@@ -139,9 +139,7 @@ func listAgents(t testing.TB) *server.Registry {
 	}).Edge(graph.Start, "add").Edge("add", graph.End)
 	if err := r.Register(server.Agent{Name: "list",
 		Migrations: []store.Migration{{Version: 1, Name: "list notes", SQL: `CREATE TABLE list_notes (id text PRIMARY KEY, note text NOT NULL)`}},
-		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
-			return g.Compile(graph.WithSaver(db.Saver()))
-		}}); err != nil {
+		Build:      server.Compile(g)}); err != nil {
 		t.Fatal(err)
 	}
 	return &r
@@ -194,7 +192,7 @@ func TestPostgresMigrate(t *testing.T) {
 		}
 		v, err := server.Migrate(ctx, db, listAgents(t))
 		db.Close()
-		if err != nil || v["server"] != 2 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
+		if err != nil || v["server"] != 3 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
 			t.Fatalf("versions %v, %v", v, err)
 		}
 	}

@@ -267,7 +267,7 @@ func (s *Server) admitRun(ctx context.Context, owner string, t *Thread, strategy
 		return nil // starts at once, or is refused as busy
 	case strategy == strategyEnqueue && q.QueuedPerThread >= 0 && u.waiting >= q.QueuedPerThread:
 		return overQuota(retry, "quota exceeded: %d runs wait on thread %s already, the most a thread may queue (queued runs per thread, loom serve --max-queued-per-thread); wait for them to run and try again",
-			u.waiting, thread)
+			u.waiting, publicID(thread))
 	}
 	// enqueue adds one to the key's waiting runs; interrupt and rollback
 	// drop the thread's queue and wait alone in it.

@@ -28,14 +28,13 @@ type Agent struct {
 	// fields are decoded over the agent's state. A run's input is checked
 	// against it before anything is written. Nil accepts any object.
 	InputSchema json.RawMessage
-	// Build compiles the agent's graph to checkpoint on saver.
-	Build func(saver checkpoint.Saver) (graph.Runner, error)
-	// BuildOn, when set, is what the server calls instead of Build: it
-	// compiles the agent's graph on the server's database, checkpointing
-	// on db.Saver() and keeping the agent's own tables beside the
-	// checkpoints (db.Migrate, db.SQL, db.Write), so that every replica of
-	// a server on Postgres shares them.
-	BuildOn func(ctx context.Context, db *store.DB) (graph.Runner, error)
+	// Build compiles the agent's graph on the server's database: it
+	// checkpoints on db.Saver() and keeps the agent's own tables beside
+	// the checkpoints (db.Migrate, db.SQL, db.Write), so that every
+	// replica of a server on Postgres shares them. loom run builds on its
+	// SQLite file, and loom graph on a scratch one. Compile makes a Build
+	// for an agent that is a graph and nothing more.
+	Build func(ctx context.Context, db *store.DB) (graph.Runner, error)
 	// Migrations are the agent's own tables, versioned (see store.Migrate;
 	// the component is the agent's name). The server applies those the
 	// database lacks before it builds the agent, and so does Migrate.
@@ -57,7 +56,7 @@ type Agent struct {
 	// handler it returns under RoutesPrefix through HandleAPI: behind the
 	// API's keys and limits, with Caller saying who called; TrackThread
 	// and HoldThread on srv make its sessions threads of the server's.
-	// runner is what Build or BuildOn made.
+	// runner is what Build made.
 	Routes func(srv *Server, runner graph.Runner) http.Handler
 	// RoutesPrefix is the pattern Routes is served under, a path ending
 	// in "/" (default "/api/v1/" followed by the agent's name and "/").
@@ -69,6 +68,14 @@ type Agent struct {
 	UploadLimit int64
 }
 
+// Compile returns an Agent.Build that compiles g to checkpoint on the
+// server's saver, with opts.
+func Compile[S any](g *graph.Graph[S], opts ...graph.CompileOption) func(context.Context, *store.DB) (graph.Runner, error) {
+	return func(_ context.Context, db *store.DB) (graph.Runner, error) {
+		return g.Compile(append([]graph.CompileOption{graph.WithSaver(db.Saver())}, opts...)...)
+	}
+}
+
 // Registry is the set of agents a server serves, by name. The zero value
 // is empty and ready to use; it is not safe for concurrent Register.
 type Registry struct {
@@ -76,14 +83,14 @@ type Registry struct {
 }
 
 // Register adds an agent. It fails on an empty or taken name, a name that
-// is not a plain identifier, or neither Build nor BuildOn.
+// is not a plain identifier, or no Build.
 func (r *Registry) Register(a Agent) error {
 	switch {
 	case a.Name == "" || strings.IndexFunc(a.Name, func(c rune) bool {
 		return !(c == '-' || c == '_' || c == '.' || unicode.IsLetter(c) || unicode.IsDigit(c))
 	}) >= 0:
 		return fmt.Errorf("register agent %q: name must be letters, digits, '-', '_' or '.'", a.Name)
-	case a.Build == nil && a.BuildOn == nil:
+	case a.Build == nil:
 		return fmt.Errorf("register agent %q: nil Build", a.Name)
 	}
 	if _, ok := r.Get(a.Name); ok {

@@ -35,10 +35,10 @@ func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput
 		in.Resume = value
 	}
 	if pending == nil {
-		return fmt.Errorf("resume thread %s: %w", t.ID, graph.ErrNoInterrupt)
+		return fmt.Errorf("resume thread %s: %w", publicID(t.ID), graph.ErrNoInterrupt)
 	}
 	if in.Interrupt != "" && in.Interrupt != pending.ID {
-		return fmt.Errorf("resume thread %s: interrupt %s is not pending: %w", t.ID, in.Interrupt, graph.ErrNoInterrupt)
+		return fmt.Errorf("resume thread %s: interrupt %s is not pending: %w", publicID(t.ID), in.Interrupt, graph.ErrNoInterrupt)
 	}
 	in.Interrupt = pending.ID
 	return graph.CheckAnswer(pending, in.Resume)

@@ -169,9 +169,9 @@ func (s *Server) submit(ctx context.Context, r *run) error {
 	case closing:
 		return ErrClosing
 	case l != nil && r.strategy == strategyReject:
-		return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", r.thread, ErrBusy)
+		return fmt.Errorf("run on thread %s: %w (multitask_strategy reject; use enqueue, interrupt or rollback)", publicID(r.thread), ErrBusy)
 	case answering:
-		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+		return fmt.Errorf("resume thread %s: interrupt %s is being answered by another run: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
 	case l == nil:
 		if _, err := s.checkPending(ctx, r); err != nil {
 			return err
@@ -196,7 +196,7 @@ func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 		return 0, err
 	}
 	if head == nil || head.Interrupt == nil || head.Interrupt.ID != r.input.Interrupt {
-		return 0, fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", r.thread, r.input.Interrupt, graph.ErrNoInterrupt)
+		return 0, fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
 	}
 	return head.Seq, nil
 }
@@ -633,6 +633,8 @@ func (s *Server) drain(grace time.Duration) {
 // (reject) as they are behind any run. Call release once, when the turn
 // is over.
 func (s *Server) HoldThread(ctx context.Context, id string) (release func(), err error) {
+	public := id
+	id = threadKey(Caller(ctx), id)
 	if s.jobs != nil {
 		return s.jobs.hold(ctx, id)
 	}
@@ -643,7 +645,7 @@ func (s *Server) HoldThread(ctx context.Context, id string) (release func(), err
 		return nil, ErrClosing
 	}
 	if s.lanes[id] != nil {
-		return nil, fmt.Errorf("thread %s: %w (a run is going on it)", id, ErrBusy)
+		return nil, fmt.Errorf("thread %s: %w (a run is going on it)", public, ErrBusy)
 	}
 	// The turn stands in the thread's lane as its running run: a run
 	// with strategy rollback waits for its done, and undoes nothing of it.

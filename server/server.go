@@ -218,12 +218,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("server: agent %s: %w", a.Name, err)
 		}
-		if a.BuildOn != nil {
-			ba.runner, err = a.BuildOn(ctx, s.db)
-		} else {
-			ba.runner, err = a.Build(s.saver)
-		}
-		if err != nil {
+		if ba.runner, err = a.Build(ctx, s.db); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("server: build agent %s: %w", a.Name, err)
 		}
@@ -348,10 +343,11 @@ func Caller(ctx context.Context) string {
 // interrupted, error) becomes the thread's when it differs.
 func (s *Server) TrackThread(ctx context.Context, id, agent, status string) error {
 	owner := Caller(ctx)
-	t, err := s.records.thread(ctx, id)
+	key := threadKey(owner, id)
+	t, err := s.records.thread(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		now := time.Now().UTC()
-		t = &Thread{ID: id, Owner: owner, Agent: agent, Status: status, Metadata: orEmptyObject(nil), Created: now, Updated: now}
+		t = &Thread{ID: key, Owner: owner, Agent: agent, Status: status, Metadata: orEmptyObject(nil), Created: now, Updated: now}
 		if status == "" {
 			t.Status = StatusIdle
 		}
@@ -364,7 +360,7 @@ func (s *Server) TrackThread(ctx context.Context, id, agent, status string) erro
 		if !errors.Is(err, ErrExists) {
 			return err
 		}
-		t, err = s.records.thread(ctx, id) // created meanwhile by another turn
+		t, err = s.records.thread(ctx, key) // created meanwhile by another turn
 	}
 	switch {
 	case err != nil:
@@ -376,7 +372,16 @@ func (s *Server) TrackThread(ctx context.Context, id, agent, status string) erro
 	case status == "" || status == t.Status:
 		return nil
 	}
-	return s.records.setThreadStatus(ctx, id, agent, status)
+	return s.records.setThreadStatus(ctx, key, agent, status)
+}
+
+// ThreadKey is the id under which the server keeps thread id of
+// Caller(ctx): the thread a graph runs on and its checkpoints. Each API
+// key has its own thread ids, so an agent's own endpoints that run its
+// graph, or keep data per thread, use the key and not the id the client
+// gave. Without keys an id is its own key.
+func (s *Server) ThreadKey(ctx context.Context, id string) string {
+	return threadKey(Caller(ctx), id)
 }
 
 // CheckAddr reports whether a server may listen on addr (host:port): a
@@ -661,16 +666,17 @@ func (s *Server) agent(name string) (*builtAgent, error) {
 	return nil, errorf(http.StatusNotFound, "not_found", "agent %q not found (agents: %s)", name, strings.Join(s.order, ", "))
 }
 
-// thread returns thread id if owner may see it, else a 404.
+// thread returns owner's thread id, else a 404. The record's ID is the
+// thread's key (see threadKey).
 func (s *Server) thread(ctx context.Context, id, owner string) (*Thread, error) {
-	t, err := s.records.thread(ctx, id)
+	t, err := s.records.thread(ctx, threadKey(owner, id))
 	if errors.Is(err, ErrNotFound) || (err == nil && t.Owner != owner) {
 		return nil, errorf(http.StatusNotFound, "not_found", "thread %s not found", id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if s.jobs == nil && s.busy(id) {
+	if s.jobs == nil && s.busy(t.ID) {
 		t.Status = StatusBusy
 	}
 	return t, nil

@@ -129,7 +129,43 @@ CREATE INDEX loom_run_events_at ON loom_run_events (at);
 ALTER TABLE loom_runs ADD COLUMN job BLOB NOT NULL DEFAULT x'';
 CREATE INDEX loom_runs_unfinished ON loom_runs (status, created, id) WHERE status IN ('pending', 'running');
 `,
+}, {
+	// Each API key has its own thread ids (see threadKey): the threads
+	// that keys created before are renamed to their keys, with their runs
+	// and checkpoints.
+	Version: 3, Name: "thread ids per key",
+	SQLite: `
+UPDATE checkpoints SET thread = (SELECT t.owner || '/' || t.id FROM loom_threads t WHERE t.id = checkpoints.thread)
+WHERE thread IN (SELECT id FROM loom_threads WHERE owner <> '' AND instr(id, '/') = 0);
+UPDATE loom_runs SET thread = (SELECT t.owner || '/' || t.id FROM loom_threads t WHERE t.id = loom_runs.thread)
+WHERE thread IN (SELECT id FROM loom_threads WHERE owner <> '' AND instr(id, '/') = 0);
+UPDATE loom_threads SET id = owner || '/' || id WHERE owner <> '' AND instr(id, '/') = 0;
+`,
+	Postgres: `
+UPDATE loom_checkpoints c SET thread = t.owner || '/' || t.id FROM loom_threads t
+WHERE t.id = c.thread AND t.owner <> '' AND strpos(t.id, '/') = 0;
+UPDATE loom_runs r SET thread = t.owner || '/' || t.id FROM loom_threads t
+WHERE t.id = r.thread AND t.owner <> '' AND strpos(t.id, '/') = 0;
+UPDATE loom_threads SET id = owner || '/' || id WHERE owner <> '' AND strpos(id, '/') = 0;
+`,
 }}
+
+// threadKey is the id under which the server keeps owner's thread id: its
+// record, runs and checkpoints. Each API key has its own thread ids, so
+// two keys may both have a thread "alice" and neither learns of the
+// other's: a key's ids are prefixed with its owner id and "/", which no
+// thread id contains. Without keys (owner "") an id is its own key.
+func threadKey(owner, id string) string {
+	if owner == "" {
+		return id
+	}
+	return owner + "/" + id
+}
+
+// publicID is the thread id its owner knows for key (see threadKey).
+func publicID(key string) string {
+	return key[strings.LastIndexByte(key, '/')+1:]
+}
 
 const threadCols = `id, owner, agent, status, metadata, error, created, updated`
 const runCols = `id, thread, agent, status, strategy, metadata, error, created, updated`
@@ -168,10 +204,10 @@ func (s *records) createThread(ctx context.Context, t *Thread) error {
 	_, err := s.exec(ctx, `INSERT INTO loom_threads (`+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Owner, t.Agent, t.Status, string(orEmptyObject(t.Metadata)), t.Error, ms(t.Created), ms(t.Updated))
 	if store.IsUnique(err) {
-		return fmt.Errorf("create thread %s: %w", t.ID, ErrExists)
+		return fmt.Errorf("create thread %s: %w", publicID(t.ID), ErrExists)
 	}
 	if err != nil {
-		return fmt.Errorf("create thread %s: %w", t.ID, err)
+		return fmt.Errorf("create thread %s: %w", publicID(t.ID), err)
 	}
 	return nil
 }

@@ -241,11 +241,12 @@ func (a *App) noSession(id string, start time.Time) *Reply {
 // ans, or starts a new run with update. With fill set, a session that
 // does not exist or has no current intent gets the fallback reply.
 func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, update func(*State), fill bool) (*Reply, error) {
-	unlock := a.locks.lock(id)
+	key := a.key(ctx, id)
+	unlock := a.locks.lock(key)
 	defer unlock()
 	c := &clock{}
 	ctx = withClock(ctx, c)
-	head, err := a.saver.Get(ctx, id, "")
+	head, err := a.saver.Get(ctx, key, "")
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
 		head = nil
@@ -276,9 +277,9 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 	}
 	var res *graph.Result[State]
 	if head != nil && head.Interrupt != nil {
-		res, err = a.graph.Resume(ctx, id, ans)
+		res, err = a.graph.Resume(ctx, key, ans)
 	} else {
-		res, err = a.graph.Invoke(ctx, id, update)
+		res, err = a.graph.Invoke(ctx, key, update)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
@@ -317,6 +318,15 @@ func response(id string, s State) *Reply {
 	return &r
 }
 
+// key is the id session id's checkpoints are kept under: the caller's
+// thread key on Loom's server, else id.
+func (a *App) key(ctx context.Context, id string) string {
+	if a.threads == nil {
+		return id
+	}
+	return a.threads.ThreadKey(ctx, id)
+}
+
 // SessionInfo is a session as the API shows it.
 type SessionInfo struct {
 	Session Session `json:"session"`
@@ -328,7 +338,7 @@ type SessionInfo struct {
 
 // Session returns session id, or an error wrapping checkpoint.ErrNotFound.
 func (a *App) Session(ctx context.Context, id string) (*SessionInfo, error) {
-	head, err := a.saver.Get(ctx, id, "")
+	head, err := a.saver.Get(ctx, a.key(ctx, id), "")
 	if err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 	}

@@ -121,6 +121,9 @@ type Threads interface {
 	// HoldThread gives the turn thread id, so that no run of Loom's API
 	// goes on it at the same time (see server.Server.HoldThread).
 	HoldThread(ctx context.Context, id string) (release func(), err error)
+	// ThreadKey is the id the session's checkpoints are kept under: each
+	// API key has its own session ids (see server.Server.ThreadKey).
+	ThreadKey(ctx context.Context, id string) string
 }
 
 // turnTimeout bounds a turn that runs on after its client went away.

@@ -64,21 +64,14 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 0 {
 		t.Errorf("key-b sees hand-offs %+v", h.Handoffs)
 	}
-	// A's sessions are not found, by any endpoint, and say so plainly.
+	// Each key has its own session ids: B has no a-2, says so plainly,
+	// and a fill-slots on it is the reply to a session with nothing to
+	// fill, not an answer to A's question.
 	var e struct{ Error httpError }
-	for _, c := range []struct {
-		method, path string
-		body         any
-	}{
-		{"GET", "/api/v1/agent/sessions/a-2", nil},
-		{"POST", "/api/v1/agent/chat", ChatRequest{SessionID: "a-2", Text: "确认"}},
-		{"POST", "/api/v1/agent/chat-stream", ChatRequest{SessionID: "a-2", Text: "确认"}},
-		{"POST", "/api/v1/agent/fill-slots", FillRequest{SessionID: "a-2", Confirm: yes()}},
-	} {
-		if code := a.do(c.method, c.path, c.body, &e); code != http.StatusNotFound || e.Error.Code != "not_found" || e.Error.Message != "session a-2 not found" {
-			t.Errorf("key-b %s %s: HTTP %d %+v", c.method, c.path, code, e.Error)
-		}
+	if code := a.do("GET", "/api/v1/agent/sessions/a-2", nil, &e); code != http.StatusNotFound || e.Error.Code != "not_found" || e.Error.Message != "session a-2 not found" {
+		t.Errorf("key-b reads a-2: HTTP %d %+v", code, e.Error)
 	}
+	want(t, a.fill(FillRequest{SessionID: "a-2", Confirm: yes()}), TypeFallback, StatusFallback)
 	// B's own turns change B's data only.
 	want(t, drive("b-1", "打开车窗"), TypeWorkflowResult, StatusCompleted)
 	want(t, drive("b-1", "关闭车窗"), TypeWorkflowResult, StatusCompleted)

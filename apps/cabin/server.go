@@ -1,12 +1,10 @@
 package cabin
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/loomkit/loom/checkpoint"
@@ -19,8 +17,7 @@ import (
 // ServerOptions configure the agent as Loom's server and command line
 // serve it.
 type ServerOptions struct {
-	// Locale and ConfigDir pick the configuration (see Options); empty
-	// means $LOOM_CABIN_LOCALE and $LOOM_CABIN_CONFIG.
+	// Locale and ConfigDir pick the configuration (see Options).
 	Locale    string
 	ConfigDir string
 	// Model is the optional model (see openai.NewFromEnv); nil runs local only.
@@ -49,12 +46,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:        AgentName,
 		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
-		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			return build(context.Background(), opts, saver, nil) // nil saver (drawing the graph): in memory
-		},
 		// On the server's database (SQLite or Postgres) the vehicles and
 		// orders live beside the checkpoints, shared by every replica.
-		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			st, err := OpenStoreOn(ctx, db)
 			if err != nil {
 				return nil, err
@@ -81,13 +75,13 @@ type appRunner struct {
 	app *App
 }
 
-// build makes the App on saver and st (nil: chosen by New).
+// build makes the App on saver and st.
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
 	a, err := New(ctx, Options{
 		Saver:     saver,
 		Store:     st,
-		Locale:    cmp.Or(opts.Locale, os.Getenv("LOOM_CABIN_LOCALE")),
-		ConfigDir: cmp.Or(opts.ConfigDir, os.Getenv("LOOM_CABIN_CONFIG")),
+		Locale:    opts.Locale,
+		ConfigDir: opts.ConfigDir,
 		Model:     opts.Model,
 		Logger:    opts.Logger,
 	})

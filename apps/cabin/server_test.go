@@ -135,18 +135,15 @@ func sessionsAreThreads(t *testing.T, a *api) {
 	var e struct {
 		Error httpError `json:"error"`
 	}
-	for _, c := range []struct{ method, path string }{
-		{"POST", "/api/v1/agent/chat"},
-		{"POST", "/api/v1/agent/fill-slots"},
-		{"GET", "/api/v1/agent/sessions/car-a"},
-	} {
-		body := map[string]any{"session_id": "car-a", "text": "去公司"}
-		if c.method == "GET" {
-			body = nil
-		}
-		if code := a.do(c.method, c.path, body, &e); code != http.StatusNotFound || e.Error.Code != "not_found" {
-			t.Errorf("key-b %s %s: HTTP %d %+v", c.method, c.path, code, e)
-		}
+	// Each key has its own session ids: key-b has no car-a, and its turn
+	// on car-a starts a session of its own, leaving key-a's question
+	// pending.
+	if code := a.do("GET", "/api/v1/agent/sessions/car-a", nil, &e); code != http.StatusNotFound || e.Error.Code != "not_found" {
+		t.Errorf("key-b reads car-a: HTTP %d %+v", code, e)
+	}
+	want(t, a.chat("car-a", "打开车窗"), TypeWorkflowResult, StatusCompleted)
+	if got := search(); got["car-a"] != "idle" || len(got) != 1 {
+		t.Errorf("key-b's threads after its turn on car-a: %v", got)
 	}
 	a.key = ""
 	if code := a.do("POST", "/api/v1/agent/chat", map[string]any{"session_id": "car-c", "text": "打开车窗"}, &e); code != http.StatusUnauthorized {
@@ -157,7 +154,7 @@ func sessionsAreThreads(t *testing.T, a *api) {
 	if code := a.do("POST", "/api/v1/agent/chat", map[string]any{"session_id": "会话 1", "text": "打开车窗"}, &e); code != http.StatusUnprocessableEntity || e.Error.Code != "invalid_thread_id" {
 		t.Errorf("session id that is not a thread id: HTTP %d %+v", code, e)
 	}
-	if got := search(); len(got) != 0 {
+	if got := search(); len(got) != 1 {
 		t.Errorf("key-b's threads after a refused session id: %v", got)
 	}
 

@@ -2,8 +2,6 @@ package dataagent
 
 import (
 	"log/slog"
-	"os"
-	"strconv"
 
 	"github.com/loomkit/loom/convo"
 	"github.com/loomkit/loom/datasource"
@@ -77,7 +75,7 @@ type Config struct {
 	// Python runs analysis code; nil analyses without Python (fallback).
 	Python PythonRunner
 	// PythonTries is how many failed Python runs a step takes before the
-	// fallback (default 3, or LOOM_DATAAGENT_PYTHON_TRIES).
+	// fallback (default 3).
 	PythonTries int
 	// StrictPython ends the run when Python fails PythonTries times,
 	// instead of going on without it.
@@ -111,9 +109,6 @@ type Agent struct {
 func New(cfg Config) *Agent {
 	if cfg.PythonTries <= 0 {
 		cfg.PythonTries = DefaultPythonTries
-		if n, err := strconv.Atoi(os.Getenv("LOOM_DATAAGENT_PYTHON_TRIES")); err == nil && n > 0 {
-			cfg.PythonTries = n
-		}
 	}
 	if cfg.Match <= 0 {
 		cfg.Match = DefaultMatch

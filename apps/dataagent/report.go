@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/server"
 )
 
 // reportGenerator writes the turn's report in Markdown with chart
@@ -57,7 +58,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 	}
 	ans := &Answer{Text: summaryLine(md), Report: md, Fallback: s.FallbackNote}
 	if thread := graph.Thread(ctx); thread != "" {
-		ans.ReportPath = "/api/v1/dataagent/reports/" + url.PathEscape(thread)
+		ans.ReportPath = "/api/v1/dataagent/reports/" + url.PathEscape(server.ThreadID(thread))
 	}
 	if s.Example != nil && a.cfg.Model == nil {
 		ans.FromExample = s.Example.Title

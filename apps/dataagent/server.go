@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,10 +27,13 @@ import (
 type ServerOptions struct {
 	// Model is the language model; nil answers from stored examples only.
 	Model llm.Model
-	// Sources are the databases; nil takes the SQL agent's (the file
-	// LOOM_SQLAGENT_SOURCES names, else the demo shop), so both agents
-	// see the same data.
+	// Sources are the databases; nil reads them from SourcesFile, and
+	// without one it is the demo shop. Loom's command gives this agent
+	// and the SQL agent the same sources.
 	Sources []sqlagent.SourceConfig
+	// SourcesFile is a YAML or JSON file of the data sources (see
+	// sqlagent.ReadSources).
+	SourcesFile string
 	// DemoPath is where the demo shop is written on first start (see
 	// sqlagent.ServerOptions).
 	DemoPath string
@@ -46,7 +48,7 @@ type ServerOptions struct {
 	// Without bwrap or python3 the analysis runs without Python.
 	Sandbox sandbox.Runner
 	// PythonTries is how many failed Python runs a step takes before the
-	// fallback (default 3, or LOOM_DATAAGENT_PYTHON_TRIES).
+	// fallback (default 3).
 	PythonTries int
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -67,7 +69,7 @@ type runner struct {
 }
 
 // ServerAgent returns the agent as the server registers it, under the
-// name "dataagent". Its BuildOn opens the data sources (the SQL agent's),
+// name "dataagent". Its Build opens the data sources (the SQL agent's),
 // the knowledge store on the server's database (the demo shop's
 // knowledge seeded for every key), schema recall and the Python sandbox.
 // A chat message is a question, or the answer to a plan waiting for
@@ -78,15 +80,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:        AgentName,
 		Description: "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
-		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			if saver == nil { // drawing the graph: nothing to open
-				return New(Config{Model: opts.Model, PythonTries: opts.PythonTries}).Graph().Compile()
-			}
-			return build(context.Background(), opts, saver, nil)
-		},
-		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
-			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" && os.Getenv("LOOM_SQLAGENT_DEMO") == "" {
+			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" {
 				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
 			}
 			return build(ctx, o, db.Saver(), db)
@@ -107,7 +103,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 // when set, keeps the knowledge.
 func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, db *store.DB) (graph.Runner, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
-	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, DemoPath: opts.DemoPath, Logger: log})
+	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, SourcesFile: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("dataagent: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/loomkit/loom/apps/dataagent/recall"
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
@@ -51,7 +49,7 @@ func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *st
 		}
 		// The demo knowledge is about the demo shop: it is seeded when
 		// the sources are the demo's, not for a source of the same name.
-		demoShop := opts.Sources == nil && os.Getenv(sqlagent.EnvSources) == ""
+		demoShop := opts.Sources == nil && opts.SourcesFile == ""
 		for _, s := range sources {
 			if demoShop && s.Name == knowledge.DemoSource {
 				demo, err := knowledge.Demo()

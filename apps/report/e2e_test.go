@@ -310,15 +310,24 @@ func TestBadUploads(t *testing.T) {
 			t.Errorf("%s: %d %s", c.name, code, b)
 		}
 	}
-	// Another key's thread is not found.
-	l.uploadID("b2", "sales.jrxml", []byte(goodJRXML))
+	// Each key has its own thread ids: key B's upload to "b2" goes to a
+	// thread b2 of its own, which key A's b2 does not see.
+	id := l.uploadID("b2", "sales.jrxml", []byte(goodJRXML))
 	var form bytes.Buffer
 	mw := multipart.NewWriter(&form)
-	fw, _ := mw.CreateFormFile("file", "sales.jrxml")
+	fw, _ := mw.CreateFormFile("file", "other.jrxml")
 	fw.Write([]byte(goodJRXML))
 	mw.Close()
-	if code, b := l.Send(keyB, "POST", "/api/v1/report/threads/b2/uploads", mw.FormDataContentType(), &form); code != 404 {
-		t.Errorf("another key's upload: %d %s", code, b)
+	code, b := l.Send(keyB, "POST", "/api/v1/report/threads/b2/uploads", mw.FormDataContentType(), &form)
+	var up struct {
+		ID     string
+		Thread string `json:"thread_id"`
+	}
+	if err := json.Unmarshal(b, &up); code != 201 || err != nil || up.Thread != "b2" || up.ID == id {
+		t.Errorf("key B's upload to its b2: %d %s", code, b)
+	}
+	if st := l.run("b2", report.Input{Upload: up.ID}).state; !strings.Contains(st.Turn.Reply, "cannot find upload "+up.ID) || st.JRXML != "" {
+		t.Errorf("key A's b2 used key B's upload: %q", st.Turn.Reply)
 	}
 	// A JSON body is not an upload.
 	if code, b := l.Do(keyA, "POST", "/api/v1/report/threads/b1/uploads", map[string]string{"file": "x"}); code != 415 {
@@ -331,11 +340,11 @@ func TestBadUploads(t *testing.T) {
 	}
 	defer sdb.Close()
 	var n int
-	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads WHERE thread = 'b1'`).Scan(&n); err != nil || n != 0 {
+	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads WHERE thread LIKE '%/b1'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d uploads stored (%v)", n, err)
 	}
-	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d uploads in all, want the one good one (%v)", n, err)
+	if err := sdb.QueryRow(`SELECT count(*) FROM report_uploads`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("%d uploads in all, want the two good ones (%v)", n, err)
 	}
 }
 

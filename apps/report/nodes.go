@@ -15,6 +15,7 @@ import (
 	"github.com/loomkit/loom/convo"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
 )
 
 // maxPromptTemplate bounds a template shown to the model as an example.
@@ -429,7 +430,7 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 // resultReply says how the turn's template came out.
 func (a *Agent) resultReply(s State, thread string) string {
 	t := &s.Turn
-	base := routesBase + "threads/" + thread
+	base := routesBase + "threads/" + server.ThreadID(thread)
 	if t.Status == statusFail {
 		en, zh := fmt.Sprintf("Version %d does not pass validation", s.Version), fmt.Sprintf("第 %d 版未通过验证", s.Version)
 		if t.Corrections > 0 {
@@ -452,7 +453,7 @@ func (a *Agent) exportReply(s State, thread string) string {
 	if s.JRXML == "" {
 		return t.say("There is no template yet: describe the report you want, or upload a form.", "还没有模板：请描述想要的报表，或上传表单。")
 	}
-	base := routesBase + "threads/" + thread
+	base := routesBase + "threads/" + server.ThreadID(thread)
 	switch t.Intent {
 	case IntentPDF:
 		return t.say("The PDF: "+base+"/current.pdf", "PDF 文件："+base+"/current.pdf")

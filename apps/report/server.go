@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,10 +29,6 @@ const (
 	KindJRXML = "jrxml"
 )
 
-// EnvTemplates names the variable with a directory of JRXML files for the
-// templates knowledge base.
-const EnvTemplates = "LOOM_REPORT_TEMPLATES"
-
 // MaxUpload bounds an uploaded file (10 MiB).
 const MaxUpload = 10 << 20
 
@@ -48,10 +43,12 @@ type ServerOptions struct {
 	// Layouts reads uploaded forms (default: the toolkit's, Toolkit).
 	Layouts Layouts
 	// Templates is the templates knowledge base (default: the JRXML files
-	// of the directory EnvTemplates names; none without it).
+	// of TemplatesDir; none without it).
 	Templates *Knowledge
-	// Schemas are XSD files to validate against (default: the files
-	// LOOM_JRXML_XSD lists; none: structural checks only).
+	// TemplatesDir is a directory of JRXML files to learn from.
+	TemplatesDir string
+	// Schemas are XSD files to validate against (none: structural checks
+	// only).
 	Schemas []string
 	// MaxRetry and SSIM: see Config.
 	MaxRetry int
@@ -69,10 +66,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:        AgentName,
 		Description: "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
-		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			return build(context.Background(), opts, saver, nil)
-		},
-		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			return build(ctx, opts, db.Saver(), NewSQLStore(db))
 		},
 		Migrations: Migrations,
@@ -100,7 +94,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 		opts.Layouts = Toolkit{}
 	}
 	if opts.Templates == nil {
-		if dir := os.Getenv(EnvTemplates); dir != "" {
+		if dir := opts.TemplatesDir; dir != "" {
 			k, skipped, err := ImportTemplates(dir)
 			if err != nil {
 				return nil, fmt.Errorf("report: %w", err)
@@ -112,12 +106,8 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 		}
 	}
 	cfg := Config{Model: opts.Model, Store: st, Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
-	schemas := opts.Schemas
-	if schemas == nil {
-		schemas = xsd.SchemasFromEnv()
-	}
-	if len(schemas) > 0 {
-		v, err := xsd.New(schemas...)
+	if len(opts.Schemas) > 0 {
+		v, err := xsd.New(opts.Schemas...)
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
@@ -171,12 +161,14 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, status, code, err.Error())
 			return
 		}
-		u.Thread, u.ID, u.Created = id, "up-"+checkpoint.NewID(), time.Now().UTC()
+		// Kept under the thread's key, where the graph's nodes look.
+		u.Thread, u.ID, u.Created = srv.ThreadKey(r.Context(), id), "up-"+checkpoint.NewID(), time.Now().UTC()
 		if err := a.store.PutUpload(r.Context(), u); err != nil {
 			a.log.Error("report: storing an upload", "err", err)
 			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", "the upload could not be stored; try again")
 			return
 		}
+		u.Thread = id
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		json.NewEncoder(w).Encode(u)
@@ -186,10 +178,13 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		if _, ok := a.thread(w, r, srv, id); !ok {
 			return
 		}
-		vs, err := a.store.Versions(r.Context(), id)
+		vs, err := a.store.Versions(r.Context(), srv.ThreadKey(r.Context(), id))
 		if err != nil {
 			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
 			return
+		}
+		for i := range vs {
+			vs[i].Thread = id
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"versions": vs})
@@ -205,7 +200,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, http.StatusNotFound, "not_found", "no version "+num+": versions are numbered from 1")
 			return
 		}
-		v, err := a.store.Version(r.Context(), id, n)
+		v, err := a.store.Version(r.Context(), srv.ThreadKey(r.Context(), id), n)
 		if errors.Is(err, ErrNotFound) {
 			server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
 			return

@@ -19,7 +19,7 @@ import (
 func serve(t *testing.T, db string, keys ...string) string {
 	t.Helper()
 	var reg server.Registry
-	if err := reg.Register(ServerAgent(ServerOptions{Database: db, StreamDelay: -1, Logger: quiet})); err != nil {
+	if err := reg.Register(ServerAgent(ServerOptions{StreamDelay: -1, Logger: quiet})); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: db, Logger: quiet, Keys: keys})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -19,10 +18,6 @@ import (
 // ServerOptions configure the agent as Loom's server and command line
 // serve it.
 type ServerOptions struct {
-	// Database names the SQLite file of the schedules (see
-	// server.SQLitePath); "" means LOOM_DATABASE_URL, else ./loom.db —
-	// the file `loom serve` keeps its threads in.
-	Database string
 	// Model is the language model; nil runs on heuristics.
 	Model llm.Model
 	// StreamDelay is the pause between pseudo-stream chunks; 0 means
@@ -46,23 +41,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:        "schedule",
 		Description: "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
-		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			if saver == nil { // drawing the graph: no store needed
-				a, err := New(Config{Model: opts.Model})
-				if err != nil {
-					return nil, err
-				}
-				return a.Graph().Compile()
-			}
-			a, err := openAgent(context.Background(), opts)
-			if err != nil {
-				return nil, err
-			}
-			return a.Graph().Compile(graph.WithSaver(saver))
-		},
-		// On the server's database (SQLite or Postgres), the schedules live
-		// beside the checkpoints, shared by every replica.
-		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			var so []StoreOption
 			if db.Dialect() == store.Postgres {
 				so = append(so, DollarPlaceholders())
@@ -81,25 +60,6 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Reply:    Reply,
 		Answer:   ChatAnswer,
 	}
-}
-
-// openAgent opens the store of opts, creates the sample schedule when the
-// owner has none, and returns the agent. The store stays open for the
-// life of the process.
-func openAgent(ctx context.Context, opts ServerOptions) (*Agent, error) {
-	db := opts.Database
-	if db == "" {
-		db = os.Getenv("LOOM_DATABASE_URL")
-	}
-	path, err := server.SQLitePath(db)
-	if err != nil {
-		return nil, fmt.Errorf("schedule agent: %w", err)
-	}
-	st, err := OpenStore(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("schedule agent: %w", err)
-	}
-	return agentOn(ctx, st, path, opts)
 }
 
 // agentOn creates the sample schedule in st when the owner has none, and

@@ -5,9 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -47,12 +45,11 @@ type Config struct {
 	// and requests to list or describe tables.
 	Model llm.Model
 	// Budget is how many model rounds run before the agent summarises
-	// and pauses (default 12, or LOOM_SQLAGENT_BUDGET).
+	// and pauses (default 12).
 	Budget int
 	// Window and MaxLength shape the model's copy of the history: the
-	// recent messages kept whole (default 10, or
-	// MESSAGE_COMPRESS_RECENT_WINDOW) and its size in characters (default
-	// 5000, or MESSAGE_COMPRESS_MAX_LENGTH).
+	// recent messages kept whole (default 10) and its size in characters
+	// (default 5000).
 	Window, MaxLength int
 }
 
@@ -63,27 +60,19 @@ type Agent struct {
 	react agent.Config
 }
 
-// envInt reads a positive integer from the environment, or def.
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
 // New returns the agent for cfg.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Sources == nil {
 		cfg.Sources = &Sources{}
 	}
 	if cfg.Budget <= 0 {
-		cfg.Budget = envInt("LOOM_SQLAGENT_BUDGET", DefaultBudget)
+		cfg.Budget = DefaultBudget
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = envInt("MESSAGE_COMPRESS_RECENT_WINDOW", DefaultWindow)
+		cfg.Window = DefaultWindow
 	}
 	if cfg.MaxLength <= 0 {
-		cfg.MaxLength = envInt("MESSAGE_COMPRESS_MAX_LENGTH", DefaultMaxLength)
+		cfg.MaxLength = DefaultMaxLength
 	}
 	a := &Agent{cfg: cfg}
 	var err error

@@ -136,15 +136,13 @@ func TestMalformedAnswers(t *testing.T) {
 // characters, with observations cut to 10 items and a cached summary of
 // older turns; the state keeps everything.
 func TestCompressedView(t *testing.T) {
-	t.Setenv("MESSAGE_COMPRESS_RECENT_WINDOW", "4")
-	t.Setenv("MESSAGE_COMPRESS_MAX_LENGTH", "6000")
 	model := llmtest.New(t,
 		callTool("run_sql", map[string]any{"sql": "SELECT id, name FROM customers ORDER BY id LIMIT 50"}),
 		callTool("describe_table", map[string]any{"table": "orders"}),
 		callTool("list_tables", map[string]any{}),
 		finish("Done."),
 	)
-	g := newGraph(t, model, sqlagent.Config{})
+	g := newGraph(t, model, sqlagent.Config{Window: 4, MaxLength: 6000})
 	res, err := g.Invoke(context.Background(), "c", ask("Show me some customers"))
 	if err != nil {
 		t.Fatal(err)

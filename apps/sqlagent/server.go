@@ -1,6 +1,7 @@
 package sqlagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,26 +22,28 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-// EnvSources names the variable with the path of the sources file.
-const EnvSources = "LOOM_SQLAGENT_SOURCES"
-
 // ServerOptions configure the agent as Loom's server and command line
 // serve it.
 type ServerOptions struct {
 	// Model is the language model; nil answers SQL, list and describe
 	// only.
 	Model llm.Model
-	// Sources are the databases; nil reads the file EnvSources names, and
-	// without one the demo shop at DemoPath.
+	// Sources are the databases; nil reads them from SourcesFile (see
+	// ReadSources), and without one it is the demo shop at DemoPath.
 	Sources []SourceConfig
+	// SourcesFile is a YAML or JSON file of the data sources.
+	SourcesFile string
 	// DemoPath is where the demo shop is written on first start (default
-	// LOOM_SQLAGENT_DEMO, else loom-shop.db beside the server's SQLite
-	// database, else ./loom-shop.db).
+	// loom-shop.db beside the server's SQLite database, else
+	// ./loom-shop.db).
 	DemoPath string
 	// Limits bound each statement (default: 30 s, 200 rows, 1 MiB).
 	Limits datasource.Limits
 	// Budget is the round budget before a pause (default 12).
 	Budget int
+	// Window and MaxLength shape the model's copy of the history (see
+	// Config).
+	Window, MaxLength int
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -60,35 +62,16 @@ type Input struct {
 // first start when none are configured); a chat message is a question, or
 // the answer to a pause at the round budget.
 func ServerAgent(opts ServerOptions) server.Agent {
-	build := func(saver checkpoint.Saver, opts ServerOptions) (graph.Runner, error) {
-		if saver == nil { // drawing the graph: no sources needed
-			a, err := New(Config{Model: opts.Model, Budget: opts.Budget})
-			if err != nil {
-				return nil, err
-			}
-			return a.Graph().Compile()
-		}
-		a, err := open(context.Background(), opts)
-		if err != nil {
-			return nil, err
-		}
-		return a.Graph().Compile(graph.WithSaver(saver))
-	}
 	return server.Agent{
 		Name:        AgentName,
 		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
-		Build: func(saver checkpoint.Saver) (graph.Runner, error) {
-			return build(saver, opts)
-		},
-		// On the server's database the demo shop is written beside a
-		// SQLite file of checkpoints.
-		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
-			o := opts
-			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" && os.Getenv("LOOM_SQLAGENT_DEMO") == "" {
-				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+			a, err := open(ctx, opts.on(db))
+			if err != nil {
+				return nil, err
 			}
-			return build(db.Saver(), o)
+			return a.Graph().Compile(graph.WithSaver(db.Saver()))
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
@@ -115,53 +98,43 @@ func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget})
+	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget, Window: opts.Window, MaxLength: opts.MaxLength})
+}
+
+// on returns opts for an agent on the server's database db: the demo
+// shop, when no DemoPath is given, is written beside a SQLite file of
+// checkpoints.
+func (opts ServerOptions) on(db *store.DB) ServerOptions {
+	if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && opts.DemoPath == "" {
+		opts.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
+	}
+	return opts
 }
 
 // SourceConfigs returns the data sources opts configure: opts.Sources,
-// else those of the file EnvSources names, else the demo shop (written
-// on first start at opts.DemoPath, see ServerOptions). Other agents that
-// work on the same databases call it with the same options.
+// else those of opts.SourcesFile, else the demo shop (written on first
+// start at opts.DemoPath, see ServerOptions). Other agents that work on
+// the same databases call it with the same options.
 func SourceConfigs(ctx context.Context, opts ServerOptions) ([]SourceConfig, error) {
+	if opts.Sources != nil {
+		return opts.Sources, nil
+	}
+	if opts.SourcesFile != "" {
+		return ReadSources(opts.SourcesFile)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	cfgs := opts.Sources
-	if cfgs == nil {
-		if path := os.Getenv(EnvSources); path != "" {
-			var err error
-			if cfgs, err = ReadSources(path); err != nil {
-				return nil, err
-			}
-		}
+	path := cmp.Or(opts.DemoPath, "loom-shop.db")
+	made, err := EnsureDemo(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlagent: %w", err)
 	}
-	if cfgs == nil {
-		path := demoPath(opts.DemoPath)
-		made, err := EnsureDemo(ctx, path)
-		if err != nil {
-			return nil, fmt.Errorf("sqlagent: %w", err)
-		}
-		if made {
-			log.Info("sqlagent: wrote the demo shop database", "path", path)
-		}
-		cfgs = []SourceConfig{{Name: "shop", URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}}
+	if made {
+		log.Info("sqlagent: wrote the demo shop database", "path", path)
 	}
-	return cfgs, nil
-}
-
-// demoPath returns where the demo shop lives.
-func demoPath(path string) string {
-	if path != "" {
-		return path
-	}
-	if p := os.Getenv("LOOM_SQLAGENT_DEMO"); p != "" {
-		return p
-	}
-	if db, err := server.SQLitePath(os.Getenv("LOOM_DATABASE_URL")); err == nil && db != "" {
-		return filepath.Join(filepath.Dir(db), "loom-shop.db")
-	}
-	return "loom-shop.db"
+	return []SourceConfig{{Name: "shop", URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}}, nil
 }
 
 // FromChat turns a chat message into a run's input: the question.

@@ -4,24 +4,70 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
-
-	"github.com/loomkit/loom/llm/openai"
 
 	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/apps/report/xsd"
 	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
 )
 
-// agents returns every agent the command knows: what `loom agents` lists,
-// `loom run` and `loom graph` use, and `loom serve` serves.
-func agents() *server.Registry {
+// agents returns every agent the command knows, configured from the
+// environment: what `loom agents` lists, `loom run` and `loom graph` use,
+// and `loom serve` serves.
+func agents() *server.Registry { return agentsFor(configFromEnv()) }
+
+// config is what the command gives the agents; the agents read no
+// environment variables themselves.
+type config struct {
+	// sqlSources is the SQL explorer's and the data analyst's file of
+	// data sources (LOOM_SQLAGENT_SOURCES, loom serve --sqlagent-sources);
+	// without one they read a demo shop written at sqlDemo
+	// (LOOM_SQLAGENT_DEMO, default beside the checkpoints).
+	sqlSources, sqlDemo string
+	// sqlBudget, sqlWindow and sqlMaxLength are the SQL explorer's round
+	// budget (LOOM_SQLAGENT_BUDGET) and the shape of the model's copy of
+	// the history (MESSAGE_COMPRESS_RECENT_WINDOW,
+	// MESSAGE_COMPRESS_MAX_LENGTH); 0: the defaults.
+	sqlBudget, sqlWindow, sqlMaxLength int
+	// pythonTries is how many failed Python runs a data analyst's step
+	// takes (LOOM_DATAAGENT_PYTHON_TRIES; 0: the default).
+	pythonTries int
+	// cabinLocale (zh-CN, en) and cabinConfig (a directory of YAML
+	// overrides) configure the cabin (LOOM_CABIN_LOCALE, LOOM_CABIN_CONFIG).
+	cabinLocale, cabinConfig string
+	// reportTemplates is a directory of JRXML templates for the report
+	// designer to learn from (LOOM_REPORT_TEMPLATES), reportSchemas the
+	// XSD files it validates against (LOOM_JRXML_XSD, separated as PATH is).
+	reportTemplates string
+	reportSchemas   []string
+}
+
+// configFromEnv reads the agents' configuration from the environment.
+func configFromEnv() config {
+	num := func(name string) int {
+		n, _ := strconv.Atoi(os.Getenv(name))
+		return max(n, 0)
+	}
+	return config{
+		sqlSources: os.Getenv("LOOM_SQLAGENT_SOURCES"), sqlDemo: os.Getenv("LOOM_SQLAGENT_DEMO"),
+		sqlBudget: num("LOOM_SQLAGENT_BUDGET"), sqlWindow: num("MESSAGE_COMPRESS_RECENT_WINDOW"), sqlMaxLength: num("MESSAGE_COMPRESS_MAX_LENGTH"),
+		pythonTries: num("LOOM_DATAAGENT_PYTHON_TRIES"),
+		cabinLocale: os.Getenv("LOOM_CABIN_LOCALE"), cabinConfig: os.Getenv("LOOM_CABIN_CONFIG"),
+		reportTemplates: os.Getenv("LOOM_REPORT_TEMPLATES"), reportSchemas: xsd.SchemasFromEnv(),
+	}
+}
+
+// agentsFor returns every agent, configured by cfg.
+func agentsFor(cfg config) *server.Registry {
 	// A model if OPENAI_* and LOOM_MODEL configure one; the agents work
 	// without.
 	model, err := openai.NewFromEnv()
@@ -35,24 +81,19 @@ func agents() *server.Registry {
 	var r server.Registry
 	for _, a := range []server.Agent{
 		demoAgent(),
-		// The schedule agent keeps its tables beside the checkpoints
-		// (LOOM_DATABASE_URL, default ./loom.db).
+		// The schedule agent keeps its tables beside the checkpoints.
 		schedule.ServerAgent(schedule.ServerOptions{Model: model}),
 		// The cabin agent keeps its simulated vehicles and orders beside
-		// the checkpoints; LOOM_CABIN_LOCALE (zh-CN, en) and
-		// LOOM_CABIN_CONFIG (a directory of YAML overrides) configure it.
-		cabin.ServerAgent(cabin.ServerOptions{Model: model}),
-		// The SQL explorer reads the databases LOOM_SQLAGENT_SOURCES lists,
-		// else a demo shop it writes beside the checkpoints on first start.
-		sqlagent.ServerAgent(sqlagent.ServerOptions{Model: model}),
+		// the checkpoints.
+		cabin.ServerAgent(cabin.ServerOptions{Model: model, Locale: cfg.cabinLocale, ConfigDir: cfg.cabinConfig}),
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Model: model, SourcesFile: cfg.sqlSources, DemoPath: cfg.sqlDemo,
+			Budget: cfg.sqlBudget, Window: cfg.sqlWindow, MaxLength: cfg.sqlMaxLength}),
 		// The data analyst reads the SQL explorer's databases, with
 		// knowledge per data source kept beside the checkpoints;
 		// LOOM_EMBED_MODEL adds embeddings to its recall.
-		dataagent.ServerAgent(dataagent.ServerOptions{Model: model, Embedder: embedder}),
-		// The report designer: JasperReports templates from a chat, an
-		// uploaded form or template; LOOM_REPORT_TEMPLATES names a
-		// directory of templates to learn from, LOOM_JRXML_XSD the schemas.
-		report.ServerAgent(report.ServerOptions{Model: model}),
+		dataagent.ServerAgent(dataagent.ServerOptions{Model: model, Embedder: embedder, SourcesFile: cfg.sqlSources, DemoPath: cfg.sqlDemo,
+			PythonTries: cfg.pythonTries}),
+		report.ServerAgent(report.ServerOptions{Model: model, TemplatesDir: cfg.reportTemplates, Schemas: cfg.reportSchemas}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above
@@ -66,9 +107,7 @@ func demoAgent() server.Agent {
 		Name:        "demo",
 		Description: "checklist with a bounded correction loop and an approval (no model needed)",
 		InputSchema: server.InputSchemaFor[demo.Input](),
-		Build: func(s checkpoint.Saver) (graph.Runner, error) {
-			return demo.Graph().Compile(graph.WithSaver(s))
-		},
+		Build:       server.Compile(demo.Graph()),
 		// A chat message is the checklist's title.
 		FromChat: func(text string) (json.RawMessage, error) {
 			return json.Marshal(map[string]string{"title": strings.TrimSpace(text)})

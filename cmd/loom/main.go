@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -30,9 +31,9 @@ import (
 	"syscall"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
 )
 
 func main() {
@@ -102,7 +103,7 @@ func listAgents(_ context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-func graphCommand(_ context.Context, args []string, out io.Writer) error {
+func graphCommand(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) != 2 {
 		return usageErrorf("graph: give a drawing (mermaid or scenarios) and an agent (%s) %s", agentNames(), usage)
 	}
@@ -113,10 +114,17 @@ func graphCommand(_ context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, err := buildAgent(a, nil)
+	// The graph is drawn from an agent built on a scratch database.
+	dir, err := os.MkdirTemp("", "loom-graph-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(dir)
+	r, closeDB, err := buildAgent(ctx, a, filepath.Join(dir, "loom.db"))
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 	if args[0] == "mermaid" {
 		fmt.Fprint(out, r.Mermaid())
 		return nil
@@ -141,14 +149,21 @@ func findAgent(name string) (server.Agent, error) {
 	return a, nil
 }
 
-// buildAgent compiles a's graph to checkpoint on saver (nil: only to draw
-// it).
-func buildAgent(a server.Agent, saver checkpoint.Saver) (graph.Runner, error) {
-	r, err := a.Build(saver)
+// buildAgent compiles a's graph on the SQLite file path, with the agent's
+// own tables; close closes the file.
+func buildAgent(ctx context.Context, a server.Agent, path string) (r graph.Runner, close func() error, err error) {
+	db, err := store.Open(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("build agent %s: %w", a.Name, err)
+		return nil, nil, err
 	}
-	return r, nil
+	if err = db.Migrate(ctx, a.Name, a.Migrations); err == nil {
+		r, err = a.Build(ctx, db)
+	}
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("build agent %s: %w", a.Name, err)
+	}
+	return r, db.Close, nil
 }
 
 // defaultDB is the SQLite file loom run checkpoints in.
@@ -200,15 +215,11 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 			return usageErrorf("run: %v", err)
 		}
 	}
-	saver, err := sqlite.Open(ctx, *db)
+	r, closeDB, err := buildAgent(ctx, a, *db)
 	if err != nil {
 		return err
 	}
-	defer saver.Close()
-	r, err := buildAgent(a, saver)
-	if err != nil {
-		return err
-	}
+	defer closeDB()
 	slog.Debug("run", "agent", name, "thread", *thread, "db", *db)
 	enc := json.NewEncoder(out)
 	for e, err := range r.StreamJSON(ctx, *thread, in) {

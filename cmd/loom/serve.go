@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -22,7 +21,8 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
 	keysFile := fs.String("keys", os.Getenv("LOOM_API_KEYS_FILE"), "file of API keys, one a line (default $LOOM_API_KEYS_FILE)")
-	sqlSources := fs.String("sqlagent-sources", os.Getenv(sqlagent.EnvSources), "YAML or JSON file of the SQL agent's data sources ($LOOM_SQLAGENT_SOURCES; without one, a demo shop)")
+	cfg := configFromEnv()
+	fs.StringVar(&cfg.sqlSources, "sqlagent-sources", cfg.sqlSources, "YAML or JSON file of the SQL agent's and the data analyst's data sources ($LOOM_SQLAGENT_SOURCES; without one, a demo shop)")
 	hosts := fs.String("allowed-hosts", "", "Host names served besides localhost, 127.0.0.1 and [::1], comma separated (*.example.com: the names under it; *: any); with keys, every Host is served unless some are listed ($LOOM_ALLOWED_HOSTS)")
 	q := server.Quotas{}.WithDefaults()
 	fs.IntVar(&q.ThreadsPerKey, "max-threads", q.ThreadsPerKey, "threads one API key may hold; -1: no limit ($LOOM_MAX_THREADS)")
@@ -47,9 +47,6 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *sqlSources != "" {
-		os.Setenv(sqlagent.EnvSources, *sqlSources) // the agent reads it when it is built
-	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q\n%s", fs.Arg(0), usage)
 	}
@@ -65,7 +62,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer stopTracing(context.WithoutCancel(ctx))
-	reg := agents()
+	reg := agentsFor(cfg)
 	srv, err := server.New(ctx, server.Options{
 		TracerProvider: tp,
 		Agents:         reg,

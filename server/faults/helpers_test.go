@@ -17,7 +17,6 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
-	"github.com/loomkit/loom/store"
 )
 
 // A test binary started with LOOM_FAULTS_REPLICA=1 is a replica: a
@@ -146,17 +145,13 @@ func chainAgents() *server.Registry {
 	var r server.Registry
 	g := chainGraph()
 	if err := r.Register(server.Agent{Name: "chain", Description: "fifty steps in a line",
-		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
-			return g.Compile(graph.WithSaver(db.Saver()))
-		},
+		Build: server.Compile(g),
 	}); err != nil {
 		panic(err)
 	}
 	rg := reviewGraph()
 	if err := r.Register(server.Agent{Name: "review", Description: "drafts slowly, asks, applies the answer",
-		BuildOn: func(_ context.Context, db *store.DB) (graph.Runner, error) {
-			return rg.Compile(graph.WithSaver(db.Saver()))
-		},
+		Build: server.Compile(rg),
 	}); err != nil {
 		panic(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/loomkit/loom/apps/demo"
-	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
@@ -307,9 +306,7 @@ func startServer(t *testing.T, keys []string) string {
 			Name:        "tools",
 			Description: "reasons, calls a tool, writes an answer and asks before sending it",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`),
-			Build: func(s checkpoint.Saver) (graph.Runner, error) {
-				return toolsGraph().Compile(graph.WithSaver(s))
-			},
+			Build:       server.Compile(toolsGraph()),
 		},
 	} {
 		if err := reg.Register(a); err != nil {
@@ -327,11 +324,6 @@ func startServer(t *testing.T, keys []string) string {
 		t.Fatal(err)
 	}
 	return servertest.Serve(t, srv)
-}
-
-// buildDemo compiles the demo checklist on saver s.
-func buildDemo(s checkpoint.Saver) (graph.Runner, error) {
-	return demo.Graph().Compile(graph.WithSaver(s))
 }
 
 // toolState is the tools agent's state.

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/schedule"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
@@ -266,6 +267,6 @@ func demoAgent() server.Agent {
 		Name:        "demo",
 		Description: "checklist with a bounded correction loop and an approval (no model needed)",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string","description":"what the checklist is for, e.g. launch"}}}`),
-		Build:       buildDemo,
+		Build:       server.Compile(demo.Graph()),
 	}
 }

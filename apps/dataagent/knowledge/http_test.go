@@ -36,7 +36,7 @@ func serve(t *testing.T, dbURL string) string {
 		Name:        "kb",
 		Description: "the demo checklist, with the knowledge API",
 		Migrations:  knowledge.Migrations,
-		BuildOn: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
+		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			var err error
 			if st, err = knowledge.Open(ctx, db, "kb"); err != nil {
 				return nil, err
