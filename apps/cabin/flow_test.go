@@ -188,7 +188,7 @@ var flows = []struct {
 		}
 	}},
 	{"cancel refused by the order service, without asking first", []turn{
-		chatTurn("取消订单B456", TypeWorkflowResult, StatusCompleted, "订单 B456 已经发货，不能直接取消了，需要的话我可以帮你转人工。"),
+		chatTurn("取消订单B456", TypeWorkflowResult, StatusFailed, "订单 B456 已经发货，不能直接取消了，需要的话我可以帮你转人工。"),
 	}, func(t *testing.T, a *api, s string) {
 		if o := a.order("B456"); o.Status != OrderShipped {
 			t.Errorf("B456 is %s", o.Status)

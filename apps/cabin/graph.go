@@ -945,9 +945,27 @@ func (a *App) respond(_ context.Context, s State) (State, error) {
 		}
 	}
 	s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
-	a.say(&s, TypeWorkflowResult, StatusCompleted, news)
+	a.say(&s, TypeWorkflowResult, outcome(wf), news)
 	s.Reply.Latency.ResponseBuild += ms(time.Since(start))
 	return s, nil
+}
+
+// outcome is a finished workflow's status: failed when steps failed and
+// none was done, else completed.
+func outcome(wf *Workflow) string {
+	failed := false
+	for _, st := range wf.Steps {
+		switch st.Status {
+		case stepDone:
+			return StatusCompleted
+		case stepFailed:
+			failed = true
+		}
+	}
+	if failed {
+		return StatusFailed
+	}
+	return StatusCompleted
 }
 
 // ask is the question for a missing slot of a step.

@@ -33,6 +33,9 @@ type line = struct {
 
 func done(msg string) said { return said{TypeWorkflowResult, StatusCompleted, msg} }
 
+// failed is a finished workflow none of whose steps could be done.
+func failed(msg string) said { return said{TypeWorkflowResult, StatusFailed, msg} }
+
 func asks(msg string) said { return said{TypeAskConfirmation, StatusWaitingConfirmation, msg} }
 
 // A workflow whose condition skipped a step tells the checked state once.
@@ -92,13 +95,13 @@ func TestReplyCancel(t *testing.T) {
 		session string
 		lines   []line
 	}{
-		{zh, "delivered", []line{{"取消订单C789", done("订单 C789 已经签收，不能取消了，可以申请售后。")}}},
-		{zh, "cancelled", []line{{"取消订单E567", done("订单 E567 之前已经取消过了。")}}},
-		{zh, "unknown", []line{{"取消订单Z999", done("没有找到订单 Z999，请核对一下订单号。")}}},
+		{zh, "delivered", []line{{"取消订单C789", failed("订单 C789 已经签收，不能取消了，可以申请售后。")}}},
+		{zh, "cancelled", []line{{"取消订单E567", failed("订单 E567 之前已经取消过了。")}}},
+		{zh, "unknown", []line{{"取消订单Z999", failed("没有找到订单 Z999，请核对一下订单号。")}}},
 		{zh, "unpaid", []line{{"取消订单D234", asks("确认要取消订单 D234 吗？")}, {"确认", done("订单 D234 已取消。")}}},
 		{zh, "paid", []line{{"取消订单A123", asks("确认要取消订单 A123 吗？")}, {"确认", done("订单 A123 已取消，199 元将原路退回。")}}},
-		{en, "delivered", []line{{"cancel order C789", done("Order C789 was delivered, so it can't be cancelled; you can ask for a return.")}}},
-		{en, "cancelled", []line{{"cancel order E567", done("Order E567 was cancelled already.")}}},
+		{en, "delivered", []line{{"cancel order C789", failed("Order C789 was delivered, so it can't be cancelled; you can ask for a return.")}}},
+		{en, "cancelled", []line{{"cancel order E567", failed("Order E567 was cancelled already.")}}},
 		{en, "unpaid", []line{{"cancel order D234", asks("Shall I cancel order D234?")}, {"yes", done("Order D234 is cancelled.")}}},
 		{en, "paid", []line{{"cancel order A123", asks("Shall I cancel order A123?")}, {"yes", done("Order A123 is cancelled; CNY 199 will be refunded.")}}},
 	} {

@@ -50,12 +50,15 @@ type Answer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Session statuses.
+// Session statuses. A finished workflow is completed when a step of it
+// was done or nothing failed, and failed when steps failed and none was
+// done (an order that cannot be cancelled, a car that did not answer).
 const (
 	StatusIdle                = "idle"
 	StatusWaitingSlot         = "waiting_slot"
 	StatusWaitingConfirmation = "waiting_confirmation"
 	StatusCompleted           = "completed"
+	StatusFailed              = "failed"
 	StatusRejected            = "rejected"
 	StatusFallback            = "fallback"
 	StatusStopped             = "stopped"

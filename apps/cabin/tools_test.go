@@ -57,7 +57,7 @@ func TestWebhookTool(t *testing.T) {
 	}
 	a := newAPI(t, Options{ConfigDir: dir})
 	want(t, a.chat("s1", "查订单Q100"), TypeWorkflowResult, StatusCompleted, "订单 Q100（雨伞）当前状态：已发货")
-	want(t, a.chat("s2", "查订单X500"), TypeWorkflowResult, StatusCompleted, "服务暂时不可用")
+	want(t, a.chat("s2", "查订单X500"), TypeWorkflowResult, StatusFailed, "服务暂时不可用")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != 2 || calls[0].Plugin != "plugin.crm.order" || calls[0].Intent != "cs_query_order" || calls[0].Session != "s1" || auth[0] != "Bearer secret" {
