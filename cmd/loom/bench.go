@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -117,10 +118,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if len(c.urls) == 0 {
 		return usageErrorf("bench: --url names no server")
 	}
-	r, err := bench(ctx, c)
-	if err != nil {
-		return err
-	}
+	r := bench(ctx, c)
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -187,11 +185,10 @@ func (t *tally) fail(err error) {
 	t.mu.Unlock()
 }
 
-// bench runs c's conversations and reports what they measured. It fails
-// only when it cannot start; failed turns are in the report.
-func bench(ctx context.Context, c benchConfig) (*BenchReport, error) {
+// bench runs c's conversations and reports what they measured, failed
+// turns included.
+func bench(ctx context.Context, c benchConfig) *BenchReport {
 	tr := &http.Transport{
-		Proxy:               nil,
 		MaxIdleConns:        c.clients,
 		MaxIdleConnsPerHost: c.clients,
 		MaxConnsPerHost:     c.clients,
@@ -237,7 +234,7 @@ func bench(ctx context.Context, c benchConfig) (*BenchReport, error) {
 		r.ErrorCount += n
 	}
 	r.Latency = percentiles(t.lat)
-	return r, nil
+	return r
 }
 
 // percentiles are the latencies' p50, p90, p99, max and mean in
@@ -249,8 +246,9 @@ func percentiles(lat []time.Duration) BenchLatency {
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rank := func(p float64) float64 {
-		i := int(p*float64(len(lat))+0.999999) - 1 // nearest rank: the smallest value with at least p of them at or under it
-		return ms(lat[max(0, min(i, len(lat)-1))])
+		// Nearest rank: the smallest value with at least p of them at or
+		// under it.
+		return ms(lat[max(0, int(math.Ceil(p*float64(len(lat))))-1)])
 	}
 	var sum time.Duration
 	for _, d := range lat {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/loomkit/loom/server/servertest"
 )
@@ -161,6 +162,23 @@ func TestBenchText(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
+	}
+}
+
+// Percentiles are by nearest rank: of 1 ms to 100 ms, p50 is 50 ms.
+func TestPercentiles(t *testing.T) {
+	var lat []time.Duration
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	if got, want := percentiles(lat), (BenchLatency{P50: 50, P90: 90, P99: 99, Max: 100, Mean: 50.5}); got != want {
+		t.Errorf("percentiles = %+v, want %+v", got, want)
+	}
+	if got := percentiles([]time.Duration{3 * time.Millisecond}); got.P50 != 3 || got.P99 != 3 || got.Max != 3 {
+		t.Errorf("percentiles of one = %+v", got)
+	}
+	if got := percentiles(nil); got != (BenchLatency{}) {
+		t.Errorf("percentiles of none = %+v", got)
 	}
 }
 
