@@ -115,7 +115,7 @@ func TestUsageErrorsNameWhatIsWrong(t *testing.T) {
 	}{
 		{nil, []string{"name a command", "loom run AGENT"}},
 		{[]string{"--bogus"}, []string{`unknown command "--bogus"`, "serve, migrate, agents"}},
-		{[]string{"nope"}, []string{`unknown command "nope"`, "eval, sql, version, help"}},
+		{[]string{"nope"}, []string{`unknown command "nope"`, "eval, bench, sql, version, help"}},
 		{[]string{"run"}, []string{"name an agent: " + agents}},
 		{[]string{"run", "nope"}, []string{`unknown agent "nope"; the agents are ` + agents}},
 		{[]string{"run", "nope", "--input", `{}`}, []string{`unknown agent "nope"`}},
