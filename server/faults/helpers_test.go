@@ -34,8 +34,13 @@ func replica() int {
 	defer stop()
 	lease, _ := time.ParseDuration(os.Getenv("LOOM_FAULTS_LEASE"))
 	rescue, _ := time.ParseDuration(os.Getenv("LOOM_FAULTS_RESCUE"))
+	agents, err := chainAgents()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "replica:", err)
+		return 1
+	}
 	srv, err := server.New(ctx, server.Options{
-		Agents:      chainAgents(),
+		Agents:      agents,
 		Database:    os.Getenv("LOOM_DATABASE_URL"),
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Lease:       lease,
@@ -140,22 +145,18 @@ func chainGraph() *graph.Graph[chainState] {
 	return g
 }
 
-// chainAgents serves the chain agent.
-func chainAgents() *server.Registry {
+// chainAgents serves the chain agent and the review agent.
+func chainAgents() (*server.Registry, error) {
 	var r server.Registry
-	g := chainGraph()
-	if err := r.Register(server.Agent{Name: "chain", Description: "fifty steps in a line",
-		Build: server.Compile(g),
-	}); err != nil {
-		panic(err)
+	for _, a := range []server.Agent{
+		{Name: "chain", Description: "fifty steps in a line", Build: server.Compile(chainGraph())},
+		{Name: "review", Description: "drafts slowly, asks, applies the answer", Build: server.Compile(reviewGraph())},
+	} {
+		if err := r.Register(a); err != nil {
+			return nil, err
+		}
 	}
-	rg := reviewGraph()
-	if err := r.Register(server.Agent{Name: "review", Description: "drafts slowly, asks, applies the answer",
-		Build: server.Compile(rg),
-	}); err != nil {
-		panic(err)
-	}
-	return &r
+	return &r, nil
 }
 
 // reviewState is the review agent's state.

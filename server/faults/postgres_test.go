@@ -69,9 +69,13 @@ func TestPostgresRestart(t *testing.T) {
 	}
 	defer logf.Close()
 	log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	agents, err := chainAgents()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var urls []string
 	for i := range 2 {
-		srv, err := server.New(context.Background(), server.Options{Agents: chainAgents(), Database: dbURL, Logger: log.With("replica", i),
+		srv, err := server.New(context.Background(), server.Options{Agents: agents, Database: dbURL, Logger: log.With("replica", i),
 			Lease: 300 * time.Millisecond, RescueAfter: 3 * time.Second, Grace: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
