@@ -85,7 +85,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" {
 				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
 			}
-			return build(ctx, o, db.Saver(), db)
+			return build(ctx, o, db)
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
@@ -99,9 +99,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	}
 }
 
-// build opens the agent's parts and compiles its graph on saver; db,
-// when set, keeps the knowledge.
-func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, db *store.DB) (graph.Runner, error) {
+// build opens the agent's parts and compiles its graph on db, which
+// keeps its checkpoints and knowledge.
+func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
 	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, SourcesFile: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: log})
 	if err != nil {
@@ -130,7 +130,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, db *
 		Sources: sources, Model: opts.Model, PythonTries: opts.PythonTries, Logger: log,
 		Knowledge: p.knowledge, Schema: p.schema, Python: p.python, Report: p.report,
 	}
-	g, err := New(cfg).Graph().Compile(graph.WithSaver(saver))
+	g, err := New(cfg).Graph().Compile(graph.WithSaver(db.Saver()))
 	if err != nil {
 		return nil, err
 	}

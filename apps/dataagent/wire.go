@@ -42,30 +42,28 @@ func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *st
 		sr.sources[s.Name] = s.Source
 	}
 	p := &parts{report: report.Renderer{}, python: &sandboxRunner{r: opts.Sandbox}, schema: sr}
-	if db != nil {
-		ks, err := knowledge.Open(ctx, db, AgentName)
-		if err != nil {
-			return nil, fmt.Errorf("dataagent: %w", err)
-		}
-		// The demo knowledge is about the demo shop: it is seeded when
-		// the sources are the demo's, not for a source of the same name.
-		demoShop := opts.Sources == nil && opts.SourcesFile == ""
-		for _, s := range sources {
-			if demoShop && s.Name == knowledge.DemoSource {
-				demo, err := knowledge.Demo()
-				if err != nil {
-					return nil, fmt.Errorf("dataagent: %w", err)
-				}
-				if err := ks.Seed(demo); err != nil {
-					return nil, fmt.Errorf("dataagent: %w", err)
-				}
-				log.Debug("dataagent: the demo shop's knowledge is seeded for every key")
-			}
-		}
-		p.knowledge = storeKnowledge{s: ks, emb: opts.Embedder, cache: newCache[*evidenceIndex]()}
-		p.knowledgeAPI = knowledge.Handler(ks, "/api/v1/dataagent/knowledge/")
-		sr.ks = ks
+	ks, err := knowledge.Open(ctx, db, AgentName)
+	if err != nil {
+		return nil, fmt.Errorf("dataagent: %w", err)
 	}
+	// The demo knowledge is about the demo shop: it is seeded when
+	// the sources are the demo's, not for a source of the same name.
+	demoShop := opts.Sources == nil && opts.SourcesFile == ""
+	for _, s := range sources {
+		if demoShop && s.Name == knowledge.DemoSource {
+			demo, err := knowledge.Demo()
+			if err != nil {
+				return nil, fmt.Errorf("dataagent: %w", err)
+			}
+			if err := ks.Seed(demo); err != nil {
+				return nil, fmt.Errorf("dataagent: %w", err)
+			}
+			log.Debug("dataagent: the demo shop's knowledge is seeded for every key")
+		}
+	}
+	p.knowledge = storeKnowledge{s: ks, emb: opts.Embedder, cache: newCache[*evidenceIndex]()}
+	p.knowledgeAPI = knowledge.Handler(ks, "/api/v1/dataagent/knowledge/")
+	sr.ks = ks
 	return p, nil
 }
 
