@@ -35,7 +35,7 @@ func TestThreadIDsPerKey(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s runs on alice: %d", key, resp.StatusCode)
 		}
-		if loc := resp.Header.Get("Content-Location"); loc != "" && !strings.HasPrefix(loc, "/threads/alice/runs/") {
+		if loc := resp.Header.Get("Content-Location"); !strings.HasPrefix(loc, "/threads/alice/runs/") {
 			t.Errorf("%s: Content-Location %q, want /threads/alice/runs/…", key, loc)
 		}
 	}
