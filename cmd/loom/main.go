@@ -150,8 +150,8 @@ func findAgent(name string) (server.Agent, error) {
 }
 
 // buildAgent compiles a's graph on the SQLite file path, with the agent's
-// own tables; close closes the file.
-func buildAgent(ctx context.Context, a server.Agent, path string) (r graph.Runner, close func() error, err error) {
+// own tables; done closes the file.
+func buildAgent(ctx context.Context, a server.Agent, path string) (r graph.Runner, done func() error, err error) {
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		return nil, nil, err
