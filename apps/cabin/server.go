@@ -53,7 +53,12 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			if err != nil {
 				return nil, err
 			}
-			return build(ctx, opts, db.Saver(), st)
+			a, err := New(ctx, Options{Saver: db.Saver(), Store: st, Locale: opts.Locale, ConfigDir: opts.ConfigDir,
+				Model: opts.Model, Logger: opts.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return appRunner{a.Runner(), a}, nil
 		},
 		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
 			ar, ok := r.(appRunner)
@@ -73,22 +78,6 @@ func ServerAgent(opts ServerOptions) server.Agent {
 type appRunner struct {
 	graph.Runner
 	app *App
-}
-
-// build makes the App on saver and st.
-func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
-	a, err := New(ctx, Options{
-		Saver:     saver,
-		Store:     st,
-		Locale:    opts.Locale,
-		ConfigDir: opts.ConfigDir,
-		Model:     opts.Model,
-		Logger:    opts.Logger,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return appRunner{a.Runner(), a}, nil
 }
 
 // FromChat turns a chat message into a run's input.

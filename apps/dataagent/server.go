@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	"github.com/loomkit/loom/apps/dataagent/report"
@@ -82,9 +81,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
-			if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && o.DemoPath == "" {
-				o.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
-			}
+			o.DemoPath = cmp.Or(o.DemoPath, sqlagent.DemoBeside(db))
 			return build(ctx, o, db)
 		},
 		FromChat: FromChat,

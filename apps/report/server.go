@@ -67,7 +67,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Description: "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			return build(ctx, opts, db.Saver(), NewSQLStore(db))
+			return build(ctx, opts, db)
 		},
 		Migrations: Migrations,
 		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
@@ -89,7 +89,9 @@ type agentRunner struct {
 	agent *Agent
 }
 
-func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st Store) (graph.Runner, error) {
+// build makes the agent on the server's database: its checkpoints, and
+// its uploads, versions and corrections beside them.
+func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner, error) {
 	if opts.Layouts == nil {
 		opts.Layouts = Toolkit{}
 	}
@@ -105,7 +107,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 			opts.Templates = k
 		}
 	}
-	cfg := Config{Model: opts.Model, Store: st, Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
+	cfg := Config{Model: opts.Model, Store: NewSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
 	if len(opts.Schemas) > 0 {
 		v, err := xsd.New(opts.Schemas...)
 		if err != nil {
@@ -117,7 +119,7 @@ func build(ctx context.Context, opts ServerOptions, saver checkpoint.Saver, st S
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.Compile(saver)
+	c, err := a.Compile(db.Saver())
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
 		InputSchema: server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			a, err := open(ctx, opts.on(db))
+			o := opts
+			o.DemoPath = cmp.Or(o.DemoPath, DemoBeside(db))
+			a, err := open(ctx, o)
 			if err != nil {
 				return nil, err
 			}
@@ -101,14 +103,13 @@ func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
 	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget, Window: opts.Window, MaxLength: opts.MaxLength})
 }
 
-// on returns opts for an agent on the server's database db: the demo
-// shop, when no DemoPath is given, is written beside a SQLite file of
-// checkpoints.
-func (opts ServerOptions) on(db *store.DB) ServerOptions {
-	if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok && opts.DemoPath == "" {
-		opts.DemoPath = filepath.Join(filepath.Dir(path), "loom-shop.db")
+// DemoBeside is where the demo shop goes when no DemoPath is given:
+// beside the file of a SQLite database db, else "" (./loom-shop.db).
+func DemoBeside(db *store.DB) string {
+	if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok {
+		return filepath.Join(filepath.Dir(path), "loom-shop.db")
 	}
-	return opts
+	return ""
 }
 
 // SourceConfigs returns the data sources opts configure: opts.Sources,
