@@ -66,6 +66,12 @@ type Agent struct {
 	// for the form around the file; other bodies stay JSON within the
 	// server's MaxBody.
 	UploadLimit int64
+	// Ready, when set, says whether what the agent depends on beyond the
+	// server's database (its data sources, say) can be used now: nil when
+	// it can, else an error naming what is down, in words a client may
+	// read (no credentials). GET /readyz reports it; an agent that is not
+	// ready is still served, and says so when asked.
+	Ready func(ctx context.Context) error
 }
 
 // Compile returns an Agent.Build that compiles g to checkpoint on the
