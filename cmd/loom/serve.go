@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/loomkit/loom/internal/leash"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -62,13 +63,21 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer stopTracing(context.WithoutCancel(ctx))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// Temporary folders of a loom that was killed (OCR pages, schemas,
+	// query results) go before anything new is written.
+	if n, err := leash.Sweep(); err != nil {
+		logger.Warn("could not remove the temporary folders of a stopped process", "err", err)
+	} else if n > 0 {
+		logger.Info("removed the temporary folders of a stopped process", "folders", n)
+	}
 	reg := agentsFor(cfg)
 	srv, err := server.New(ctx, server.Options{
 		TracerProvider: tp,
 		Agents:         reg,
 		Database:       os.Getenv("LOOM_DATABASE_URL"),
 		Keys:           keys,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Logger:         logger,
 		UI:             ui.Handler(),
 		AllowedHosts:   strings.FieldsFunc(*hosts, func(r rune) bool { return r == ',' || r == ' ' }),
 		Quotas:         q,
