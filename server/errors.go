@@ -80,7 +80,9 @@ func toAPI(err error) *apiError {
 	case store.IsInvalidText(err):
 		return errorf(http.StatusBadRequest, "invalid_text", "ids and text may not contain the character NUL (\\u0000)")
 	case store.IsUnavailable(err):
-		return errorf(http.StatusServiceUnavailable, "database_unavailable", "the database is unavailable; try again shortly: %v", err)
+		// What the database said names files and hosts: it goes to the
+		// log (see apiUploads), not to the client.
+		return errorf(http.StatusServiceUnavailable, "database_unavailable", "the database cannot be reached or written just now; try again shortly")
 	}
 	return errorf(http.StatusInternalServerError, "internal", "%v", err)
 }

@@ -77,9 +77,10 @@ func IsInvalidText(err error) bool {
 }
 
 // IsUnavailable reports whether err says the database could not be
-// reached, or went away during the request (a restart, a failover, a
-// network fault): a condition that passes, for which a server answers 503
-// and a client retries, unlike an error in what was asked.
+// reached, went away during the request (a restart, a failover, a
+// network fault) or cannot be written just now (a read-only file or
+// replica, a full disk, an I/O error): a condition of the database, not
+// of what was asked, for which a server answers 503 and a client retries.
 func IsUnavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
@@ -91,6 +92,8 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case "57P01", "57P02", "57P03", "53300": // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+			return true
+		case "25006", "53100", "58030": // read_only_sql_transaction (a standby, default_transaction_read_only), disk_full, io_error
 			return true
 		}
 		return strings.HasPrefix(pe.Code, "08") // connection exceptions
@@ -106,7 +109,23 @@ func IsUnavailable(err error) bool {
 	}
 	var se *msqlite.Error
 	if errors.As(err, &se) {
-		return se.Code()&0xff == sqlite3.SQLITE_BUSY
+		switch se.Code() & 0xff { // the primary code, whatever the extended one
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
+			return true
+		}
 	}
 	return false
+}
+
+// IsReadOnly reports whether err says the database refuses writes: a
+// SQLite file that is read-only (its permissions, a read-only mount, a
+// file moved away while open) or a PostgreSQL read-only transaction (a
+// standby, default_transaction_read_only).
+func IsReadOnly(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "25006"
+	}
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
