@@ -9,13 +9,26 @@ import (
 	"strings"
 )
 
+// Sizes the checks accept, so that what a template asks to draw stays
+// within what a renderer can allocate.
+const (
+	// MaxPageSize is the largest page width or height, and the largest
+	// band height, element size or offset, in points: 14,400 (200
+	// inches, 5.08 m) is the largest page PDF viewers such as Acrobat
+	// display, so no export of JasperReports' needs more.
+	MaxPageSize = 14400
+	// MaxFontSize is the largest font size, in points.
+	MaxFontSize = 1000
+)
+
 // Check runs the structural checks on a parsed template and returns what
 // it finds, in document order: the report namespace; required
 // attributes and attribute values; child order; that every $F{}, $P{}
 // and $V{} is declared; a query when fields are declared (a warning:
-// the data may come from a data source instead); page and column sizes;
-// band heights against the page; and elements inside their band and the
-// page width.
+// the data may come from a data source instead); page and column sizes,
+// at most MaxPageSize; band heights against the page; elements inside
+// their band and the page width; and sizes within MaxPageSize and
+// MaxFontSize.
 func (d *Document) Check() []Problem {
 	c := &checker{doc: d}
 	c.namespace()
@@ -27,6 +40,7 @@ func (d *Document) Check() []Problem {
 			c.attributes(e)
 			c.order(e)
 		}
+		c.sizes(e)
 		c.references(e)
 		return true
 	})
@@ -101,6 +115,28 @@ func (c *checker) page() {
 	c.columnWidth, c.columnCount, c.columnSpacing = intAttr(r, "columnWidth", 555), intAttr(r, "columnCount", 1), intAttr(r, "columnSpacing", 0)
 	c.left, c.right, c.top, c.bottom = intAttr(r, "leftMargin", 20), intAttr(r, "rightMargin", 20), intAttr(r, "topMargin", 30), intAttr(r, "bottomMargin", 30)
 	c.ignorePagination, _ = boolAttr(r, "isIgnorePagination")
+	tooBig := false
+	for _, a := range []struct {
+		name string
+		v    int
+	}{{"pageWidth", c.pageWidth}, {"pageHeight", c.pageHeight}} {
+		if a.v > MaxPageSize {
+			c.add(r, Error, "page", fmt.Sprintf("make %s at most %d (200 inches)", a.name, MaxPageSize), "%s=%d is larger than any page Loom renders", a.name, a.v)
+			tooBig = true
+		}
+	}
+	for _, a := range []struct {
+		name string
+		v    int
+	}{{"leftMargin", c.left}, {"rightMargin", c.right}, {"topMargin", c.top}, {"bottomMargin", c.bottom}, {"columnSpacing", c.columnSpacing}, {"columnWidth", c.columnWidth}} {
+		if a.v < 0 || a.v > MaxPageSize {
+			c.add(r, Error, "page", fmt.Sprintf("%s is from 0 to %d points", a.name, MaxPageSize), "%s=%d is out of range", a.name, a.v)
+			tooBig = true
+		}
+	}
+	if tooBig {
+		return
+	}
 	usable := c.pageWidth - c.left - c.right
 	if usable <= 0 {
 		c.add(r, Error, "page", "make pageWidth larger than leftMargin + rightMargin", "the margins (%d + %d) leave no room on a page %d wide", c.left, c.right, c.pageWidth)
@@ -109,8 +145,8 @@ func (c *checker) page() {
 	if c.pageHeight-c.top-c.bottom <= 0 {
 		c.add(r, Error, "page", "make pageHeight larger than topMargin + bottomMargin", "the margins (%d + %d) leave no room on a page %d high", c.top, c.bottom, c.pageHeight)
 	}
-	if c.columnCount < 1 {
-		c.add(r, Error, "page", "columnCount is at least 1", "columnCount is %d", c.columnCount)
+	if c.columnCount < 1 || c.columnCount > usable {
+		c.add(r, Error, "page", fmt.Sprintf("columnCount is from 1 to %d, the width between the margins", usable), "columnCount is %d", c.columnCount)
 		return
 	}
 	if need := c.columnCount*c.columnWidth + (c.columnCount-1)*c.columnSpacing; need > usable {
@@ -315,6 +351,37 @@ func (c *checker) bands() {
 		if need := c.top + with + h + c.bottom; need > c.pageHeight {
 			c.add(e, Error, "band", fmt.Sprintf("make the band at most %d high", c.pageHeight-c.top-c.bottom-with),
 				"a %s band %d high with %s needs %d, more than the page height %d", e.Parent.Name, h, what, need, c.pageHeight)
+		}
+	}
+}
+
+// sizes checks that band heights, element geometry and font sizes stay
+// within MaxPageSize and MaxFontSize, whatever the page: the band checks
+// skip a report that ignores pagination.
+func (c *checker) sizes(e *Element) {
+	switch {
+	case e.Name == "band":
+		if h := intAttr(e, "height", 0); h < 0 || h > MaxPageSize {
+			c.add(e, Error, "band", fmt.Sprintf("a band is from 0 to %d high", MaxPageSize), "a band %d high is out of range", h)
+		}
+	case e.Name == "reportElement":
+		for _, name := range []string{"x", "y", "width", "height"} {
+			v := intAttr(e, name, 0)
+			if v > MaxPageSize || v < -MaxPageSize || v < 0 && (name == "width" || name == "height") {
+				lo := -MaxPageSize
+				if name == "width" || name == "height" {
+					lo = 0
+				}
+				c.add(e, Error, "bounds", fmt.Sprintf("%s is from %d to %d points", name, lo, MaxPageSize), "%s=%d is out of range", name, v)
+			}
+		}
+	}
+	for _, a := range e.Attrs {
+		if a.Name.Space != "" || !(a.Name.Local == "size" && e.Name == "font" || a.Name.Local == "fontSize" || a.Name.Local == "lineWidth") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(a.Value), 64); err == nil && !(f >= 0 && f <= MaxFontSize) {
+			c.add(e, Error, "value", fmt.Sprintf("%s is from 0 to %d", a.Name.Local, MaxFontSize), "%s=%s is out of range", a.Name.Local, a.Value)
 		}
 	}
 }

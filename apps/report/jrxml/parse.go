@@ -17,13 +17,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Namespace is the JasperReports 6.x report namespace.
 const Namespace = "http://jasperreports.sourceforge.net/jasperreports"
+
+// Limits on what Parse reads, so that a hostile template costs little:
+// the largest of JasperReports' 97 sample templates is 41 KB with about
+// 520 elements nested 12 deep.
+const (
+	// MaxBytes is the largest template Parse reads (4 MiB).
+	MaxBytes = 4 << 20
+	// MaxElements is the most elements a template may have.
+	MaxElements = 20000
+	// MaxDepth is the deepest elements may nest.
+	MaxDepth = 100
+)
+
+// xsiNamespace is the namespace of xsi:schemaLocation.
+const xsiNamespace = "http://www.w3.org/2001/XMLSchema-instance"
+
+// xincludeNamespaces are the namespaces of XInclude elements (libxml2
+// reads both).
+var xincludeNamespaces = []string{"http://www.w3.org/2001/XInclude", "http://www.w3.org/2003/XInclude"}
+
+// schemaHosts are where a template's xsi:schemaLocation may point: the
+// JasperReports schemas, as JasperReports' own templates name them. They
+// are never fetched; any other location is refused.
+var schemaHosts = []string{"jasperreports.sourceforge.net", "www.jaspersoft.com", "jaspersoft.com"}
 
 // Element is one element of a template: its name, attributes and
 // children, and where it lies in the document's source.
@@ -170,8 +196,18 @@ func (d *Document) Pos(off int) (line, col int) {
 
 // Parse reads a template. It refuses input that is not well-formed XML
 // with a *Problem naming the element at fault and its line: an unclosed
-// or mismatched tag, a truncated file, a syntax error.
+// or mismatched tag, a truncated file, a syntax error. It also refuses,
+// the same way, a template that could make a tool read anything but
+// itself: a DOCTYPE or any other declaration (entities are declared in
+// one), an XInclude element, or an xsi:schemaLocation other than the
+// JasperReports schemas; and one past MaxBytes, MaxElements or MaxDepth,
+// stopping there.
 func Parse(src []byte) (*Document, error) {
+	if len(src) > MaxBytes {
+		return nil, &Problem{Line: 1, Column: 1, Severity: Error, Check: "limit",
+			Message: fmt.Sprintf("the template is %.1f MiB, more than the %d MiB a template may be", float64(len(src))/(1<<20), MaxBytes>>20),
+			Hint:    "a report template is a few kilobytes: remove what it does not need"}
+	}
 	doc := &Document{Source: src}
 	for i := 0; ; {
 		j := bytes.IndexByte(src[i:], '\n')
@@ -188,6 +224,7 @@ func Parse(src []byte) (*Document, error) {
 	d.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
 	var stack []*Element
 	selfClosing := false
+	elements := 0
 	for {
 		off := int(d.InputOffset())
 		t, err := d.RawToken()
@@ -198,7 +235,16 @@ func Parse(src []byte) (*Document, error) {
 			return nil, doc.syntaxProblem(err, off, stack)
 		}
 		switch t := t.(type) {
+		case xml.Directive:
+			return nil, doc.declarationProblem(off, t)
 		case xml.StartElement:
+			elements++
+			if elements > MaxElements {
+				return nil, doc.limitProblem(off, t.Name.Local, "the template has more than %d elements", "a report template has a few hundred: split it into subreports", MaxElements)
+			}
+			if len(stack) >= MaxDepth {
+				return nil, doc.limitProblem(off, t.Name.Local, "elements nest more than %d deep here", "flatten the frames and element groups", MaxDepth)
+			}
 			end := int(d.InputOffset())
 			e := &Element{Prefix: t.Name.Space, Name: t.Name.Local, Attrs: t.Attr, Start: off, ContentStart: end, doc: doc}
 			if len(stack) == 0 {
@@ -211,6 +257,9 @@ func Parse(src []byte) (*Document, error) {
 				e.Parent.Children = append(e.Parent.Children, e)
 			}
 			e.Space = e.namespace()
+			if p := doc.external(e); p != nil {
+				return nil, p
+			}
 			stack = append(stack, e)
 			selfClosing = end >= 2 && src[end-2] == '/'
 		case xml.EndElement:
@@ -246,6 +295,94 @@ func Parse(src []byte) (*Document, error) {
 		return nil, &Problem{Line: 1, Column: 1, Message: "no document element", Hint: "a template is one jasperReport element", Severity: Error, Check: "syntax"}
 	}
 	return doc, nil
+}
+
+// declarationProblem refuses a declaration: <!DOCTYPE …>, <!ENTITY …>
+// or any other. Go's decoder ignores them, but other tools (xmllint)
+// resolve the entities they declare, which may read local files.
+func (d *Document) declarationProblem(off int, dir xml.Directive) *Problem {
+	word := strings.TrimLeftFunc(string(dir), unicode.IsSpace)
+	if i := strings.IndexFunc(word, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
+		word = word[:i]
+	}
+	word = clip(strings.ToUpper(word), 20)
+	line, col := d.Pos(off)
+	return &Problem{Line: line, Column: col, Severity: Error, Check: "external",
+		Message: "a template may not declare a DOCTYPE or entities",
+		Hint:    "remove the <!" + word + " …> declaration: a template stands alone, and tools must not read other files for it"}
+}
+
+// external refuses what in element e could make a tool read something
+// else: an XInclude element, or a schema location that is not one of the
+// JasperReports schemas.
+func (d *Document) external(e *Element) *Problem {
+	if slices.Contains(xincludeNamespaces, e.Space) {
+		return d.externalProblem(e, "<%s> is an XInclude, which would pull in another file", "remove it: a template stands alone", qname(e.Prefix, e.Name))
+	}
+	for _, a := range e.Attrs {
+		if a.Name.Space == "" || a.Name.Space == "xmlns" || e.lookup(a.Name.Space) != xsiNamespace {
+			continue
+		}
+		switch a.Name.Local {
+		case "schemaLocation", "noNamespaceSchemaLocation":
+			fields := strings.Fields(a.Value)
+			for i, f := range fields {
+				if a.Name.Local == "schemaLocation" && i%2 == 0 {
+					continue // a namespace, not a location
+				}
+				if !jasperSchema(f) {
+					return d.externalProblem(e, "%s:%s points to %q, which is not a JasperReports schema",
+						"remove the attribute, or point it to http://jasperreports.sourceforge.net/xsd/jasperreport.xsd", a.Name.Space, a.Name.Local, clip(f, 80))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jasperSchema reports whether loc is the address of a schema on one of
+// schemaHosts.
+func jasperSchema(loc string) bool {
+	rest, ok := strings.CutPrefix(loc, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(loc, "https://")
+	}
+	if !ok {
+		return false
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return slices.Contains(schemaHosts, host)
+}
+
+// lookup is the namespace prefix stands for at e, "" when undeclared.
+func (e *Element) lookup(prefix string) string {
+	for x := e; x != nil; x = x.Parent {
+		for _, a := range x.Attrs {
+			if a.Name.Space == "xmlns" && a.Name.Local == prefix {
+				return a.Value
+			}
+		}
+	}
+	return ""
+}
+
+func (d *Document) externalProblem(e *Element, format, hint string, args ...any) *Problem {
+	line, col := d.Pos(e.Start)
+	return &Problem{Element: e.Name, Line: line, Column: col, Severity: Error, Check: "external", Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+func (d *Document) limitProblem(off int, elem, format, hint string, args ...any) *Problem {
+	p := d.problemAt(off, elem, format, hint, args...)
+	p.Check = "limit"
+	return p
+}
+
+// clip shortens s to at most n runes.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }
 
 // syntaxProblem turns a decoder error at offset off, with stack open,

@@ -27,7 +27,9 @@ type Problem struct {
 	// Severity is Error or Warning.
 	Severity Severity `json:"severity"`
 	// Check names the check that found it: syntax, reference, query,
-	// page, bounds, band, required, order, value, namespace or xsd.
+	// page, bounds, band, required, order, value, namespace, external
+	// (a declaration, XInclude or schema location that would read
+	// another file), limit (past a size Loom reads) or xsd.
 	Check string `json:"check"`
 }
 
