@@ -64,13 +64,20 @@ func (s *Source) QueryLimits(ctx context.Context, stmt string, l Limits) (*Resul
 	}
 	res, err := s.run(ctx, clean, l)
 	if err != nil {
-		return nil, s.scrub(err)
+		return nil, s.scrub(s.lost(ctx, err))
 	}
 	return res, nil
 }
 
 // run runs a checked statement in the engine's read-only session.
 func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error) {
+	db, err := s.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	mariadb := s.mariadb
+	s.mu.Unlock()
 	start := time.Now()
 	// On servers the context outlives the engine's own timeout a little,
 	// so that the engine's clear error comes first; it ends the statement
@@ -81,7 +88,7 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 	}
 	qctx, cancel := context.WithTimeout(ctx, l.Timeout+grace)
 	defer cancel()
-	conn, err := s.db.Conn(qctx)
+	conn, err := db.Conn(qctx)
 	if err != nil {
 		return nil, timeoutOr(qctx, ctx, l.Timeout, fmt.Errorf("connect: %w", err))
 	}
@@ -93,7 +100,7 @@ func (s *Source) run(ctx context.Context, stmt string, l Limits) (*Result, error
 	switch s.dialect {
 	case MySQL:
 		set := fmt.Sprintf("SET SESSION max_execution_time = %d", ms)
-		if s.mariadb {
+		if mariadb {
 			set = fmt.Sprintf("SET SESSION max_statement_time = %.3f", float64(ms)/1000)
 		}
 		if _, err := conn.ExecContext(qctx, set); err != nil {

@@ -130,11 +130,15 @@ func (s *Source) quoteName(name string) string {
 // catalog queries the source's catalog. It runs the source's own fixed
 // statements, not a user's, with the statement timeout as its bound.
 func (s *Source) catalog(ctx context.Context, query string, args []any, scan func(*sql.Rows) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
-	defer cancel()
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	db, err := s.conn(ctx)
 	if err != nil {
-		return fmt.Errorf("read the catalog: %w", err)
+		return err
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
+	defer cancel()
+	rows, err := db.QueryContext(qctx, query, args...)
+	if err != nil {
+		return s.lost(ctx, fmt.Errorf("read the catalog: %w", err))
 	}
 	defer rows.Close()
 	for rows.Next() {

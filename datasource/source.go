@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -71,10 +71,21 @@ type Source struct {
 	redacted string
 	secrets  []string
 	limits   Limits
-	mariadb  bool
+	path     string // SQLite: the file, absolute
+
+	// gate lets one connection attempt run at a time; mu guards the
+	// fields below it.
+	gate    chan struct{}
+	mu      sync.Mutex
+	ready   bool
+	mariadb bool
+	err     *UnavailableError // the last failed attempt's
+	retryAt time.Time         // no new attempt before then
+	wait    time.Duration     // the backoff after the last failure
 }
 
-// Open opens the database rawURL names, read only:
+// Open opens the database rawURL names, read only, and makes sure it
+// answers:
 //
 //   - SQLite: a file path, sqlite:///abs/path, sqlite://rel/path or
 //     file:path. The file must exist; it is opened mode=ro with
@@ -86,9 +97,32 @@ type Source struct {
 //     START TRANSACTION READ ONLY with the server's statement time limit.
 //
 // The password never appears in String, in errors, or anywhere else the
-// Source reports.
+// Source reports. Dial is Open for a server that must start while the
+// database is down.
 func Open(ctx context.Context, rawURL string, limits Limits) (*Source, error) {
-	s := &Source{limits: limits.withDefaults()}
+	s, err := Dial(rawURL, limits)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.conn(ctx); err != nil {
+		s.db.Close()
+		var u *UnavailableError
+		if errors.As(err, &u) {
+			err = u.Cause
+		}
+		return nil, s.scrub(fmt.Errorf("open data source %s: %w", s.redacted, err))
+	}
+	return s, nil
+}
+
+// Dial returns the source rawURL names (see Open) without reaching it:
+// only a URL that can never work (an unknown scheme, a parameter the
+// driver does not know) is an error. The first use connects; while the
+// database cannot be reached every use returns an *UnavailableError at
+// once, and a new attempt is made only after a backoff (1 s, doubling to
+// 30 s), so a source that comes back is used again without a restart.
+func Dial(rawURL string, limits Limits) (*Source, error) {
+	s := &Source{limits: limits.withDefaults(), gate: make(chan struct{}, 1)}
 	var err error
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
@@ -103,20 +137,6 @@ func Open(ctx context.Context, rawURL string, limits Limits) (*Source, error) {
 	}
 	if err != nil {
 		return nil, s.scrub(fmt.Errorf("open data source %s: %w", s.redacted, err))
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := s.db.PingContext(pctx); err != nil {
-		s.db.Close()
-		return nil, s.scrub(fmt.Errorf("open data source %s: %w", s.redacted, err))
-	}
-	if s.dialect == MySQL {
-		var v string
-		if err := s.db.QueryRowContext(pctx, "SELECT VERSION()").Scan(&v); err != nil {
-			s.db.Close()
-			return nil, s.scrub(fmt.Errorf("open data source %s: %w", s.redacted, err))
-		}
-		s.mariadb = strings.Contains(strings.ToLower(v), "mariadb")
 	}
 	return s, nil
 }
@@ -303,11 +323,7 @@ func (s *Source) openSQLite(rawURL string) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(abs); err != nil {
-		return fmt.Errorf("no such file %s", path)
-	} else if st.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
+	s.path = abs
 	u := url.URL{Scheme: "file", Path: abs}
 	dsn := u.String() + "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)&_pragma=trusted_schema(0)"
 	s.db = sql.OpenDB(sqliteConnector{dsn: dsn})
