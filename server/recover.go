@@ -28,18 +28,27 @@ func (s *records) acceptRun(ctx context.Context, r *RunRecord, spec jobSpec) err
 	return nil
 }
 
+// maxRecoveries is how many times a run may be recovered after a
+// restart, that is, how many times the process may stop while it runs
+// after the first: a run that kills the process (a node that exhausts its
+// memory, a crash in a library) is failed at the next start rather than
+// run again, so the server comes back.
+const maxRecoveries = 2
+
 // unfinishedRun is a run recorded as pending or running, with its spec, or
 // why it cannot be executed again.
 type unfinishedRun struct {
 	rec  RunRecord
 	spec jobSpec
 	why  string
+	// recoveries is how many times a restarted process began to run it.
+	recoveries int
 }
 
 // unfinishedRuns returns the runs recorded as pending or running, oldest
 // first.
 func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job, recoveries FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read unfinished runs: %w", err)
 	}
@@ -50,7 +59,7 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 		var meta string
 		var created, updated int64
 		var job []byte
-		if err := rows.Scan(&u.rec.ID, &u.rec.Thread, &u.rec.Agent, &u.rec.Status, &u.rec.Strategy, &meta, &u.rec.Error, &created, &updated, &job); err != nil {
+		if err := rows.Scan(&u.rec.ID, &u.rec.Thread, &u.rec.Agent, &u.rec.Status, &u.rec.Strategy, &meta, &u.rec.Error, &created, &updated, &job, &u.recoveries); err != nil {
 			return nil, fmt.Errorf("read unfinished runs: %w", err)
 		}
 		u.rec.Metadata, u.rec.Created, u.rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
@@ -59,10 +68,22 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 			u.why = "it was accepted by a version of Loom that did not record runs' inputs"
 		case err != nil:
 			u.why = fmt.Sprintf("its stored input is unreadable: %v", err)
+		case u.recoveries >= maxRecoveries:
+			u.why = fmt.Sprintf("the server stopped while running it, then %d more times while running it again after a restart; "+
+				"it is not run again, since it may be what stops the server", u.recoveries)
 		}
 		out = append(out, u)
 	}
 	return out, rows.Err()
+}
+
+// recordRecovery counts one more recovery of run id, before it runs
+// again: if the process dies while it runs, the next start knows.
+func (s *records) recordRecovery(ctx context.Context, id string) error {
+	if _, err := s.exec(ctx, `UPDATE loom_runs SET recoveries = recoveries + 1 WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("record recovery of run %s: %w", id, err)
+	}
+	return nil
 }
 
 // recoverRuns executes again the runs that a process which stopped left
@@ -70,8 +91,9 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 // thread's last checkpoint (startPoint), so a step that was running when
 // the process died runs again and none is applied twice. A run that
 // cannot be executed (its agent is no longer served, its input cannot be
-// read) is marked failed with the reason, so no run stays pending and no
-// thread busy.
+// read, or it was recovered maxRecoveries times already and the process
+// stopped each time) is marked failed with the reason, so no run stays
+// pending, no thread busy, and no run takes the server down for ever.
 func (s *Server) recoverRuns(ctx context.Context) error {
 	runs, err := s.records.unfinishedRuns(ctx)
 	if err != nil {
@@ -85,6 +107,7 @@ func (s *Server) recoverRuns(ctx context.Context) error {
 			u.why = fmt.Sprintf("agent %s is no longer served", u.rec.Agent)
 		}
 		if u.why != "" {
+			s.log.Warn("a run left unfinished by a stopped process is failed, not run again", "run", r.id, "thread", r.thread, "agent", r.agent, "recoveries", u.recoveries, "why", u.why)
 			s.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+u.why, StatusError)
 			continue
 		}

@@ -340,10 +340,13 @@ func (s *Server) execute(r *run) {
 
 // startPoint returns the head of r's thread when r may have begun before
 // (see runFrom): only runs recovered after a restart can have, so only
-// they read it.
+// they read it, after recording that they run again (see recoverRuns).
 func (s *Server) startPoint(r *run) (*checkpoint.Checkpoint, error) {
 	if !r.recovered {
 		return nil, nil
+	}
+	if err := s.records.recordRecovery(context.WithoutCancel(r.ctx), r.id); err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", r.id, err)
 	}
 	head, err := s.head(context.WithoutCancel(r.ctx), r.thread)
 	if err != nil {

@@ -148,6 +148,16 @@ UPDATE loom_runs r SET thread = t.owner || '/' || t.id FROM loom_threads t
 WHERE t.id = r.thread AND t.owner <> '' AND strpos(t.id, '/') = 0;
 UPDATE loom_threads SET id = owner || '/' || id WHERE owner <> '' AND strpos(id, '/') = 0;
 `,
+}, {
+	// A run recovered after a restart counts its recoveries, recorded
+	// before it runs, so that one that kills the process each time is
+	// failed instead of run for ever (see recoverRuns); loom_probe is the
+	// row readiness writes to learn that the database takes writes.
+	Version: 4, Name: "recoveries and write probe",
+	SQL: `
+ALTER TABLE loom_runs ADD COLUMN recoveries integer NOT NULL DEFAULT 0;
+CREATE TABLE loom_probe (id integer NOT NULL PRIMARY KEY, at bigint NOT NULL);
+`,
 }}
 
 // threadKey is the id under which the server keeps owner's thread id: its
@@ -176,13 +186,45 @@ const runCols = `id, thread, agent, status, strategy, metadata, error, created, 
 type records struct {
 	db *store.DB
 	d  store.Dialect
+	// ready is the last readiness check (see ready.go).
+	ready readiness
 }
 
+// openRecords applies the server's migrations and checks that the
+// database takes writes: a server that could only read would accept
+// nothing, so it is refused at start with an error that says so.
 func openRecords(ctx context.Context, db *store.DB) (*records, error) {
 	if err := db.Migrate(ctx, "server", migrations); err != nil {
+		if store.IsUnavailable(err) {
+			return nil, cannotWrite(db, err)
+		}
 		return nil, fmt.Errorf("thread store tables: %w", err)
 	}
-	return &records{db: db, d: db.Dialect()}, nil
+	s := &records{db: db, d: db.Dialect()}
+	if err := s.probe(ctx); err != nil {
+		return nil, cannotWrite(db, err)
+	}
+	return s, nil
+}
+
+// cannotWrite is the error of a server whose database refused a write
+// at start.
+func cannotWrite(db *store.DB, err error) error {
+	hint := "check that the database is reachable and is not a read-only replica"
+	if db.Dialect() == store.SQLite {
+		hint = "check the permissions of the file and of its folder, and the free disk space"
+	}
+	return fmt.Errorf("the database %s cannot be written (%s): %w", db, hint, err)
+}
+
+// probe writes the database's probe row: nil when the database takes
+// writes now.
+func (s *records) probe(ctx context.Context) error {
+	_, err := s.exec(ctx, `INSERT INTO loom_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at`, ms(time.Now()))
+	if err != nil {
+		return fmt.Errorf("write probe: %w", err)
+	}
+	return nil
 }
 
 // q rewrites a query's ? placeholders for the dialect.
