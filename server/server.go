@@ -633,16 +633,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	s.mux = m
 	s.handler = s.guard(m)
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		closing := s.closing
-		s.mu.Unlock()
-		if closing {
-			writeError(w, ErrClosing)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "agents": s.order})
-	})
+	s.healthRoutes(m) // GET /healthz and /readyz
 	m.Handle("GET /metrics", s.api(func(w http.ResponseWriter, r *http.Request, _ string) error {
 		s.metrics.handler().ServeHTTP(w, r)
 		return nil
