@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
@@ -250,6 +251,9 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 	if path == "" || strings.ContainsAny(path, "?") {
 		return nil, fmt.Errorf("checkpoint sqlite open %q: path must be a file name without '?'", path)
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
+	}
 	// Commits never checkpoint the WAL themselves (wal_autocheckpoint 0):
 	// the checkpointer goroutine does, off the commit path, so no write
 	// waits for the checkpoint's fsync.
@@ -271,6 +275,27 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file, empty and readable by its
+// owner only (0600), when it does not exist: it holds every thread of
+// every user. SQLite gives the WAL and shared-memory files it makes
+// beside it the same permissions. An existing file keeps its own.
+func createPrivate(path string) error {
+	if path == ":memory:" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	return nil
 }
 
 func (s *Saver) init(ctx context.Context) (err error) {
