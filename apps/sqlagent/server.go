@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/loomkit/loom/agent"
@@ -62,6 +63,8 @@ type Input struct {
 // first start when none are configured); a chat message is a question, or
 // the answer to a pause at the round budget.
 func ServerAgent(opts ServerOptions) server.Agent {
+	// The sources of the last Build, for Ready.
+	var built atomic.Pointer[Sources]
 	return server.Agent{
 		Name:        AgentName,
 		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
@@ -69,11 +72,19 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, DemoBeside(db))
-			a, err := open(ctx, o)
+			a, err := open(ctx, o, db)
 			if err != nil {
 				return nil, err
 			}
+			built.Store(a.cfg.Sources)
 			return a.Graph().Compile(graph.WithSaver(db.Saver()))
+		},
+		// Which sources answer now (see Sources.Ready).
+		Ready: func(ctx context.Context) error {
+			if ss := built.Load(); ss != nil {
+				return ss.Ready(ctx)
+			}
+			return nil
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
@@ -86,17 +97,21 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	}
 }
 
-// open opens the sources of opts and returns the agent on them.
-func open(ctx context.Context, opts ServerOptions) (*Agent, error) {
+// open dials the sources of opts and returns the agent on them. A source
+// that is db, the server's own database, is refused.
+func open(ctx context.Context, opts ServerOptions, db *store.DB) (*Agent, error) {
 	cfgs, err := SourceConfigs(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if err := RefuseOwn(db, cfgs); err != nil {
+		return nil, fmt.Errorf("sqlagent: %w", err)
 	}
 	limits := opts.Limits
 	if limits == (datasource.Limits{}) {
 		limits = DefaultLimits
 	}
-	ss, err := OpenSources(ctx, cfgs, limits)
+	ss, err := openSources(ctx, cfgs, limits, cmp.Or(opts.Logger, slog.Default()))
 	if err != nil {
 		return nil, err
 	}

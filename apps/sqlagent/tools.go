@@ -62,7 +62,7 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 					return tableList{}, err
 				}
 				ts, err := s.Tables(ctx)
-				return tableList{Source: s.Name, Dialect: string(s.Dialect()), Tables: ts}, err
+				return tableList{Source: s.Name, Dialect: string(s.Dialect()), Tables: ts}, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolDescribeTable, "Describe a table: columns with types, nullability, defaults and comments; primary key; foreign keys; indexes.", tool.Read,
 			func(ctx context.Context, a tableArgs) (*datasource.Table, error) {
@@ -70,7 +70,8 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 				if err != nil {
 					return nil, err
 				}
-				return s.Describe(ctx, a.Table)
+				t, err := s.Describe(ctx, a.Table)
+				return t, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolSampleRows, "Show the first rows of a table to see what its values look like.", tool.Read,
 			func(ctx context.Context, a sampleArgs) (sampleResult, error) {
@@ -83,7 +84,7 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 					n = 5
 				}
 				res, err := s.Sample(ctx, a.Table, min(n, 50))
-				return sampleResult{a.Table, res}, err
+				return sampleResult{a.Table, res}, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolRunSQL, "Run one read-only SQL statement and return columns and rows (capped; truncated says when there were more).", tool.Read,
 			func(ctx context.Context, a sqlArgs) (*datasource.Result, error) {
@@ -91,7 +92,8 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 				if err != nil {
 					return nil, err
 				}
-				return s.Query(ctx, a.SQL)
+				res, err := s.Query(ctx, a.SQL)
+				return res, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolExplainSQL, "Show the database's plan for a read-only query without running it.", tool.Read,
 			func(ctx context.Context, a sqlArgs) (*datasource.Result, error) {
@@ -99,7 +101,8 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 				if err != nil {
 					return nil, err
 				}
-				return s.Explain(ctx, a.SQL)
+				res, err := s.Explain(ctx, a.SQL)
+				return res, ss.unavailable(s.Name, err)
 			}),
 	)
 	return reg, err
