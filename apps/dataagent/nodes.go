@@ -43,6 +43,20 @@ func (a *Agent) source(name string) (*Source, error) {
 	return nil, fmt.Errorf("no data source %q (the sources are: %s)", name, strings.Join(names, ", "))
 }
 
+// unavailable ends the turn when err says the source called name cannot
+// be reached now: "source NAME is unavailable: REASON", naming no host or
+// credentials (the cause goes to the log). ok is false for other errors.
+func (a *Agent) unavailable(s State, name string, err error) (_ State, ok bool) {
+	var u *datasource.UnavailableError
+	if !errors.As(err, &u) {
+		return s, false
+	}
+	a.log.Warn("data source unavailable", "source", name, "reason", u.Reason, "err", u.Cause)
+	return s.fail(say(s.Query,
+		fmt.Sprintf("Source %s is unavailable: %s. Try again later.", name, u.Reason),
+		fmt.Sprintf("数据源 %s 暂时无法访问（%s），请稍后再试。", name, u.Reason))), true
+}
+
 // sourceName is the name of the source the state uses.
 func (a *Agent) sourceName(s State) string {
 	if src, err := a.source(s.Source); err == nil {
@@ -187,6 +201,9 @@ func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
 		tables, err = src.Schema(ctx)
 	}
 	if err != nil {
+		if s, ok := a.unavailable(s, src.Name, err); ok {
+			return s, nil
+		}
 		return s, fmt.Errorf("recalling the schema of %s: %w", src.Name, err)
 	}
 	s.Tables = tables
@@ -209,6 +226,9 @@ func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 	tables := make([]datasource.Table, 0, len(s.Tables))
 	for _, t := range s.Tables {
 		d, err := src.Describe(ctx, t.Name)
+		if s, ok := a.unavailable(s, src.Name, err); ok {
+			return s, nil
+		}
 		if err != nil {
 			s.RelationTries++
 			s.RelationError = fmt.Sprintf("describing %s: %v", t.Name, err)
@@ -645,6 +665,9 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return s, err
+		}
+		if s, ok := a.unavailable(s, src.Name, err); ok {
+			return s, nil
 		}
 		s.SQLOK = false
 		s.RetryReason = "the database answered with an error: " + err.Error()

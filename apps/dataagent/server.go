@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
@@ -75,6 +77,8 @@ type runner struct {
 // approval ("好的" / "yes" runs it, "不行，…" / "no, …" re-plans with
 // the comment).
 func ServerAgent(opts ServerOptions) server.Agent {
+	// The sources of the last Build, for Ready.
+	var built atomic.Pointer[[]Source]
 	return server.Agent{
 		Name:        AgentName,
 		Description: "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
@@ -82,7 +86,14 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, sqlagent.DemoBeside(db))
-			return build(ctx, o, db)
+			return build(ctx, o, db, &built)
+		},
+		// Which sources answer now.
+		Ready: func(ctx context.Context) error {
+			if ss := built.Load(); ss != nil {
+				return ready(ctx, *ss, cmp.Or(opts.Logger, slog.Default()))
+			}
+			return nil
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
@@ -97,8 +108,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 }
 
 // build opens the agent's parts and compiles its graph on db, which
-// keeps its checkpoints and knowledge.
-func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner, error) {
+// keeps its checkpoints and knowledge; built, when not nil, is given the
+// sources.
+func build(ctx context.Context, opts ServerOptions, db *store.DB, built *atomic.Pointer[[]Source]) (graph.Runner, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
 	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, SourcesFile: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: log})
 	if err != nil {
@@ -108,9 +120,16 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 	if limits == (datasource.Limits{}) {
 		limits = sqlagent.DefaultLimits
 	}
+	// Through the server's own database any key would read every key's
+	// threads.
+	if err := sqlagent.RefuseOwn(db, cfgs); err != nil {
+		return nil, fmt.Errorf("dataagent: %w", err)
+	}
+	// A source whose database is down does not stop the agent: it is
+	// connected when used, and a question on it says it is unavailable.
 	var sources []Source
 	for _, c := range cfgs {
-		s, err := datasource.Open(ctx, c.URL, limits)
+		s, err := datasource.Dial(c.URL, limits)
 		if err != nil {
 			for _, o := range sources {
 				o.Close()
@@ -119,8 +138,14 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 		}
 		sources = append(sources, Source{Name: c.Name, Description: c.Description, Source: s})
 	}
+	closeAll := func() {
+		for _, o := range sources {
+			o.Close()
+		}
+	}
 	p, err := openParts(ctx, opts, sources, db, log)
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
 	cfg := Config{
@@ -129,9 +154,35 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 	}
 	g, err := New(cfg).Graph().Compile(graph.WithSaver(db.Saver()))
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
+	if built != nil {
+		built.Store(&sources)
+	}
 	return runner{g, p}, nil
+}
+
+// ready says whether every source answers now: nil, or one line per
+// source that does not ("source sales is unavailable: connection
+// refused"), without hosts or credentials.
+func ready(ctx context.Context, sources []Source, log *slog.Logger) error {
+	errs := make([]error, len(sources))
+	var wg sync.WaitGroup
+	for i, s := range sources {
+		wg.Go(func() {
+			err := s.Ping(ctx)
+			switch {
+			case err == nil:
+			case errors.Is(err, datasource.ErrUnavailable):
+				errs[i] = sqlagent.SourceError(log, s.Name, err)
+			default: // the check's own deadline
+				errs[i] = fmt.Errorf("source %s is unavailable: it did not answer in time", s.Name)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // FromChat turns a chat message into a run's input: the question.
