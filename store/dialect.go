@@ -129,3 +129,10 @@ func IsReadOnly(err error) bool {
 	var se *msqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
+
+// isBusy reports whether err is SQLite's busy timeout: another process
+// held the database's lock too long.
+func isBusy(err error) bool {
+	var se *msqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}

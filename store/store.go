@@ -107,6 +107,9 @@ func Open(ctx context.Context, dbURL string) (*DB, error) {
 	}
 	if d == SQLite {
 		s, err := sqlite.Open(ctx, path)
+		if err != nil && IsUnavailable(err) && !isBusy(err) {
+			return nil, fmt.Errorf("store open: the database %s cannot be written (check the permissions of the file and of its folder, and the free disk space): %w", path, mark(err))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store open: %w", err)
 		}
