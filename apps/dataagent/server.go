@@ -91,7 +91,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		// Which sources answer now.
 		Ready: func(ctx context.Context) error {
 			if ss := built.Load(); ss != nil {
-				return ready(ctx, *ss, cmp.Or(opts.Logger, slog.Default()))
+				return ready(ctx, *ss)
 			}
 			return nil
 		},
@@ -166,7 +166,7 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB, built *atomic.
 // ready says whether every source answers now: nil, or one line per
 // source that does not ("source sales is unavailable: connection
 // refused"), without hosts or credentials.
-func ready(ctx context.Context, sources []Source, log *slog.Logger) error {
+func ready(ctx context.Context, sources []Source) error {
 	errs := make([]error, len(sources))
 	var wg sync.WaitGroup
 	for i, s := range sources {
@@ -175,7 +175,7 @@ func ready(ctx context.Context, sources []Source, log *slog.Logger) error {
 			switch {
 			case err == nil:
 			case errors.Is(err, datasource.ErrUnavailable):
-				errs[i] = sqlagent.SourceError(log, s.Name, err)
+				errs[i] = sqlagent.SourceError(s.Name, err)
 			default: // the check's own deadline
 				errs[i] = fmt.Errorf("source %s is unavailable: it did not answer in time", s.Name)
 			}

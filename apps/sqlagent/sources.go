@@ -126,7 +126,9 @@ func (ss *Sources) Ready(ctx context.Context) error {
 			switch {
 			case err == nil:
 			case errors.Is(err, datasource.ErrUnavailable):
-				errs[i] = ss.unavailable(s.Name, err)
+				// The server logs what is down; the cause was logged
+				// when the source failed a question or at start.
+				errs[i] = SourceError(s.Name, err)
 			default: // the check's own deadline
 				errs[i] = &unavailableError{fmt.Sprintf("source %s is unavailable: it did not answer in time", s.Name)}
 			}
@@ -137,16 +139,25 @@ func (ss *Sources) Ready(ctx context.Context) error {
 }
 
 // SourceError is how an agent says a source failed: a source that cannot
-// be reached is "source NAME is unavailable: REASON" (its cause, which
-// may name the host, goes to log), other errors are returned as they
-// are.
-func SourceError(log *slog.Logger, name string, err error) error {
+// be reached is "source NAME is unavailable: REASON", matching
+// datasource.ErrUnavailable, without the cause (which may name the host:
+// log it apart); other errors are returned as they are.
+func SourceError(name string, err error) error {
 	var u *datasource.UnavailableError
 	if errors.As(err, &u) {
-		log.Warn("data source unavailable", "source", name, "reason", u.Reason, "err", u.Cause)
 		return &unavailableError{fmt.Sprintf("source %s is unavailable: %s", name, u.Reason)}
 	}
 	return err
+}
+
+// unavailable is SourceError, logging the cause of a source that cannot
+// be reached.
+func (ss *Sources) unavailable(name string, err error) error {
+	var u *datasource.UnavailableError
+	if errors.As(err, &u) {
+		ss.log.Warn("data source unavailable", "source", name, "reason", u.Reason, "err", u.Cause)
+	}
+	return SourceError(name, err)
 }
 
 // unavailableError is SourceError's: its text, matching
@@ -155,11 +166,6 @@ type unavailableError struct{ msg string }
 
 func (e *unavailableError) Error() string        { return e.msg }
 func (e *unavailableError) Is(target error) bool { return target == datasource.ErrUnavailable }
-
-// unavailable is SourceError with the sources' logger.
-func (ss *Sources) unavailable(name string, err error) error {
-	return SourceError(ss.log, name, err)
-}
 
 // logDown logs a source found down at start.
 func (ss *Sources) logDown(name string, err error) {
