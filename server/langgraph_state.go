@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -19,17 +21,34 @@ func (s *Server) writeState(w http.ResponseWriter, r *http.Request, owner, id st
 	if id == "" {
 		cp, err = s.head(r.Context(), t.ID)
 	} else {
-		cp, err = s.saver.Get(r.Context(), t.ID, id)
+		cp, err = s.checkpointOf(r.Context(), t.ID, id)
 	}
 	if err != nil {
 		return err
 	}
 	st := stateJSON(t.ID, cp)
-	if a := s.agents[t.Agent]; a != nil && a.Reply != nil {
+	// A thread that has no checkpoint yet (made by POST /threads, or by an
+	// agent's own endpoint such as an upload) has empty values and no
+	// reply.
+	if a := s.agents[t.Agent]; a != nil && a.Reply != nil && cp != nil {
 		st.Reply = a.Reply(cp.State, cp.Interrupt)
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
+}
+
+// checkpointOf returns checkpoint id of the thread kept under key; one
+// it does not have is a 404 that names the thread by the id its client
+// gave (the saver's error names the key).
+func (s *Server) checkpointOf(ctx context.Context, key, id string) (*checkpoint.Checkpoint, error) {
+	cp, err := s.saver.Get(ctx, key, id)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, errorf(http.StatusNotFound, "not_found", "thread %s has no checkpoint %q", publicID(key), id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %s of thread %s: %w", id, publicID(key), err)
+	}
+	return cp, nil
 }
 
 func (s *Server) getState(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -100,7 +119,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 		if id == "" {
 			id = req.Checkpoint.id()
 		}
-		if base, err = s.saver.Get(ctx, t.ID, id); err != nil {
+		if base, err = s.checkpointOf(ctx, t.ID, id); err != nil {
 			return err
 		}
 		if len(patch) == 0 && head != nil && base.ID != head.ID {

@@ -311,7 +311,7 @@ func (s *Server) copyThread(w http.ResponseWriter, r *http.Request, owner string
 		if cp != nil {
 			from = cp.ID
 		}
-	} else if _, err := s.saver.Get(r.Context(), t.ID, from); err != nil {
+	} else if _, err := s.checkpointOf(r.Context(), t.ID, from); err != nil {
 		return err
 	}
 	if from == "" && len(req.Values) > 0 {

@@ -520,7 +520,7 @@ func (s *Server) apiUploads(uploads int64, h handler) http.Handler {
 			case ae.status == http.StatusServiceUnavailable:
 				s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			case ae.status >= 500:
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error_id", ErrorID(err), "err", err)
 			}
 		}
 	})
