@@ -54,8 +54,8 @@ func errorf(status int, code, format string, args ...any) *apiError {
 }
 
 // toAPI maps any error to what the client sees. Errors that are not API
-// errors or known sentinels become a 500 whose message is the error text
-// (wrapped errors name what was being done; there are no stack traces).
+// errors or known sentinels become a 500 that gives an id for the error,
+// not its text (see internalError); the server logs it with the id.
 func toAPI(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -85,7 +85,7 @@ func toAPI(err error) *apiError {
 		// log (see apiUploads), not to the client.
 		return errorf(http.StatusServiceUnavailable, "database_unavailable", "the database cannot be reached or written just now; try again shortly")
 	}
-	return errorf(http.StatusInternalServerError, "internal", "%v", err)
+	return internalError(err)
 }
 
 // errorBody is the JSON every error response carries.
@@ -106,7 +106,7 @@ func writeError(w http.ResponseWriter, err error) {
 	case ae.status == http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: ae.message}})
+	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: Redact(ae.message)}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
