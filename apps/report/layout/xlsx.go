@@ -9,10 +9,9 @@ import (
 	"github.com/xuri/excelize/v2"
 )
 
-// Limits on a workbook: how much it may unzip to, and how many rows and
-// columns of a sheet are read.
+// Limits on a sheet: how many rows and columns of it are read. Rows and
+// cells past them are cut out of the workbook before it is parsed.
 const (
-	maxUnzip     = 64 << 20
 	MaxSheetRows = 1000
 	MaxSheetCols = 200
 )
@@ -26,6 +25,12 @@ func FromXLSX(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 	if Detect(data) != KindXLSX {
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
 	}
+	data, err := trimWorkbook(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading workbook: %w", err)
+	}
+	// Everything is kept in memory (a part over UnzipXMLSizeLimit would go
+	// to a temporary file): the trimmed workbook is small.
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{UnzipSizeLimit: maxUnzip, UnzipXMLSizeLimit: maxUnzip})
 	if err != nil {
 		return nil, fmt.Errorf("reading workbook: %w", err)
