@@ -57,7 +57,7 @@ func newEvent(e graph.Event) event {
 		ev.Interrupt, _ = e.Data.(*checkpoint.Interrupt)
 	case graph.KindError:
 		if e.Err != nil {
-			ev.Err = e.Err.Error()
+			ev.Err = Redact(e.Err.Error()) // clients read it: no owner ids, no temporary paths
 		}
 	case graph.KindRunEnd:
 		// *graph.Result[S] has no JSON tags: its fields encode by name.
