@@ -15,8 +15,23 @@ import (
 
 // WriteError writes an error response in the API's shape,
 // {"error":{"code":…,"message":…}}, for an agent's own endpoints.
+// The message goes through Redact.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: Redact(message)}})
+}
+
+// Fail writes err as the API answers it, for an agent's own endpoints: an
+// error of the API (a thread of another key is a 404, a quota's 429 comes
+// with Retry-After, a database that refuses writes is a 503) with its
+// status and code; any other error is a 500 that gives the client an id
+// and not the error's text, and is logged with that id (see ErrorID).
+func (s *Server) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, _, _ := PublicError(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error_id", ErrorID(err), "err", err)
+	}
+	setRetryAfter(w, err)
+	writeError(w, err)
 }
 
 // ThreadID is the thread id a client knows for key, the id a graph runs

@@ -120,7 +120,8 @@ func (s *Server) threadJSON(ctx context.Context, t *Thread, withValues bool) (lg
 	out := lgThread{ThreadID: publicID(t.ID), CreatedAt: t.Created, UpdatedAt: t.Updated, StateUpdatedAt: t.Updated,
 		Metadata: orEmptyObject(t.Metadata), Status: t.Status, Values: json.RawMessage("{}"), Interrupts: map[string][]lgInterrupt{}}
 	if t.Error != "" && t.Status == StatusError {
-		out.Error = &t.Error
+		e := Redact(t.Error) // recorded before redaction, perhaps
+		out.Error = &e
 	}
 	if !withValues {
 		return out, nil

@@ -12,7 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/xsd"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
@@ -149,25 +152,27 @@ func Reply(state json.RawMessage, _ *checkpoint.Interrupt) string {
 //	GET  /api/v1/report/threads/{id}/current.{jrxml|png|pdf}, preview.png
 //
 // A thread of another key is a 404; a bad upload a 4xx JSON error, with
-// nothing stored.
+// nothing stored and no thread made. An error of the server's own is a
+// 5xx that names no file, key or tool.
 func (a *Agent) Routes(srv *server.Server) http.Handler {
 	m := http.NewServeMux()
 	m.HandleFunc("POST "+routesBase+"threads/{id}/uploads", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if err := srv.TrackThread(r.Context(), id, AgentName, ""); err != nil {
-			threadError(w, id, err)
-			return
-		}
+		// The file is read and told first: a refused upload makes no
+		// thread, which would count against the key's threads.
 		u, status, code, err := readUpload(r)
 		if err != nil {
 			server.WriteError(w, status, code, err.Error())
 			return
 		}
+		if err := srv.TrackThread(r.Context(), id, AgentName, ""); err != nil {
+			a.threadError(w, r, srv, id, err)
+			return
+		}
 		// Kept under the thread's key, where the graph's nodes look.
 		u.Thread, u.ID, u.Created = srv.ThreadKey(r.Context(), id), "up-"+checkpoint.NewID(), time.Now().UTC()
 		if err := a.store.PutUpload(r.Context(), u); err != nil {
-			a.log.Error("report: storing an upload", "err", err)
-			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", "the upload could not be stored; try again")
+			srv.Fail(w, r, fmt.Errorf("report: store an upload to thread %s: %w", id, err))
 			return
 		}
 		u.Thread = id
@@ -182,7 +187,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		}
 		vs, err := a.store.Versions(r.Context(), srv.ThreadKey(r.Context(), id))
 		if err != nil {
-			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			srv.Fail(w, r, fmt.Errorf("report: read the versions of thread %s: %w", id, err))
 			return
 		}
 		for i := range vs {
@@ -207,10 +212,10 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
 			return
 		} else if err != nil {
-			server.WriteError(w, http.StatusServiceUnavailable, "store_failed", err.Error())
+			srv.Fail(w, r, fmt.Errorf("report: read version %d of thread %s: %w", n, id, err))
 			return
 		}
-		a.serveTemplate(w, r, v.JRXML, fmt.Sprintf("report-v%d", n), ext)
+		a.serveTemplate(w, r, srv, v.JRXML, fmt.Sprintf("report-v%d", n), ext)
 	})
 	m.HandleFunc("GET "+routesBase+"threads/{id}/{file}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
@@ -227,7 +232,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, http.StatusNotFound, "no_template", "thread "+id+" has no template yet")
 			return
 		}
-		a.serveTemplate(w, r, s.JRXML, "report", ext)
+		a.serveTemplate(w, r, srv, s.JRXML, "report", ext)
 	})
 	return m
 }
@@ -244,24 +249,29 @@ func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Serve
 		}
 	}
 	if err != nil {
-		threadError(w, id, err)
+		a.threadError(w, r, srv, id, err)
 		return s, false
 	}
 	return s, true
 }
 
-func threadError(w http.ResponseWriter, id string, err error) {
-	switch {
-	case errors.Is(err, server.ErrNotFound):
+// threadError answers a request whose thread could not be had: a thread
+// that does not exist or is another key's is a 404; an error of the API
+// (a bad id, another agent's thread, a quota) is answered as the API
+// answers it; any other is the server's own, logged and not shown.
+func (a *Agent) threadError(w http.ResponseWriter, r *http.Request, srv *server.Server, id string, err error) {
+	if errors.Is(err, server.ErrNotFound) {
 		server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
-	default:
-		server.WriteError(w, http.StatusBadRequest, "bad_thread", err.Error())
+		return
 	}
+	srv.Fail(w, r, err)
 }
 
 // serveTemplate writes a template as JRXML, a PNG of its first page
-// (?page=N for another) or a PDF.
-func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name, ext string) {
+// (?page=N for another) or a PDF. What is wrong with the template is a
+// 422 that says so; a preview the server cannot draw (no font) is its
+// own fault, logged and answered 503 without the details.
+func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *server.Server, src, name, ext string) {
 	switch ext {
 	case "jrxml":
 		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
@@ -277,6 +287,10 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name,
 			}
 			page = n
 		}
+		if _, err := a.raster.get(); err != nil {
+			a.unavailable(w, r, err)
+			return
+		}
 		b, err := a.PNG(src, page-1)
 		if err != nil {
 			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
@@ -285,11 +299,17 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name,
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(b)
 	case "pdf":
-		b, err := a.PDF(src)
+		res, err := layOut(src)
 		if err != nil {
 			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return
 		}
+		var pdf bytes.Buffer
+		if err := render.WritePDF(&pdf, res, render.FontPath()); err != nil {
+			a.unavailable(w, r, fmt.Errorf("writing the PDF: %w", err))
+			return
+		}
+		b := pdf.Bytes()
 		w.Header().Set("Content-Type", "application/pdf")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.pdf"`)
 		w.Write(b)
@@ -298,36 +318,100 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, src, name,
 	}
 }
 
+// unavailable answers a request for a preview or a PDF that the server
+// cannot make (its font is missing or unreadable): 503, with the reason
+// in the log only, since it names the server's files.
+func (a *Agent) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	a.log.Error("report: cannot render", "path", r.URL.Path, "err", err)
+	server.WriteError(w, http.StatusServiceUnavailable, "render_unavailable", "this server cannot draw previews or PDFs just now; its log says why")
+}
+
 // readUpload reads the multipart field "file" of r, at most MaxUpload
 // bytes, and tells its kind by its content: the status, code and error
-// of a refusal otherwise.
+// of a refusal otherwise. The form is read as a stream: the file is held
+// once, in memory, and nothing is written to disk; other fields are
+// skipped, at most maxFormParts of them.
 func readUpload(r *http.Request) (Upload, int, string, error) {
 	r.Body = http.MaxBytesReader(nil, r.Body, MaxUpload+1<<20) // the file and the form around it
-	f, h, err := r.FormFile("file")
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
+	tooLarge := func() (Upload, int, string, error) {
 		return Upload{}, http.StatusRequestEntityTooLarge, "too_large", fmt.Errorf("the upload is larger than %d MiB", MaxUpload>>20)
-	case errors.Is(err, http.ErrNotMultipart), errors.Is(err, http.ErrMissingBoundary):
-		return Upload{}, http.StatusUnsupportedMediaType, "not_multipart", errors.New(`send the file as multipart/form-data in the field "file"`)
-	case errors.Is(err, http.ErrMissingFile):
-		return Upload{}, http.StatusBadRequest, "no_file", errors.New(`the form has no field "file"`)
-	case err != nil:
-		return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf("reading the form: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxUpload+1))
+	malformed := func(err error) (Upload, int, string, error) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge()
+		}
+		return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf("the form is not well formed multipart/form-data: %s", formProblem(err))
+	}
+	mr, err := r.MultipartReader()
 	if err != nil {
-		return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf("reading the file: %w", err)
+		return Upload{}, http.StatusUnsupportedMediaType, "not_multipart", errors.New(`send the file as multipart/form-data in the field "file"`)
 	}
-	if len(data) > MaxUpload {
-		return Upload{}, http.StatusRequestEntityTooLarge, "too_large", fmt.Errorf("the upload is larger than %d MiB", MaxUpload>>20)
+	for range maxFormParts {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return Upload{}, http.StatusBadRequest, "no_file", errors.New(`the form has no field "file"`)
+		}
+		if err != nil {
+			return malformed(err)
+		}
+		if part.FormName() != "file" {
+			if _, err := io.Copy(io.Discard, part); err != nil {
+				return malformed(err)
+			}
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(part, MaxUpload+1))
+		if err != nil {
+			return malformed(err)
+		}
+		if len(data) > MaxUpload {
+			return tooLarge()
+		}
+		kind := DetectKind(data)
+		if kind == "" {
+			return Upload{}, http.StatusUnsupportedMediaType, "unsupported_type", errors.New("the file is not a PNG or JPEG image, an XLSX workbook, a PDF or a JRXML template")
+		}
+		return Upload{Name: uploadName(part.FileName(), kind), Kind: kind, Size: len(data), Data: data}, 0, "", nil
 	}
-	kind := DetectKind(data)
-	if kind == "" {
-		return Upload{}, http.StatusUnsupportedMediaType, "unsupported_type", errors.New("the file is not a PNG or JPEG image, an XLSX workbook, a PDF or a JRXML template")
+	return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf(`the form has more than %d fields before the field "file"`, maxFormParts)
+}
+
+// maxFormParts bounds the fields of an upload's form.
+const maxFormParts = 16
+
+// formProblem says what is wrong with a form in the reader's words, when
+// they are short and plain text (they are about the client's bytes).
+func formProblem(err error) string {
+	msg := err.Error()
+	if len(msg) > 200 || !utf8.ValidString(msg) || strings.ContainsFunc(msg, unicode.IsControl) {
+		return "it could not be read"
 	}
-	return Upload{Name: h.Filename, Kind: kind, Size: len(data), Data: data}, 0, "", nil
+	return msg
+}
+
+// uploadName is the name an upload is shown by: the last element of the
+// name the client gave, without control characters, at most 128 bytes of
+// UTF-8; "upload.KIND" when nothing is left.
+func uploadName(name, kind string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, ""))
+	name = strings.TrimSpace(name)
+	for len(name) > 128 {
+		_, n := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-n]
+	}
+	if name == "" || name == "." || name == ".." {
+		return "upload." + kind
+	}
+	return name
 }
 
 // DetectKind tells an upload's kind by its content: KindImage, KindPDF,
