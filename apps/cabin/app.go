@@ -307,12 +307,17 @@ func threadStatus(waiting bool) string {
 
 // response is the reply of a state, with the session's intent, slots and
 // workflow; small talk with no task waiting has none of them (the last
-// task is over and the chat is not part of it).
+// task is over and the chat is not part of it), nor has a refusal, a
+// clarify question or a fallback (the turn ran nothing).
 func response(id string, s State) *Reply {
 	r := s.Reply
 	r.SessionID = id
 	if r.Status == StatusSocial && !s.Session.waiting() {
 		return &r
+	}
+	switch r.Type {
+	case TypeReject, TypeClarify, TypeFallback:
+		return &r // a refused or unclear turn did nothing: no intent of an earlier one
 	}
 	r.Intent, r.Slots, r.PendingSlots, r.Workflow = s.Session.Intent, s.Session.Slots, s.Session.PendingSlots, s.Session.Workflow
 	return &r

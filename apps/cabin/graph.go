@@ -551,6 +551,7 @@ func compact(r *intent.Result) *intent.Result {
 // asked again.
 func (a *App) fuseDecide(_ context.Context, s State) (State, error) {
 	t, sess, d := &s.Turn, &s.Session, &s.Reply.Debug
+	a.guard(d)
 	if sess.waiting() {
 		wf := sess.Workflow
 		st := wf.step(wf.Pending.Step)

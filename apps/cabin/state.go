@@ -241,6 +241,9 @@ type Debug struct {
 	ClauseKind string `json:"clause_kind,omitempty"`
 	// Planner is what the planner did, when it ran.
 	Planner *PlannerDebug `json:"planner,omitempty"`
+	// Polarity says what the polarity guard changed: an intent the words
+	// contradicted turned to its opposite, or one in doubt asked about.
+	Polarity []string `json:"polarity,omitempty"`
 	// Decision and DecisionReason are what the turn did and why.
 	Decision       string `json:"decision"`
 	DecisionReason string `json:"decision_reason,omitempty"`
