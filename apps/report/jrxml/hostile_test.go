@@ -110,7 +110,7 @@ func TestParseLimits(t *testing.T) {
 	deep := root + ">" + strings.Repeat("<frame>", 500) + strings.Repeat("</frame>", 500) + "</jasperReport>"
 	for _, tc := range []struct {
 		name, src, want string
-		line           int
+		line            int
 	}{
 		{"too many elements", many(50000), fmt.Sprintf("more than %d elements", jrxml.MaxElements), 1},
 		{"too deep", deep, fmt.Sprintf("more than %d deep", jrxml.MaxDepth), 1},

@@ -168,6 +168,9 @@ func (l *layout) styleOf(el *jrxml.Element) Style {
 // top left at (x0, y0); it reports whether it holds a page break.
 func (l *layout) placeIn(container *jrxml.Element, x0, y0 float64) (brk bool) {
 	for _, el := range container.Children {
+		if l.res.Truncated {
+			return brk
+		}
 		if el.Name == "elementGroup" {
 			if l.placeIn(el, x0, y0) {
 				brk = true
@@ -190,6 +193,12 @@ func (l *layout) placeIn(container *jrxml.Element, x0, y0 float64) (brk bool) {
 		x, y = x0+x, y0+y
 		st := l.styleOf(el)
 		add := func(k Kind, text string, st Style) {
+			if l.res.items >= MaxItems || l.res.text+len(text) > MaxText {
+				l.res.Truncated = true
+				return
+			}
+			l.res.items++
+			l.res.text += len(text)
 			l.page.Items = append(l.page.Items, Item{Kind: k, X: x, Y: y, W: w, H: h, Text: text, Style: st})
 		}
 		switch {

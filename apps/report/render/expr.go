@@ -32,10 +32,14 @@ func Eval(expr string, s Scope) (any, error) {
 }
 
 type exprParser struct {
-	src string
-	i   int
-	s   Scope
+	src   string
+	i     int
+	s     Scope
+	depth int // of nested parentheses and conditions
 }
+
+// maxExprDepth bounds how deep parentheses and conditions nest.
+const maxExprDepth = 50
 
 func (p *exprParser) space() {
 	for p.i < len(p.src) && strings.ContainsRune(" \t\r\n", rune(p.src[p.i])) {
@@ -53,6 +57,10 @@ func (p *exprParser) eat(tok string) bool {
 }
 
 func (p *exprParser) ternary() (any, error) {
+	if p.depth++; p.depth > maxExprDepth {
+		return nil, errUnsupported
+	}
+	defer func() { p.depth-- }()
 	c, err := p.compare()
 	if err != nil {
 		return nil, err
@@ -110,18 +118,28 @@ func (p *exprParser) sum() (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	var text *strings.Builder // once a string is met, the sum is text
 	for p.eat("+") {
 		b, err := p.term()
 		if err != nil {
 			return nil, err
+		}
+		if text != nil {
+			text.WriteString(Format(b))
+			continue
 		}
 		x, xok := number(a)
 		y, yok := number(b)
 		if xok && yok {
 			a = x + y
 		} else {
-			a = Format(a) + Format(b)
+			text = &strings.Builder{}
+			text.WriteString(Format(a))
+			text.WriteString(Format(b))
 		}
+	}
+	if text != nil {
+		return text.String(), nil
 	}
 	return a, nil
 }

@@ -70,7 +70,21 @@ type Result struct {
 	// Placeholders counts subreports, charts, crosstabs and components
 	// drawn as boxes; Unsupported the expressions shown as their text.
 	Placeholders, Unsupported int
+	// Truncated says that the layout stopped at MaxItems items or
+	// MaxText bytes of text: the pages after are missing.
+	Truncated bool
+	// items and text count what the pages hold.
+	items, text int
 }
+
+// Bounds on what one layout holds, whatever the template repeats on
+// every page: about 200 bytes an item.
+const (
+	// MaxItems is the most items a layout places.
+	MaxItems = 200_000
+	// MaxText is the most bytes of text a layout places.
+	MaxText = 32 << 20
+)
 
 // Row is one data row, by field name.
 type Row map[string]any
@@ -277,6 +291,9 @@ func (l *layout) footerTop() float64 {
 }
 
 func (l *layout) newPage(first bool) {
+	if l.res.Truncated {
+		return // what follows is not drawn
+	}
 	if !first {
 		l.footers()
 	}
@@ -330,6 +347,9 @@ func (l *layout) footers() {
 // band prints b at the cursor, starting a new page first when it does not
 // fit above the footers; a page break in it starts one after it.
 func (l *layout) band(b *jrxml.Element) {
+	if l.res.Truncated {
+		return
+	}
 	if !l.firstHeaded && b.Parent.Name != "title" {
 		l.firstHeaded = true
 		l.headers()

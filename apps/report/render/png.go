@@ -8,15 +8,39 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
 )
 
-// Rasterizer draws laid-out pages as images.
+// MaxPixels bounds the image Page draws, whatever it is asked: 24
+// million pixels (96 MB), room for an A3 page at 300 dpi. A larger page
+// is drawn at the resolution that fits, as is one wider or taller than
+// MaxSide.
+const MaxPixels = 24_000_000
+
+// MaxSide bounds the width and the height of the image Page draws, in
+// pixels, so that neither is absurd when the other is small.
+const MaxSide = 16384
+
+// maxFontPixels bounds the size glyphs are drawn at (a glyph's mask
+// takes its size squared).
+const maxFontPixels = 1024
+
+// maxFaces bounds the cache of font faces, one a size.
+const maxFaces = 64
+
+// maxCoord bounds a pixel coordinate, so that no arithmetic on one
+// overflows.
+const maxCoord = 1 << 24
+
+// Rasterizer draws laid-out pages as images. It is safe for concurrent
+// use; it draws one page at a time.
 type Rasterizer struct {
 	font  *opentype.Font
+	mu    sync.Mutex // guards faces, which font faces draw with
 	faces map[float64]font.Face
 }
 
@@ -35,9 +59,15 @@ func NewRasterizer(path string) (*Rasterizer, error) {
 }
 
 func (r *Rasterizer) face(px float64) font.Face {
-	px = math.Round(px*4) / 4
+	if !(px > 0) {
+		px = 1 // zero, negative or NaN
+	}
+	px = math.Round(min(px, maxFontPixels)*4) / 4
 	if f, ok := r.faces[px]; ok {
 		return f
+	}
+	if len(r.faces) >= maxFaces {
+		clear(r.faces)
 	}
 	f, err := opentype.NewFace(r.font, &opentype.FaceOptions{Size: px, DPI: 72, Hinting: font.HintingNone})
 	if err != nil {
@@ -47,13 +77,39 @@ func (r *Rasterizer) face(px float64) font.Face {
 	return f
 }
 
-// Page draws page p of res at dpi dots per inch, on white.
+// Page draws page p of res at dpi dots per inch, on white; at a lower
+// resolution when the page would take more than MaxPixels.
 func (r *Rasterizer) Page(res *Result, p int, dpi float64) *image.RGBA {
-	s := dpi / 72
-	img := image.NewRGBA(image.Rect(0, 0, int(math.Ceil(res.Width*s)), int(math.Ceil(res.Height*s))))
+	w, h, s := pageSize(res.Width, res.Height, dpi/72)
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	_ = drawItems(&imageCanvas{r: r, img: img, s: s}, res.Pages[p].Items) // drawing an image does not fail
 	return img
+}
+
+// pageSize is the size in pixels of a page width × height points drawn
+// at s pixels a point, and the scale it is drawn at: s, or less so that
+// it fits in MaxPixels.
+func pageSize(width, height, s float64) (w, h int, scale float64) {
+	clamp := func(v float64) float64 {
+		if !(v >= 1) {
+			return 1 // less than a point, negative or NaN
+		}
+		return min(v, maxCoord)
+	}
+	width, height = clamp(width), clamp(height)
+	if !(s > 0) || math.IsInf(s, 0) {
+		s = 1
+	}
+	if width*s*height*s > MaxPixels {
+		s = math.Sqrt(MaxPixels / (width * height))
+	}
+	s = min(s, MaxSide/width, MaxSide/height)
+	w = min(max(1, int(math.Ceil(width*s))), MaxSide)
+	h = min(max(1, int(math.Ceil(height*s))), MaxSide, MaxPixels/w)
+	return w, h, s
 }
 
 // imageCanvas draws on an image at s pixels a point.
@@ -63,7 +119,29 @@ type imageCanvas struct {
 	s   float64
 }
 
-func (c *imageCanvas) px(v float64) int { return int(math.Round(v * c.s)) }
+// px is the pixel of v points, within ±maxCoord.
+func (c *imageCanvas) px(v float64) int {
+	v *= c.s
+	switch {
+	case v > maxCoord:
+		return maxCoord
+	case !(v > -maxCoord): // or NaN
+		return -maxCoord
+	}
+	return int(math.Round(v))
+}
+
+// steps is how many points to set to draw a curve of length points:
+// one a pixel, at most a few times around the image.
+func (c *imageCanvas) steps(length float64) int {
+	b := c.img.Bounds()
+	limit := 4 * (b.Dx() + b.Dy())
+	n := length * c.s
+	if !(n >= 0) {
+		return 0
+	}
+	return int(min(n, float64(limit)))
+}
 
 func (c *imageCanvas) fill(a area) {
 	rect := image.Rect(c.px(a.x), c.px(a.y), c.px(a.x+a.w), c.px(a.y+a.h))
@@ -84,20 +162,20 @@ func (c *imageCanvas) line(it Item) {
 	case it.W <= 1:
 		c.fill(area{it.X, it.Y, st.LineWidth, it.H, st.Fore})
 	default:
-		n := int(math.Max(it.W, it.H) * c.s)
+		n := c.steps(math.Max(math.Abs(it.W), math.Abs(it.H)))
 		for i := 0; i <= n; i++ {
 			t := float64(i) / float64(n)
-			c.img.Set(c.px(it.X+t*it.W), c.px(it.Y+t*it.H), st.Fore)
+			c.img.SetRGBA(c.px(it.X+t*it.W), c.px(it.Y+t*it.H), st.Fore)
 		}
 	}
 }
 
 func (c *imageCanvas) ellipse(it Item) {
 	cx, cy, rx, ry := it.X+it.W/2, it.Y+it.H/2, it.W/2, it.H/2
-	n := int(2 * math.Pi * math.Max(rx, ry) * c.s)
+	n := c.steps(2 * math.Pi * math.Max(math.Abs(rx), math.Abs(ry)))
 	for i := 0; i < n; i++ {
 		a := 2 * math.Pi * float64(i) / float64(n)
-		c.img.Set(c.px(cx+rx*math.Cos(a)), c.px(cy+ry*math.Sin(a)), it.Style.Fore)
+		c.img.SetRGBA(c.px(cx+rx*math.Cos(a)), c.px(cy+ry*math.Sin(a)), it.Style.Fore)
 	}
 }
 

@@ -39,6 +39,9 @@ type line struct {
 	x, y float64
 }
 
+// maxLines bounds the lines drawn of one text.
+const maxLines = 2000
+
 // lineHeight is the height of a line of text of the size.
 func lineHeight(size float64) float64 { return size * 1.2 }
 
@@ -49,7 +52,12 @@ func textLines(it Item, measure func(string) float64) []line {
 	st := it.Style
 	maxW := it.W - st.LeftPadding - st.RightPadding
 	lh := lineHeight(st.FontSize)
-	fit := max(int(it.H/lh+0.2), 1) // lines below the box are not drawn
+	// lines below the box are not drawn; nor past maxLines, whatever the
+	// box and font sizes
+	fit := 1
+	if n := it.H/lh + 0.2; n >= 2 {
+		fit = int(min(n, maxLines))
+	}
 	var lines []string
 	for _, para := range strings.Split(strings.ReplaceAll(it.Text, "\r\n", "\n"), "\n") {
 		rs := []rune(para)
@@ -57,8 +65,15 @@ func textLines(it Item, measure func(string) float64) []line {
 			lines = append(lines, "")
 		}
 		for len(rs) > 0 && len(lines) < fit {
-			// the most characters that fit, found by halving
-			lo, hi := 1, len(rs)
+			// the most characters that fit: bounded by doubling, then
+			// found by halving, so that a line costs about its own length
+			lo, hi := 1, 1
+			for hi < len(rs) && measure(string(rs[:hi])) <= maxW {
+				lo, hi = hi, min(2*hi, len(rs))
+			}
+			if hi == len(rs) && measure(string(rs)) <= maxW {
+				lo = hi
+			}
 			for lo < hi {
 				mid := (lo + hi + 1) / 2
 				if measure(string(rs[:mid])) <= maxW {
