@@ -138,6 +138,13 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB, built *atomic.
 		}
 		sources = append(sources, Source{Name: c.Name, Description: c.Description, Source: s})
 	}
+	// The sandbox directories of a server killed during a run (the query
+	// results its scripts read) go before any new run.
+	if n, err := sandbox.Sweep(opts.Sandbox.WorkRoot); err != nil {
+		log.Warn("dataagent: could not remove the sandbox directories of a stopped process", "err", err)
+	} else if n > 0 {
+		log.Info("dataagent: removed the sandbox directories of a stopped process", "directories", n)
+	}
 	closeAll := func() {
 		for _, o := range sources {
 			o.Close()

@@ -261,10 +261,12 @@ func (r *Runner) Run(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	base, err := os.MkdirTemp(r.WorkRoot, "loom-sandbox-")
+	sweepOnce(r.WorkRoot)
+	base, unlock, err := makeBase(r.WorkRoot)
 	if err != nil {
-		return nil, fmt.Errorf("making the sandbox directory: %w", err)
+		return nil, err
 	}
+	defer unlock() // after the directory is gone
 	defer removeAll(base)
 	work := filepath.Join(base, "work")
 	script := filepath.Join(base, "main.py")
@@ -440,7 +442,10 @@ func prepare(base, work, script string, job Job) (map[string][]byte, error) {
 	if err := os.WriteFile(filepath.Join(base, "matplotlibrc"), []byte(matplotlibrc()), 0o644); err != nil {
 		return nil, fmt.Errorf("writing matplotlibrc: %w", err)
 	}
-	if err := os.Mkdir(work, 0o755); err != nil {
+	// The work directory and the inputs (query results) are the
+	// sandbox user's alone: other users of the machine may list the
+	// temporary directory.
+	if err := os.Mkdir(work, 0o700); err != nil {
 		return nil, fmt.Errorf("making the work directory: %w", err)
 	}
 	root, err := os.OpenRoot(work)
@@ -455,11 +460,11 @@ func prepare(base, work, script string, job Job) (map[string][]byte, error) {
 			return nil, fmt.Errorf("input file %q: not a relative path inside the work directory", name)
 		}
 		if dir := path.Dir(clean); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
+			if err := root.MkdirAll(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("input file %q: %w", name, err)
 			}
 		}
-		if err := root.WriteFile(clean, data, 0o644); err != nil {
+		if err := root.WriteFile(clean, data, 0o600); err != nil {
 			return nil, fmt.Errorf("input file %q: %w", name, err)
 		}
 		inputs[clean] = data
