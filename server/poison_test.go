@@ -24,6 +24,7 @@ import (
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // The tests here start this test binary again as a server of its own
@@ -34,7 +35,8 @@ const helperEnv = "LOOM_TEST_HELPER_SERVER"
 // TestHelperServer is not a test: started by the tests below with
 // LOOM_TEST_HELPER_SERVER=1, it is a server of the echo agent and of the
 // crash agent, whose one node kills the process (SIGKILL, as the kernel's
-// OOM killer would), on the database LOOM_DATABASE_URL names. It prints
+// OOM killer would), on the database LOOM_DATABASE_URL names (SQLite or
+// Postgres, where a dead replica's job is rescued after a second). It prints
 // "listening URL" and serves until SIGTERM; when New fails it prints the
 // error and exits 3.
 func TestHelperServer(t *testing.T) {
@@ -66,6 +68,9 @@ func TestHelperServer(t *testing.T) {
 		Database: os.Getenv("LOOM_DATABASE_URL"),
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Grace:    time.Second,
+		// On Postgres: a dead replica's job is taken up again soon.
+		Lease:       300 * time.Millisecond,
+		RescueAfter: time.Second,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -173,15 +178,20 @@ func (h *helper) serving(t *testing.T) string {
 	return ""
 }
 
-// A run that kills the process each time it runs: the first start
-// recovers it, and dies; so does the second; the third marks it failed
-// with the reason instead of running it, and stays up, serving runs.
+// A run that kills the process each time it runs, on SQLite: the first
+// start recovers it, and dies; so does the second; the third marks it
+// failed with the reason instead of running it, and stays up, serving
+// runs. On Postgres the same, each death a replica whose job River's
+// rescuer gives to the next.
 func TestPoisonRunIsFailedAfterTwoRecoveries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server four times; skipped with -short")
 	}
-	db := filepath.Join(t.TempDir(), "loom.db")
+	t.Run("sqlite", func(t *testing.T) { poisonTest(t, filepath.Join(t.TempDir(), "loom.db")) })
+	t.Run("postgres", func(t *testing.T) { poisonTest(t, storetest.PostgresURL(t)) })
+}
 
+func poisonTest(t *testing.T, db string) {
 	h := startHelper(t, db)
 	u := h.serving(t)
 	thread := createThread(t, u, "")
@@ -203,20 +213,30 @@ func TestPoisonRunIsFailedAfterTwoRecoveries(t *testing.T) {
 
 	h = startHelper(t, db)
 	u = h.serving(t)
-	st, b := call(t, "GET", u+"/threads/"+thread+"/runs", "", nil)
 	var runs []struct {
 		RunID  string `json:"run_id"`
 		Status string `json:"status"`
 	}
-	if err := json.Unmarshal(b, &runs); err != nil || st != 200 || len(runs) != 1 {
-		t.Fatalf("runs of the thread: %d %s (%v)", st, b, err)
+	// On Postgres the run ends once River's rescuer gives its job back,
+	// which it looks for every 30 s.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		st, b := call(t, "GET", u+"/threads/"+thread+"/runs", "", nil)
+		if err := json.Unmarshal(b, &runs); err != nil || st != 200 || len(runs) != 1 {
+			t.Fatalf("runs of the thread: %d %s (%v)", st, b, err)
+		}
+		if runs[0].Status != "pending" && runs[0].Status != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the crash run is still %s; the server's log:\n%s", runs[0].Status, h.log())
+		}
 	}
 	if runs[0].Status != "error" {
 		t.Errorf("the crash run is %s after two recoveries, want error", runs[0].Status)
 	}
-	st, b = call(t, "GET", u+"/threads/"+thread, "", nil)
-	if th := mustJSON(t, b); st != 200 || th["status"] != "error" {
-		t.Errorf("its thread: %d %s; want status error", st, b)
+	st, b := call(t, "GET", u+"/threads/"+thread, "", nil)
+	if th := mustJSON(t, b); st != 200 || th["status"] != "error" || !strings.Contains(fmt.Sprint(th["error"]), "not run again") {
+		t.Errorf("its thread: %d %s; want status error, saying why", st, b)
 	}
 	if !strings.Contains(h.log(), "not run again") {
 		t.Errorf("the server's log does not say why the run was failed:\n%s", h.log())

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/loomkit/loom/checkpoint"
 )
 
 // This file keeps runs on SQLite as safe as River keeps them on Postgres:
@@ -28,12 +30,27 @@ func (s *records) acceptRun(ctx context.Context, r *RunRecord, spec jobSpec) err
 	return nil
 }
 
-// maxRecoveries is how many times a run may be recovered after a
-// restart, that is, how many times the process may stop while it runs
-// after the first: a run that kills the process (a node that exhausts its
-// memory, a crash in a library) is failed at the next start rather than
-// run again, so the server comes back.
+// maxRecoveries is how many times in a row a run may be taken up again
+// after its process died with the run at the same checkpoint: a run
+// whose step kills the process (a node that exhausts its memory, a crash
+// in a library) dies there each time, and is failed at the next start
+// rather than run again, so the server comes back. A run that moved on
+// between two deaths (the process was killed for some other reason)
+// counts from one again.
 const maxRecoveries = 2
+
+// poisonWhy is why a run that died maxRecoveries times in a row after
+// its first death is not run again.
+const poisonWhy = "the server stopped while running it, then twice more at the same step while running it again after a restart; " +
+	"it is not run again, since it may be what stops the server"
+
+// stuck reports whether a run recovered recoveries times in a row, the
+// last with its thread's head at recoveredFrom, may not go on from head
+// (its thread's head now, "" for none): it died at the same step once
+// more than maxRecoveries allows.
+func stuck(recoveries int, recoveredFrom, head string) bool {
+	return recoveries >= maxRecoveries && recoveredFrom == head
+}
 
 // unfinishedRun is a run recorded as pending or running, with its spec, or
 // why it cannot be executed again.
@@ -41,14 +58,16 @@ type unfinishedRun struct {
 	rec  RunRecord
 	spec jobSpec
 	why  string
-	// recoveries is how many times a restarted process began to run it.
-	recoveries int
+	// recoveries is how many times in a row a restarted process took it
+	// up with its thread's head at recoveredFrom (see maxRecoveries).
+	recoveries    int
+	recoveredFrom string
 }
 
 // unfinishedRuns returns the runs recorded as pending or running, oldest
 // first.
 func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job, recoveries FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
+	rows, err := s.db.SQL().QueryContext(ctx, `SELECT `+runCols+`, job, recoveries, recovered_from FROM loom_runs WHERE status IN ('pending', 'running') ORDER BY created, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read unfinished runs: %w", err)
 	}
@@ -59,7 +78,7 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 		var meta string
 		var created, updated int64
 		var job []byte
-		if err := rows.Scan(&u.rec.ID, &u.rec.Thread, &u.rec.Agent, &u.rec.Status, &u.rec.Strategy, &meta, &u.rec.Error, &created, &updated, &job, &u.recoveries); err != nil {
+		if err := rows.Scan(&u.rec.ID, &u.rec.Thread, &u.rec.Agent, &u.rec.Status, &u.rec.Strategy, &meta, &u.rec.Error, &created, &updated, &job, &u.recoveries, &u.recoveredFrom); err != nil {
 			return nil, fmt.Errorf("read unfinished runs: %w", err)
 		}
 		u.rec.Metadata, u.rec.Created, u.rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
@@ -68,22 +87,31 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 			u.why = "it was accepted by a version of Loom that did not record runs' inputs"
 		case err != nil:
 			u.why = fmt.Sprintf("its stored input is unreadable: %v", err)
-		case u.recoveries >= maxRecoveries:
-			u.why = fmt.Sprintf("the server stopped while running it, then %d more times while running it again after a restart; "+
-				"it is not run again, since it may be what stops the server", u.recoveries)
 		}
 		out = append(out, u)
 	}
 	return out, rows.Err()
 }
 
-// recordRecovery counts one more recovery of run id, before it runs
-// again: if the process dies while it runs, the next start knows.
-func (s *records) recordRecovery(ctx context.Context, id string) error {
-	if _, err := s.exec(ctx, `UPDATE loom_runs SET recoveries = recoveries + 1 WHERE id = ?`, id); err != nil {
+// recordRecovery records that run id goes on again after its process
+// died, from its thread's head (its id, "" for none), before it does: if
+// the process dies again, the next start knows. Recoveries in a row from
+// the same head add up; one from a newer head counts from one.
+func recordRecovery(ctx context.Context, exec func(ctx context.Context, q string, args ...any) error, id, head string) error {
+	err := exec(ctx, `UPDATE loom_runs SET recoveries = CASE WHEN recoveries > 0 AND recovered_from = ? THEN recoveries + 1 ELSE 1 END, recovered_from = ? WHERE id = ?`,
+		head, head, id)
+	if err != nil {
 		return fmt.Errorf("record recovery of run %s: %w", id, err)
 	}
 	return nil
+}
+
+// recordRecovery is recordRecovery on the server's records.
+func (s *records) recordRecovery(ctx context.Context, id, head string) error {
+	return recordRecovery(ctx, func(ctx context.Context, q string, args ...any) error {
+		_, err := s.exec(ctx, q, args...)
+		return err
+	}, id, head)
 }
 
 // recoverRuns executes again the runs that a process which stopped left
@@ -91,8 +119,8 @@ func (s *records) recordRecovery(ctx context.Context, id string) error {
 // thread's last checkpoint (startPoint), so a step that was running when
 // the process died runs again and none is applied twice. A run that
 // cannot be executed (its agent is no longer served, its input cannot be
-// read, or it was recovered maxRecoveries times already and the process
-// stopped each time) is marked failed with the reason, so no run stays
+// read, or the process died each time it went on from the same step,
+// maxRecoveries times in a row) is marked failed with the reason, so no run stays
 // pending, no thread busy, and no run takes the server down for ever.
 func (s *Server) recoverRuns(ctx context.Context) error {
 	runs, err := s.records.unfinishedRuns(ctx)
@@ -105,6 +133,15 @@ func (s *Server) recoverRuns(ctx context.Context) error {
 		r.from, r.rollbackID, r.temp, r.modes, r.recovered = u.spec.From, u.spec.Rollback, u.spec.Temp, u.spec.Modes, true
 		if _, ok := s.agents[u.rec.Agent]; !ok && u.why == "" {
 			u.why = fmt.Sprintf("agent %s is no longer served", u.rec.Agent)
+		}
+		if u.why == "" && u.recoveries >= maxRecoveries {
+			head, err := s.head(ctx, u.rec.Thread)
+			if err != nil {
+				return fmt.Errorf("recover run %s: %w", u.rec.ID, err)
+			}
+			if stuck(u.recoveries, u.recoveredFrom, headID(head)) {
+				u.why = poisonWhy
+			}
 		}
 		if u.why != "" {
 			s.log.Warn("a run left unfinished by a stopped process is failed, not run again", "run", r.id, "thread", r.thread, "agent", r.agent, "recoveries", u.recoveries, "why", u.why)
@@ -153,4 +190,12 @@ func (k *keyedLocks) lock(key string) (unlock func()) {
 		}
 		k.mu.Unlock()
 	}
+}
+
+// headID is the id of head, "" for none.
+func headID(head *checkpoint.Checkpoint) string {
+	if head == nil {
+		return ""
+	}
+	return head.ID
 }

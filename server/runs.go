@@ -345,11 +345,11 @@ func (s *Server) startPoint(r *run) (*checkpoint.Checkpoint, error) {
 	if !r.recovered {
 		return nil, nil
 	}
-	if err := s.records.recordRecovery(context.WithoutCancel(r.ctx), r.id); err != nil {
-		return nil, fmt.Errorf("resume run %s: %w", r.id, err)
-	}
 	head, err := s.head(context.WithoutCancel(r.ctx), r.thread)
 	if err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", r.id, err)
+	}
+	if err := s.records.recordRecovery(context.WithoutCancel(r.ctx), r.id, headID(head)); err != nil {
 		return nil, fmt.Errorf("resume run %s: %w", r.id, err)
 	}
 	return head, nil

@@ -149,13 +149,16 @@ WHERE t.id = r.thread AND t.owner <> '' AND strpos(t.id, '/') = 0;
 UPDATE loom_threads SET id = owner || '/' || id WHERE owner <> '' AND strpos(id, '/') = 0;
 `,
 }, {
-	// A run recovered after a restart counts its recoveries, recorded
-	// before it runs, so that one that kills the process each time is
-	// failed instead of run for ever (see recoverRuns); loom_probe is the
-	// row readiness writes to learn that the database takes writes.
+	// A run taken up again after its process died counts how many times
+	// in a row that happened with its thread at the same checkpoint
+	// (recoveries, recovered_from), recorded before it goes on, so that
+	// one that kills the process each time is failed instead of run for
+	// ever (see recoverRuns); loom_probe is the row readiness writes to
+	// learn that the database takes writes.
 	Version: 4, Name: "recoveries and write probe",
 	SQL: `
 ALTER TABLE loom_runs ADD COLUMN recoveries integer NOT NULL DEFAULT 0;
+ALTER TABLE loom_runs ADD COLUMN recovered_from text NOT NULL DEFAULT '';
 CREATE TABLE loom_probe (id integer NOT NULL PRIMARY KEY, at bigint NOT NULL);
 `,
 }}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,8 +49,9 @@ func withoutDeadline(parent context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel(nil) }
 }
 
-// nextSQL selects a thread's oldest unfinished run, with its job spec.
-const nextSQL = `SELECT ` + runCols + `, job FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
+// nextSQL selects a thread's oldest unfinished run, with its job spec
+// and its recoveries (see maxRecoveries).
+const nextSQL = `SELECT ` + runCols + `, job, recoveries, recovered_from FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
 
 // Work implements river.Worker.
 func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) error {
@@ -65,7 +67,9 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 		var raw []byte
 		var meta string
 		var created, updated int64
-		err := j.pool.QueryRow(ctx, nextSQL, job.Args.Thread).Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw)
+		var recoveries int
+		var recoveredFrom string
+		err := j.pool.QueryRow(ctx, nextSQL, job.Args.Thread).Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw, &recoveries, &recoveredFrom)
 		if errors.Is(err, pgx.ErrNoRows) {
 			done, err := j.complete(ctx, job)
 			if err != nil || done {
@@ -79,6 +83,17 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 		rec.Metadata, rec.Created, rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
 		var spec jobSpec
 		_ = json.Unmarshal(raw, &spec)
+		if rec.Status == runRunning && rescuedSince(job.Errors, rec.Updated) {
+			failed, done, err := j.recovering(ctx, job, &rec, &spec, recoveries, recoveredFrom)
+			switch {
+			case err != nil:
+				return err
+			case done:
+				return nil
+			case failed:
+				continue
+			}
+		}
 		handBack, done, err := j.execute(ctx, job, &rec, &spec, lease)
 		switch {
 		case err != nil:
@@ -91,6 +106,48 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 			return river.JobSnooze(0) // more runs wait: another lease
 		}
 	}
+}
+
+// rescuedSince reports whether River's rescuer took the job back from
+// an attempt after since, the start of the last attempt that ran the
+// run: that attempt's replica died (or stopped beating) while running it.
+// An attempt that ends in this code (a run's end, a handed-back thread,
+// an error) is no rescue.
+func rescuedSince(errs []rivertype.AttemptError, since time.Time) bool {
+	for _, e := range errs {
+		if e.At.After(since) && strings.Contains(strings.ToLower(e.Error), "rescued") {
+			return true
+		}
+	}
+	return false
+}
+
+// recovering takes up rec, whose last attempt was rescued (its replica
+// died while running it), as recoverRuns does on SQLite: when its thread
+// is at the step where the run died maxRecoveries times in a row already,
+// the run is failed with the reason (failed; done when its thread has no
+// other run, its job completed); else the recovery is recorded, for the
+// next time, and the run goes on.
+func (j *jobs) recovering(ctx context.Context, job *river.Job[threadJob], rec *RunRecord, spec *jobSpec, recoveries int, recoveredFrom string) (failed, done bool, err error) {
+	head, err := j.s.saver.Get(ctx, rec.Thread, "")
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		head, err = nil, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("recover run %s: %w", rec.ID, err)
+	}
+	if stuck(recoveries, recoveredFrom, headID(head)) {
+		j.s.log.Warn("a run whose replica died while running it is failed, not run again", "run", rec.ID, "thread", rec.Thread, "agent", rec.Agent, "recoveries", recoveries, "why", poisonWhy)
+		r := &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner}
+		end := event{Kind: graph.KindError, ErrCode: "run_failed", Err: "the server restarted and could not go on with this run: " + poisonWhy, Time: time.Now()}
+		done, err := j.finish(context.WithoutCancel(ctx), job, r, end, runError, StatusError)
+		return err == nil, done, err
+	}
+	err = recordRecovery(ctx, func(ctx context.Context, q string, args ...any) error {
+		_, err := j.pool.Exec(ctx, store.Postgres.Rebind(q), args...)
+		return err
+	}, rec.ID, headID(head))
+	return false, false, err
 }
 
 // complete marks the job completed when its thread has no run left, in
