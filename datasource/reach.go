@@ -140,7 +140,10 @@ func (s *Source) connect(ctx context.Context) error {
 	return nil
 }
 
-var errMissingFile = errors.New("the database file is missing")
+var (
+	errMissingFile = errors.New("the database file is missing")
+	errClosed      = errors.New("the data source is closed")
+)
 
 // lost returns err, or an *UnavailableError when err came from a
 // database that no longer answers (then the source is no longer ready,
@@ -158,11 +161,11 @@ func (s *Source) lost(ctx context.Context, err error) error {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	perr := s.ping(pctx)
-	if perr == nil || ctx.Err() != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if perr == nil || ctx.Err() != nil || s.closed {
+		return err
+	}
 	return s.failed(perr)
 }
 
@@ -180,6 +183,12 @@ func (s *Source) ping(ctx context.Context) error {
 // *UnavailableError (the last one, without a new attempt, during the
 // backoff after a failure). A readiness check calls it.
 func (s *Source) Ping(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return errClosed
+	}
 	db, err := s.conn(ctx)
 	if err != nil || db == nil {
 		return err

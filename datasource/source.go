@@ -82,6 +82,7 @@ type Source struct {
 	err     *UnavailableError // the last failed attempt's
 	retryAt time.Time         // no new attempt before then
 	wait    time.Duration     // the backoff after the last failure
+	closed  bool              // by Close: errors are this side's, not the database's
 }
 
 // Open opens the database rawURL names, read only, and makes sure it
@@ -151,7 +152,12 @@ func (s *Source) String() string { return s.redacted }
 func (s *Source) Limits() Limits { return s.limits }
 
 // Close closes the source's connections.
-func (s *Source) Close() error { return s.db.Close() }
+func (s *Source) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return s.db.Close()
+}
 
 // scrub removes the source's secrets from an error's text.
 func (s *Source) scrub(err error) error {
