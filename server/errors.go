@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
@@ -100,10 +99,7 @@ type errorDetail struct {
 
 func writeError(w http.ResponseWriter, err error) {
 	ae := toAPI(err)
-	switch {
-	case ae.code == "database_unavailable":
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterDatabase))
-	case ae.status == http.StatusServiceUnavailable:
+	if ae.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, ae.status, errorBody{Error: errorDetail{Code: ae.code, Message: Redact(ae.message)}})

@@ -28,9 +28,9 @@ const readyTTL = 2 * time.Second
 // readyTimeout bounds one check: the write probe, or one agent's Ready.
 const readyTimeout = 3 * time.Second
 
-// retryAfterDatabase is the Retry-After, in seconds, of an answer saying
-// the database cannot be written: such a fault (a full disk, a read-only
-// file or replica) takes a person or a failover, not a second.
+// retryAfterDatabase is the Retry-After, in seconds, of /healthz and
+// /readyz when they say something is wrong: a checker asks again no
+// sooner than the checks' answers change (readyTTL).
 const retryAfterDatabase = 5
 
 // readiness holds the last readiness checks and when they were made.
