@@ -14,7 +14,7 @@ import (
 // without a key, as a load balancer or an orchestrator calls them.
 //
 // /healthz answers 200 {"status":"ok"} while the process serves and its
-// database takes writes, and 503 otherwise ({"status":"degraded"} with
+// database does not refuse writes, and 503 otherwise ({"status":"degraded"} with
 // what is wrong, or the "closing" error during a shutdown): a server
 // whose every write fails is not healthy, whatever its reads do.
 // /readyz answers 200 {"status":"ready"} when the database takes writes
@@ -93,17 +93,22 @@ func (s *Server) notReady(ctx context.Context) map[string]error {
 }
 
 // agentsReady calls every agent's Ready at once, each within
-// readyTimeout, and returns those that failed.
+// readyTimeout, and returns those that failed; one that does not answer
+// in time (a Ready that ignores its context) is not ready.
 func (s *Server) agentsReady(ctx context.Context) map[string]error {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	down := map[string]error{}
+	type answer struct {
+		name string
+		err  error
+	}
+	answers := make(chan answer, len(s.order)) // never blocks a late Ready
+	asked := map[string]bool{}
 	for _, name := range s.order {
 		a := s.agents[name]
 		if a.Ready == nil {
 			continue
 		}
-		wg.Go(func() {
+		asked[name] = true
+		go func() {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readyTimeout)
 			defer cancel()
 			err := func() (err error) {
@@ -114,14 +119,25 @@ func (s *Server) agentsReady(ctx context.Context) map[string]error {
 				}()
 				return a.Ready(actx)
 			}()
-			if err != nil {
-				mu.Lock()
-				down[name] = err
-				mu.Unlock()
-			}
-		})
+			answers <- answer{name, err}
+		}()
 	}
-	wg.Wait()
+	down := map[string]error{}
+	timeout := time.After(readyTimeout + 100*time.Millisecond)
+	for len(asked) > 0 {
+		select {
+		case a := <-answers:
+			delete(asked, a.name)
+			if a.err != nil {
+				down[a.name] = a.err
+			}
+		case <-timeout:
+			for name := range asked {
+				down[name] = errors.New("its readiness check did not answer in time")
+			}
+			return down
+		}
+	}
 	return down
 }
 
@@ -144,7 +160,10 @@ func (s *Server) healthRoutes(m *http.ServeMux) {
 			writeError(w, ErrClosing)
 			return
 		}
-		if s.writable(r.Context()) != nil {
+		// A probe that timed out says the database is slow, not that it
+		// refuses writes: readiness reports it, liveness does not, since
+		// restarting the server would not help.
+		if err := s.writable(r.Context()); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterDatabase))
 			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "degraded", "agents": s.order, "problems": []string{databaseProblem}})
 			return
