@@ -76,12 +76,12 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("control workbook B1 = %q, %v", v, err)
 	}
 
-	// Pictures: the header declares the size; the control decodes.
+	// Pictures: the header declares the size; the boxes decode.
 	for _, c := range []struct {
 		name, format string
 		w, h         int
 	}{
-		{"png-control", "png", 600, 300},
+		{"png-boxes-no-text", "png", 600, 300},
 		{"png-pixel-bomb", "png", 30_000, 30_000},
 		{"png-one-long-row", "png", 2_000_000_000, 1},
 		{"png-16bit-rgba", "png", 6_320, 6_320},
@@ -99,7 +99,7 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%s: %d bytes", c.name, len(it.Data))
 		}
 	}
-	if _, _, err := image.Decode(bytes.NewReader(get("png-control").Data)); err != nil {
+	if _, _, err := image.Decode(bytes.NewReader(get("png-boxes-no-text").Data)); err != nil {
 		t.Errorf("control picture: %v", err)
 	}
 

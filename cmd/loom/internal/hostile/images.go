@@ -54,8 +54,9 @@ func pngFile(width, height uint32, depth, ctype byte, rows int) ([]byte, error) 
 	return b.Bytes(), nil
 }
 
-// controlPNG is a picture of a small form: a box with two rows.
-func controlPNG() []byte {
+// boxesPNG is a picture of an empty form: a box of two rows and two
+// columns, with no text.
+func boxesPNG() []byte {
 	img := image.NewGray(image.Rect(0, 0, 600, 300))
 	for i := range img.Pix {
 		img.Pix[i] = 255
@@ -151,7 +152,7 @@ func imageItems(string) ([]Item, error) {
 		out = append(out, Item{Name: name, Filename: name + "." + ext, ContentType: ctype, Data: data})
 		return nil
 	}
-	out = append(out, Item{Name: "png-control", Filename: "form.png", ContentType: "image/png", Data: controlPNG(), Control: true})
+	out = append(out, Item{Name: "png-boxes-no-text", Filename: "form.png", ContentType: "image/png", Data: boxesPNG()})
 	bomb, err := pngFile(30_000, 30_000, 8, 6, 16)
 	if err := add("png-pixel-bomb", "png", "image/png", bomb, err); err != nil {
 		return nil, err

@@ -83,6 +83,8 @@ func jrxmlItems(canary string) ([]Item, error) {
 		{"jrxml-huge-element", template{body: staticText(0, 0, 2_000_000, 2_000_000, 10, "Sales")}, false},
 		{"jrxml-huge-font", template{body: staticText(0, 0, 500, 20, 100_000, "Sales")}, false},
 		{"jrxml-many-elements", template{body: many.String()}, false},
+		// As large as an upload may be: a text of almost 10 MiB.
+		{"jrxml-10mib-text", template{body: staticText(0, 0, 300, 20, 10, "<![CDATA["+strings.Repeat("Sales ", (10<<20-2048)/6)+"]]>")}, false},
 		{"jrxml-deep-frames", template{body: strings.Repeat(`<frame><reportElement x="0" y="0" width="10" height="10"/>`, 100_000) + strings.Repeat("</frame>", 100_000)}, false},
 	}
 	out := make([]Item, len(items))

@@ -24,7 +24,7 @@ func lyingItems(string) ([]Item, error) {
 	return []Item{
 		{Name: "zip-named-png", Filename: "photo.png", ContentType: "image/png", Data: z.Bytes()},
 		{Name: "jrxml-declared-png", Filename: "form.png", ContentType: "image/png", Data: []byte(template{}.String())},
-		{Name: "png-declared-pdf", Filename: "form.pdf", ContentType: "application/pdf", Data: controlPNG()},
+		{Name: "png-declared-pdf", Filename: "form.pdf", ContentType: "application/pdf", Data: boxesPNG()},
 		{Name: "empty-file", Filename: "empty.xlsx", ContentType: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", Data: []byte{}},
 		{Name: "random-bytes", Filename: "random.jrxml", ContentType: "application/xml", Data: random},
 		{Name: "too-large", Filename: "big.png", ContentType: "image/png", Data: tooLarge},
