@@ -151,11 +151,9 @@ var (
 // itself answered with, a refusal, a timeout or a caller that gave up is
 // returned as it is.
 func (s *Source) lost(ctx context.Context, err error) error {
-	var pg *pgconn.PgError
-	var my *mysql.MySQLError
 	var refused *RefusedError
 	if err == nil || ctx.Err() != nil || errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoTable) ||
-		errors.Is(err, ErrUnavailable) || errors.As(err, &pg) || errors.As(err, &my) || errors.As(err, &refused) {
+		errors.Is(err, ErrUnavailable) || errors.As(err, &refused) || answered(err) {
 		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -167,6 +165,33 @@ func (s *Source) lost(ctx context.Context, err error) error {
 		return err
 	}
 	return s.failed(perr)
+}
+
+// answered says whether err is the database's answer to a statement (a
+// syntax error, a missing column, a permission), as opposed to a
+// connection that could not be made or was ended.
+func answered(err error) bool {
+	var ce *pgconn.ConnectError
+	var pg *pgconn.PgError
+	var my *mysql.MySQLError
+	switch {
+	case errors.As(err, &ce):
+		return false
+	case errors.As(err, &pg):
+		// Class 08: connection exceptions; 57P: the server is going
+		// down or ended the session; 28 and 3D000 come when connecting.
+		c := pg.Code
+		return !strings.HasPrefix(c, "08") && !strings.HasPrefix(c, "57P") && !strings.HasPrefix(c, "28") && c != "3D000"
+	case errors.As(err, &my):
+		switch my.Number {
+		case 1040, 1044, 1045, 1049, 1053, 1152, 1184, 1927:
+			// Too many connections, access denied, no such database,
+			// shutdown in progress, aborted or killed connections.
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // ping checks the database answers now.

@@ -4,12 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/datasource/datasourcetest"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // closedPort returns a local TCP port nothing listens on.
@@ -182,5 +187,94 @@ func TestIdentity(t *testing.T) {
 		if a, b := id(p[0]), id(p[1]); a == b {
 			t.Errorf("%s and %s are both %q", p[0], p[1], a)
 		}
+	}
+}
+
+// TestMySQLAccountScrubbed: MySQL's errors name the account with the
+// address Loom connects from; a source's errors do not.
+func TestMySQLAccountScrubbed(t *testing.T) {
+	s := &Source{dialect: MySQL}
+	err := s.scrub(errors.New("Error 1142 (42000): SELECT command denied to user 'reader'@'10.0.3.7' for table 'payroll'"))
+	if strings.Contains(err.Error(), "10.0.3.7") || strings.Contains(err.Error(), "'reader'") || !strings.Contains(err.Error(), "for table 'payroll'") {
+		t.Errorf("scrubbed = %q", err)
+	}
+}
+
+// TestServerSourceComesBack dials a database that does not exist yet on
+// the test PostgreSQL and MySQL servers: unavailable ("the database does
+// not exist"); once created it answers on the same Source; on
+// PostgreSQL, dropped (its connections ended) it is unavailable again,
+// and created again it answers again.
+func TestServerSourceComesBack(t *testing.T) {
+	ctx := context.Background()
+	name := fmt.Sprintf("loomback_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	type server struct {
+		dialect Dialect
+		admin   *sql.DB
+		url     string
+	}
+	var servers []server
+	t.Run("setup", func(t *testing.T) {
+		pgBase := storetest.ServerURL(t)
+		pg, err := sql.Open("pgx", pgBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(pgBase)
+		u.Path = "/" + name
+		servers = append(servers, server{Postgres, pg, u.String()})
+	})
+	t.Run("setup-mysql", func(t *testing.T) {
+		myBase := datasourcetest.ServerURL(t)
+		my, err := sql.Open("mysql", datasourcetest.Config(t, myBase).FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(myBase)
+		u.Path = "/" + name
+		servers = append(servers, server{MySQL, my, u.String()})
+	})
+	for _, sv := range servers {
+		t.Run(string(sv.dialect), func(t *testing.T) {
+			defer sv.admin.Close()
+			exec := func(stmt string) {
+				t.Helper()
+				if _, err := sv.admin.ExecContext(ctx, stmt); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
+			t.Cleanup(func() { sv.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name) })
+			s, err := Dial(sv.url, Limits{Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			again := func() {
+				s.mu.Lock()
+				s.retryAt = time.Now() // the backoff is over
+				s.mu.Unlock()
+			}
+			var u *UnavailableError
+			if _, err := s.Query(ctx, "SELECT 1"); !errors.As(err, &u) || u.Reason != "the database does not exist" {
+				t.Fatalf("before the database: %v", err)
+			}
+			exec("CREATE DATABASE " + name)
+			again()
+			if _, err := s.Query(ctx, "SELECT 1"); err != nil {
+				t.Fatalf("once created: %v", err)
+			}
+			if sv.dialect != Postgres {
+				return
+			}
+			exec("DROP DATABASE " + name + " WITH (FORCE)")
+			if _, err := s.Query(ctx, "SELECT 1"); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("once dropped: %v", err)
+			}
+			exec("CREATE DATABASE " + name)
+			again()
+			if _, err := s.Tables(ctx); err != nil {
+				t.Fatalf("created again: %v", err)
+			}
+		})
 	}
 }

@@ -138,7 +138,7 @@ func (s *Source) catalog(ctx context.Context, query string, args []any, scan fun
 	defer cancel()
 	rows, err := db.QueryContext(qctx, query, args...)
 	if err != nil {
-		return s.lost(ctx, fmt.Errorf("read the catalog: %w", err))
+		return s.scrub(s.lost(ctx, fmt.Errorf("read the catalog: %w", err)))
 	}
 	defer rows.Close()
 	for rows.Next() {

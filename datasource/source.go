@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -169,11 +170,19 @@ func (s *Source) scrub(err error) error {
 	for _, sec := range s.secrets {
 		clean = strings.ReplaceAll(clean, sec, "xxxxx")
 	}
+	if s.dialect == MySQL {
+		// MySQL names the account with the address Loom connects
+		// from: 'reader'@'10.0.3.7'.
+		clean = mysqlAccount.ReplaceAllString(clean, "the source's account")
+	}
 	if clean == msg {
 		return err
 	}
 	return &scrubbedError{msg: clean, err: err}
 }
+
+// mysqlAccount is how MySQL's errors name an account and its host.
+var mysqlAccount = regexp.MustCompile(`'[^'@\s]*'@'[^'\s]*'`)
 
 // scrubbedError keeps the wrapped error for errors.Is and errors.As but
 // prints without secrets.
