@@ -260,8 +260,14 @@ func routes(srv *server.Server, p *parts) http.Handler {
 		case errors.Is(err, server.ErrNotFound):
 			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
 			return
+		case err != nil && raw != nil:
+			server.WriteError(w, http.StatusConflict, "not_dataagent", "thread "+id+" is not the data analyst's")
+			return
 		case err != nil:
-			server.WriteError(w, http.StatusConflict, "not_dataagent", err.Error())
+			// Another agent's thread is a 409, a database that cannot
+			// be read a 503; nothing of the error's text but the
+			// thread's id reaches the client.
+			srv.Fail(w, r, err)
 			return
 		case s.Answer == nil || s.Answer.Report == "":
 			server.WriteError(w, http.StatusNotFound, "no_report", "thread "+id+" has no report yet")
@@ -279,7 +285,8 @@ func routes(srv *server.Server, p *parts) http.Handler {
 		}
 		page, err := p.report.HTML(s.Answer.Report, locale)
 		if err != nil {
-			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
+			slog.Warn("dataagent: rendering a report", "thread", id, "err", err)
+			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", "the report could not be rendered as a page; ask for it with format=markdown")
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

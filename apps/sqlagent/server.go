@@ -257,8 +257,14 @@ func routes(srv *server.Server) http.Handler {
 		case errors.Is(err, server.ErrNotFound):
 			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
 			return
+		case err != nil && raw != nil:
+			server.WriteError(w, http.StatusConflict, "not_sqlagent", "thread "+id+" is not the SQL agent's")
+			return
 		case err != nil:
-			server.WriteError(w, http.StatusConflict, "not_sqlagent", err.Error())
+			// Another agent's thread is a 409, a database that cannot
+			// be read a 503; nothing of the error's text but the
+			// thread's id reaches the client.
+			srv.Fail(w, r, err)
 			return
 		case s.Answer == nil || len(s.Answer.Columns) == 0:
 			server.WriteError(w, http.StatusNotFound, "no_result", "thread "+id+" has no answer with a table yet")

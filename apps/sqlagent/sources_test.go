@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
 )
@@ -204,4 +207,30 @@ func openStore(t *testing.T, path string) *store.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestCSVOfAnotherAgentsThread asks for the CSV of a thread that holds
+// another agent's runs: a 409 that names the thread as the client gave
+// it, and nothing of how the server keeps it.
+func TestCSVOfAnotherAgentsThread(t *testing.T) {
+	dir := t.TempDir()
+	shop := filepath.Join(dir, "shop.db")
+	if _, err := sqlagent.EnsureDemo(context.Background(), shop); err != nil {
+		t.Fatal(err)
+	}
+	demoAgent := server.Agent{Name: "demo", Description: "checklist", InputSchema: server.InputSchemaFor[demo.Input](), Build: server.Compile(demo.Graph())}
+	l := &loom{servertest.Start(t, filepath.Join(dir, "loom.db"), []string{keyA, keyB},
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "shop", URL: shop}}, Logger: slog.New(slog.DiscardHandler)}), demoAgent)}
+	if code, b := l.Do(keyA, "POST", "/threads/d1/runs/wait", map[string]any{"assistant_id": "demo", "if_not_exists": "create", "input": map[string]string{"title": "trip"}}); code != http.StatusOK {
+		t.Fatalf("demo run: %d %s", code, b)
+	}
+	code, b := l.Do(keyA, "GET", "/api/v1/sqlagent/threads/d1/result.csv", nil)
+	if code != http.StatusConflict || !strings.Contains(string(b), "d1") {
+		t.Fatalf("CSV of the demo's thread: %d %s", code, b)
+	}
+	for _, leak := range []string{keyA, "key:", "/d1", "checkpoint"} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("the answer shows %q: %s", leak, b)
+		}
+	}
 }
