@@ -147,9 +147,11 @@ type Server struct {
 	order   []string          // agent names, sorted
 	keys    map[string]string // sha256(key) → owner id
 	quotas  *quotas
-	mux     *http.ServeMux
-	handler http.Handler // mux behind the Host and Origin checks
-	metrics *metrics
+	// authFails throttles client addresses that present wrong keys.
+	authFails *authThrottle
+	mux       *http.ServeMux
+	handler   http.Handler // mux behind the Host and Origin checks
+	metrics   *metrics
 
 	baseCtx context.Context
 	stopAll context.CancelFunc
@@ -195,6 +197,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	limitDefaults(&opts)
 	s := &Server{opts: opts, log: opts.Logger, agents: map[string]*builtAgent{}, keys: map[string]string{},
 		lanes: map[string]*lane{}, runs: map[string]*run{}, metrics: newMetrics()}
+	s.authFails = newAuthThrottle(opts.Logger)
 	s.baseCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range opts.Keys {
 		if k = strings.TrimSpace(k); k != "" {
@@ -574,7 +577,9 @@ func (w *statusWriter) Flush() {
 }
 
 // authenticate returns the caller's owner id: "" without keys, else the
-// id of the key presented.
+// id of the key presented. A client address that presented too many
+// wrong keys gets 429 for a while, whatever key it presents (see
+// authThrottle).
 func (s *Server) authenticate(r *http.Request) (string, error) {
 	if len(s.keys) == 0 {
 		return "", nil
@@ -588,6 +593,10 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 	if key == "" {
 		return "", errorf(http.StatusUnauthorized, "unauthorized", "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
 	}
+	addr := clientAddr(r)
+	if wait := s.authFails.wait(addr); wait > 0 {
+		return "", throttled(wait) // before the key is looked at: see authThrottle
+	}
 	sum := sha256.Sum256([]byte(key))
 	h := hex.EncodeToString(sum[:])
 	for k, owner := range s.keys {
@@ -595,6 +604,7 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 			return owner, nil
 		}
 	}
+	s.authFails.failed(addr, r)
 	return "", errorf(http.StatusUnauthorized, "unauthorized", "invalid API key")
 }
 
