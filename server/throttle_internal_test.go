@@ -40,7 +40,7 @@ func TestAuthThrottleBounded(t *testing.T) {
 		th.failed(clientAddr(req), req)
 	}
 	now = now.Add(2 * time.Second)
-	th.failed(bad, req) // one try earned back and spent
+	th.failed(bad, req)            // one try earned back and spent
 	now = now.Add(2 * time.Second) // the others' buckets are full again; bad's is not
 	req.RemoteAddr = "198.51.100.1:1"
 	th.failed(clientAddr(req), req)
