@@ -440,6 +440,10 @@ func TestNoSandbox(t *testing.T) {
 	if !st.PythonFallback || st.PythonTries != 0 || st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Report, "bwrap") {
 		t.Fatalf("fallback %v tries %d answer %+v", st.PythonFallback, st.PythonTries, st.Answer)
 	}
+	// What is missing, in words; not the path or the program's error.
+	if strings.Contains(st.Answer.Report, "/nonexistent") || strings.Contains(st.Answer.Report, "no such file") {
+		t.Errorf("the report shows the sandbox's error: %s", st.Answer.Report)
+	}
 	m.left()
 }
 

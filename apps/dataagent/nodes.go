@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
@@ -776,15 +777,19 @@ func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
 	out, err := a.cfg.Python.Run(ctx, s.Python, csvFiles(s.Results))
 	var pe *PythonError
 	switch {
+	// What the sandbox's programs said, and where its files are, go to
+	// the log; the report and the model get the reason in words.
 	case errors.Is(err, ErrNoSandbox):
-		return fallback(err.Error())
+		a.log.Warn("dataagent: no Python sandbox", "err", err)
+		return fallback(sandboxReason(err))
 	case errors.As(err, &pe):
 		return failed(pe.Error())
 	case err != nil:
 		if ctx.Err() != nil {
 			return s, err
 		}
-		return failed(err.Error())
+		a.log.Warn("dataagent: the Python sandbox could not run a script", "err", err)
+		return failed("the sandbox could not run the script")
 	}
 	s.PythonOK, s.PythonOutput = true, oneOutput(out.Stdout)
 	return s, nil
@@ -834,4 +839,17 @@ func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
 	s.PythonAnalysis = append(slices.Clip(s.PythonAnalysis), strings.TrimSpace(finding))
 	s.Step++
 	return s, nil
+}
+
+// sandboxReason says why there is no sandbox in the words of its first
+// clause ("no Python sandbox on this machine: bwrap not found (install
+// the bubblewrap package)"), without what follows: a program's path, its
+// error or its output.
+func sandboxReason(err error) string {
+	_, rest, _ := strings.Cut(err.Error(), sandbox.ErrUnavailable.Error()+": ")
+	clause, _, _ := strings.Cut(rest, ": ")
+	if clause = strings.TrimSpace(clause); clause == "" || strings.ContainsAny(clause, "/\\") {
+		return ErrNoSandbox.Error()
+	}
+	return ErrNoSandbox.Error() + ": " + clause
 }
