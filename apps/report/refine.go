@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/apps/report/compare"
 	"github.com/loomkit/loom/apps/report/jrxml"
+	"github.com/loomkit/loom/apps/report/layout"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
 )
@@ -220,6 +221,11 @@ func (a *Agent) similarity(ctx context.Context, s State) (float64, string, error
 	u, err := a.store.Upload(ctx, graph.Thread(ctx), s.Source.ID)
 	if err != nil {
 		return 0, "", err
+	}
+	// Measured before it is decoded: a picture is refused on what it
+	// would take in memory, not only on its pixels.
+	if err := layout.CheckPicture(u.Data); err != nil {
+		return 0, "", fmt.Errorf("reading the uploaded image: %w", err)
 	}
 	want, _, err := image.Decode(bytes.NewReader(u.Data))
 	if err != nil {

@@ -7,6 +7,7 @@ package compare
 import (
 	"image"
 	"image/draw"
+	"math"
 
 	xdraw "golang.org/x/image/draw"
 )
@@ -47,11 +48,23 @@ func (r Result) Worst() (row, col int) {
 	return row, col
 }
 
-// SSIM compares a with b in grey, b scaled to a's size first, with a
-// rows×cols grid of regions.
+// MaxPixels is the largest size, in pixels, images are compared at: a
+// larger a is scaled down (keeping its shape) to it first, so that the
+// comparison's memory is bounded whatever it is given (an A4 page at 150
+// dpi has 2.2 million).
+const MaxPixels = 4_000_000
+
+// SSIM compares a with b in grey, b scaled to a's size first (and both
+// scaled down when a has more than MaxPixels pixels), with a rows×cols
+// grid of regions.
 func SSIM(a, b image.Image, rows, cols int) Result {
-	ga := gray(a, a.Bounds().Size())
-	gb := gray(b, a.Bounds().Size())
+	size := a.Bounds().Size()
+	if px := float64(size.X) * float64(size.Y); px > MaxPixels {
+		f := math.Sqrt(MaxPixels / px)
+		size = image.Pt(max(int(float64(size.X)*f), 1), max(int(float64(size.Y)*f), 1))
+	}
+	ga := gray(a, size)
+	gb := gray(b, size)
 	w, h := ga.Rect.Dx(), ga.Rect.Dy()
 	// sums of x, y, x², y² and xy over Stride×Stride blocks: a window is
 	// Window/Stride blocks a side

@@ -70,3 +70,16 @@ func BenchmarkSSIM(b *testing.B) {
 		compare.SSIM(a, c, 8, 8)
 	}
 }
+
+// An image larger than MaxPixels is compared scaled down: the result is
+// the same shape, and alike images are still alike.
+func TestSSIMLarge(t *testing.T) {
+	big := image.NewGray(image.Rect(0, 0, 3000, 2000)) // 6 million pixels
+	for i := range big.Pix {
+		big.Pix[i] = uint8(i % 251)
+	}
+	r := compare.SSIM(big, big, 3, 3)
+	if r.SSIM < 0.99 || len(r.Regions) != 3 || len(r.Regions[2]) != 3 {
+		t.Errorf("an image against itself: SSIM %.3f, regions %v", r.SSIM, r.Regions)
+	}
+}

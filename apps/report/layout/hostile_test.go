@@ -10,8 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"image"
+	"image/png"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -290,5 +293,130 @@ func TestXLSXTrimKeeps(t *testing.T) {
 	want := []string{"A1=three bold=true w=210 h=20", "B1:C1=one bold=false w=128 h=20", "A2=three bold=false w=210 h=40"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("cells\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Pictures are refused on what they would take decoded, before they are
+// decoded; a picture whose size cannot be read is never decoded.
+func TestCheckPicture(t *testing.T) {
+	grey := func(w, h int) []byte {
+		var buf bytes.Buffer
+		png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h)))
+		return buf.Bytes()
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"small grey", grey(100, 100), nil},
+		// 39.6 million pixels, under MaxPixels, but 317 MB decoded.
+		{"16-bit RGBA", pngHeader(9_000, 4_400, 16, 6, 0), layout.ErrTooLarge},
+		{"16-bit RGBA, A4 at 300 dpi", pngHeader(2_480, 3_508, 16, 6, 0), nil},
+		{"8-bit RGBA, interlaced", pngHeader(6_000, 6_000, 8, 6, 1), layout.ErrTooLarge},
+		{"8-bit RGBA", pngHeader(6_000, 6_000, 8, 6, 0), nil},
+		{"too many pixels", pngHeader(100_000, 100_000, 1, 0, 0), layout.ErrTooLarge},
+		{"a PNG that is a zip", append([]byte("\x89PNG\r\n\x1a\n"), zipOf(t, map[string]string{"xl/workbook.xml": "<workbook/>"})...), layout.ErrBadPicture},
+		{"a truncated header", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR"), layout.ErrBadPicture},
+	} {
+		err := layout.CheckPicture(c.data)
+		if !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	// FromImage refuses them before OCR, whatever is installed.
+	for _, data := range [][]byte{pngHeader(9_000, 4_400, 16, 6, 0), []byte("\x89PNG\r\n\x1a\nPK\x03\x04")} {
+		if _, err := layout.FromImage(context.Background(), data, layout.Options{}); !errors.Is(err, layout.ErrTooLarge) && !errors.Is(err, layout.ErrBadPicture) {
+			t.Errorf("FromImage: got %v, want a refusal", err)
+		}
+	}
+}
+
+// pngHeader is the start of a PNG of w×h pixels of the given bit depth,
+// colour type and interlace method: all DecodeConfig reads.
+func pngHeader(w, h int, depth, colour, interlace byte) []byte {
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
+	ihdr[8], ihdr[9], ihdr[12] = depth, colour, interlace
+	var buf bytes.Buffer
+	buf.WriteString("\x89PNG\r\n\x1a\n")
+	binary.Write(&buf, binary.BigEndian, uint32(13))
+	buf.WriteString("IHDR")
+	buf.Write(ihdr)
+	binary.Write(&buf, binary.BigEndian, crc32.ChecksumIEEE(append([]byte("IHDR"), ihdr...)))
+	return buf.Bytes()
+}
+
+// needProgram skips a test when program is missing, except under CI.
+func needProgram(t *testing.T, program, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(program); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s must be installed under CI (Debian %s)", program, pkg)
+		}
+		t.Skipf("%s is not installed (Debian %s)", program, pkg)
+	}
+}
+
+// minimalPDF is a one-page PDF whose page is w×h points, with nothing
+// drawn on it.
+func minimalPDF(w, h int) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	var offs []int
+	for _, obj := range []string{
+		"<</Type/Catalog/Pages 2 0 R>>",
+		"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+		fmt.Sprintf("<</Type/Page/Parent 2 0 R/MediaBox[0 0 %d %d]>>", w, h),
+	} {
+		offs = append(offs, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj%s endobj\n", len(offs), obj)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offs)+1)
+	for _, o := range offs {
+		fmt.Fprintf(&b, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&b, "trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(offs)+1, xref)
+	return b.Bytes()
+}
+
+// A PDF page is measured before it is drawn: a huge page is refused, a
+// page the PDF lacks or a PDF that is not one gives a clear error with
+// nothing pdftoppm or pdfinfo printed.
+func TestPDFPageHostile(t *testing.T) {
+	needProgram(t, "pdftoppm", "poppler-utils")
+	needProgram(t, "prlimit", "util-linux")
+	ctx := context.Background()
+	png, err := layout.PDFPage(ctx, minimalPDF(595, 842), 1)
+	if err != nil {
+		t.Fatalf("an A4 page: %v", err)
+	}
+	if c, _, err := image.DecodeConfig(bytes.NewReader(png)); err != nil || c.Width != 1240 || c.Height != 1755 {
+		t.Errorf("an A4 page drawn %dx%d (%v), want 1240x1755", c.Width, c.Height, err)
+	}
+	for _, c := range []struct {
+		name string
+		pdf  []byte
+		page int
+		want string
+	}{
+		{"200000 points a side", minimalPDF(200_000, 200_000), 1, "larger than A0"},
+		{"a page it lacks", minimalPDF(595, 842), 7, "no page 7"},
+		{"no pages", []byte("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 9 0 R>>endobj\ntrailer<</Root 1 0 R>>\n"), 1, "no page 1"},
+		{"malformed", []byte("%PDF-1.4\n%garbage\x00\xff"), 1, "could not be read"},
+		{"a PDF that is a zip", append([]byte("%PDF-1.4\n"), zipOf(t, map[string]string{"xl/workbook.xml": "<workbook/>"})...), 1, "could not be read"},
+	} {
+		_, err := layout.PDFPage(ctx, c.pdf, c.page)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+			continue
+		}
+		for _, leak := range []string{"Syntax", "Error:", "xref", "stderr", "exit status", "/tmp"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s: the error %q shows the program's output (%q)", c.name, err, leak)
+			}
+		}
 	}
 }

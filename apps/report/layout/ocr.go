@@ -5,14 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/loomkit/loom/internal/leash"
 )
 
 // Languages are the tesseract languages a picture is read with.
@@ -31,34 +35,53 @@ type Word struct {
 	Block, Par, Line int
 }
 
+// tesseractLimits bound one run of tesseract: a page of a form takes a
+// few seconds and a few hundred MB.
+var tesseractLimits = leash.Limits{Wall: time.Minute, Memory: 1 << 30, Output: 16 << 20}
+
 // OCR runs tesseract on the picture img (PNG, JPEG, TIFF…) with
 // Chinese and English and returns the page's size and its words, read
-// from tesseract's TSV output.
+// from tesseract's TSV output. tesseract runs on a leash (time, CPU,
+// memory, one thread); what it prints on failure goes to the log, not
+// into the error.
 func OCR(ctx context.Context, img []byte, psm int) (width, height int, words []Word, err error) {
-	bin, err := exec.LookPath("tesseract")
-	if err != nil {
+	if _, err := exec.LookPath("tesseract"); err != nil {
 		return 0, 0, nil, ErrNoTesseract
 	}
 	if psm <= 0 {
 		psm = Options{}.psm()
 	}
-	cmd := exec.CommandContext(ctx, bin, "stdin", "stdout", "-l", Languages, "--psm", strconv.Itoa(psm), "tsv")
-	cmd.Stdin = bytes.NewReader(img)
-	if _, set := os.LookupEnv("OMP_THREAD_LIMIT"); !set {
-		// One thread: tesseract's OpenMP threads spin, which makes a page
-		// slower, not faster, on a busy machine.
-		cmd.Env = append(os.Environ(), "OMP_THREAD_LIMIT=1")
+	var env []string
+	if dir, ok := os.LookupEnv("TESSDATA_PREFIX"); ok {
+		env = append(env, "TESSDATA_PREFIX="+dir)
 	}
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return 0, 0, nil, fmt.Errorf("running tesseract: %w", ctx.Err())
-		}
-		return 0, 0, nil, fmt.Errorf("running tesseract: %w: %s", err, strings.TrimSpace(stderr.String()))
+	res, err := leash.Run(ctx, tesseractLimits, leash.Cmd{
+		Name:  "tesseract",
+		Args:  []string{"stdin", "stdout", "-l", Languages, "--psm", strconv.Itoa(psm), "tsv"},
+		Stdin: bytes.NewReader(img),
+		Env:   env,
+	})
+	var stopped *leash.Error
+	switch {
+	case errors.As(err, &stopped):
+		slog.WarnContext(ctx, "tesseract was stopped", "reason", stopped.Reason)
+		return 0, 0, nil, fmt.Errorf("%w: it took too long or too much memory to read", ErrOCR)
+	case err != nil && ctx.Err() != nil:
+		return 0, 0, nil, fmt.Errorf("running tesseract: %w", ctx.Err())
+	case errors.Is(err, exec.ErrNotFound):
+		return 0, 0, nil, ErrNoTesseract
+	case err != nil:
+		slog.WarnContext(ctx, "tesseract could not run", "err", err)
+		return 0, 0, nil, ErrOCR
+	case res.ExitCode != 0:
+		slog.WarnContext(ctx, "tesseract failed", "exit", res.ExitCode, "stderr", string(res.Stderr[:min(len(res.Stderr), 2000)]))
+		return 0, 0, nil, ErrOCR
 	}
-	return parseTSV(out.Bytes())
+	return parseTSV(res.Stdout)
 }
+
+// ErrOCR is returned when tesseract could not read a picture.
+var ErrOCR = errors.New("the picture could not be read by OCR")
 
 // parseTSV reads tesseract's TSV: level, page_num, block_num, par_num,
 // line_num, word_num, left, top, width, height, conf, text.
@@ -100,7 +123,7 @@ func FromImage(ctx context.Context, img []byte, opts Options) (*Layout, error) {
 	if Detect(img) != KindImage {
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
 	}
-	if err := checkSize(img); err != nil {
+	if err := CheckPicture(img); err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
 	clean, rules := withoutRules(img)

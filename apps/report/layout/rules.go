@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	_ "image/gif" // pictures OCR reads
 	_ "image/jpeg"
 	"image/png"
@@ -26,17 +27,89 @@ const maxRuns = 5000
 // has 17.4 million).
 const MaxPixels = 40_000_000
 
-// ErrTooLarge is returned for a picture of more than MaxPixels pixels.
+// MaxDecoded is the most memory a picture may take once decoded, in
+// bytes: MaxPixels of 8-bit RGBA (4 bytes a pixel), or an A3 page at 300
+// dpi of 16-bit RGBA (8 bytes a pixel, 139 MB). Reading it takes a grey
+// copy and a mask of a byte a pixel each besides, so one picture costs at
+// most about 240 MB of the server's memory, a quarter of its 1 GiB.
+const MaxDecoded = 160_000_000
+
+// ErrTooLarge is returned for a picture of more than MaxPixels pixels or
+// MaxDecoded bytes decoded, and for a PDF page that would be drawn as one.
 var ErrTooLarge = errors.New("the picture is too large")
 
-// checkSize refuses a picture of more than MaxPixels pixels before it is
-// decoded. A picture Go cannot decode is left to tesseract.
-func checkSize(img []byte) error {
-	c, _, err := image.DecodeConfig(bytes.NewReader(img))
-	if err == nil && int64(c.Width)*int64(c.Height) > MaxPixels {
+// ErrBadPicture is returned for a picture whose size cannot be read: it
+// is never decoded, nor given to OCR.
+var ErrBadPicture = errors.New("the picture could not be read")
+
+// CheckPicture refuses a picture before it is decoded: one whose header
+// cannot be read, one of more than MaxPixels pixels, or one that would
+// take more than MaxDecoded bytes decoded (width × height × the bytes a
+// pixel of its colour model takes; an interlaced PNG twice that, as its
+// passes are decoded apart first).
+func CheckPicture(img []byte) error {
+	c, format, err := image.DecodeConfig(bytes.NewReader(img))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPicture, err)
+	}
+	if c.Width <= 0 || c.Height <= 0 {
+		return fmt.Errorf("%w: it is %dx%d pixels", ErrBadPicture, c.Width, c.Height)
+	}
+	px := int64(c.Width) * int64(c.Height)
+	if px > MaxPixels {
 		return fmt.Errorf("%w: %dx%d pixels, at most %d million", ErrTooLarge, c.Width, c.Height, MaxPixels/1_000_000)
 	}
+	bpp := bytesPerPixel(c.ColorModel)
+	switch {
+	case format == "png" && len(img) > 28 && img[28] == 1:
+		bpp *= 2
+	case format == "jpeg" && progressive(img):
+		// Besides the picture, the coefficients of every block: 2 bytes
+		// each, 64 a block of 8×8 pixels, for each of up to 3 components.
+		bpp += 6
+	}
+	if px*bpp > MaxDecoded {
+		return fmt.Errorf("%w: %dx%d pixels at %d bytes a pixel is %d MB decoded, at most %d MB", ErrTooLarge, c.Width, c.Height, bpp, px*bpp/1_000_000, MaxDecoded/1_000_000)
+	}
 	return nil
+}
+
+// progressive says whether a JPEG is progressive: whether its frame
+// header, found by walking the markers before it, is SOF2.
+func progressive(img []byte) bool {
+	for p := 2; p+4 <= len(img) && img[p] == 0xff; {
+		m := img[p+1]
+		switch {
+		case m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce:
+			return true
+		case m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 && m != 0xcc:
+			return false
+		case m == 0xd8 || m == 0x01 || m >= 0xd0 && m <= 0xd7 || m == 0xff:
+			p += 2
+			continue
+		}
+		p += 2 + int(img[p+2])<<8 + int(img[p+3])
+	}
+	return false
+}
+
+// bytesPerPixel is how many bytes a pixel of m takes decoded (8, the
+// most any decoder uses, for a model it does not know).
+func bytesPerPixel(m color.Model) int64 {
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel:
+		return 3
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel, color.NYCbCrAModel:
+		return 4
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	return 8
 }
 
 // withoutRules returns the picture img as a grey PNG with its long
