@@ -377,7 +377,7 @@ func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publ
 
 // failed is the terminal event of a run that failed with err.
 func failed(err error) event {
-	return event{Kind: graph.KindError, Err: err.Error(), ErrCode: "run_failed", Time: time.Now()}
+	return event{Kind: graph.KindError, Err: Redact(err.Error()), ErrCode: "run_failed", Time: time.Now()}
 }
 
 // drive runs r's graph with input in and hands its events to publish,
