@@ -121,12 +121,21 @@ func TestThreadIDsPerKeyMigrate(t *testing.T) {
 		`UPDATE checkpoints SET thread = 'old' WHERE thread LIKE '%/old'`,
 		`UPDATE loom_runs SET thread = 'old' WHERE thread LIKE '%/old'`,
 		`UPDATE loom_threads SET id = 'old' WHERE id LIKE '%/old'`,
-		`DELETE FROM loom_schema_migrations WHERE component = 'server' AND version = 3`,
+		`DELETE FROM loom_schema_migrations WHERE component = 'server' AND version >= 3`,
 	} {
 		if res, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		} else if n, _ := res.RowsAffected(); n == 0 {
 			t.Fatalf("%s changed nothing", q)
+		}
+	}
+	for _, q := range []string{ // what migrations after 3 added
+		`ALTER TABLE loom_runs DROP COLUMN recoveries`,
+		`ALTER TABLE loom_runs DROP COLUMN recovered_from`,
+		`DROP TABLE loom_probe`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	db.Close()
