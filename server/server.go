@@ -38,6 +38,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -493,9 +494,10 @@ func (s *Server) apiUploads(uploads int64, h handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: s.opts.WriteTimeout}
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
+				perr := fmt.Errorf("handler panic: %v", p)
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "error_id", ErrorID(perr), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if !sw.wrote {
-					writeError(sw, fmt.Errorf("internal error"))
+					writeError(sw, perr) // a 500 with the id, not the text
 				}
 			}
 			s.metrics.request(r.Pattern, sw.status, time.Since(began))
