@@ -24,13 +24,20 @@ import (
 // Options configure an App. The zero value runs the Chinese default
 // configuration in memory, without a model.
 type Options struct {
-	// Locale picks the embedded default configuration: LocaleChinese
-	// (default) or LocaleEnglish.
+	// Locale is the first language: LocaleChinese (default) or
+	// LocaleEnglish. Its embedded configuration, with ConfigDir's files
+	// over it, sets the routing thresholds and the replies to a text that
+	// does not tell its language ("35"). The other locale's embedded
+	// configuration is loaded beside it, and each utterance is understood
+	// in both and answered in its own language. A ConfigDir whose
+	// intents the other locale lacks makes the assistant speak Locale
+	// only.
 	Locale string
 	// ConfigDir, when set, holds YAML files that replace the defaults of
 	// the same name.
 	ConfigDir string
-	// Config, when set, is used instead of loading Locale and ConfigDir.
+	// Config, when set, is used instead of loading Locale and ConfigDir;
+	// the assistant then speaks its language only.
 	Config *Config
 	// Saver keeps the sessions, one thread each; nil keeps them in memory.
 	Saver checkpoint.Saver
@@ -80,6 +87,10 @@ type App struct {
 	log          *slog.Logger
 	locks        *sessionLocks
 	threads      Threads // nil: sessions are not recorded as server threads
+	// locale is the language of cfg; variants are the app per locale
+	// (nil when it speaks one).
+	locale   string
+	variants map[string]*App
 }
 
 // AgentName is the name the assistant has in Loom's server.
@@ -98,21 +109,29 @@ func (a *App) withThreads(threads Threads) *App {
 // saver. A configuration error is reported with file, line and reason
 // and wraps ErrConfig.
 func New(ctx context.Context, opts Options) (*App, error) {
-	cfg := opts.Config
+	cfg, second := opts.Config, (*Config)(nil)
 	if cfg == nil {
 		var err error
 		if cfg, err = LoadConfig(opts.Locale, opts.ConfigDir); err != nil {
 			return nil, fmt.Errorf("cabin: load config: %w", err)
+		}
+		other := otherLocale(cmp.Or(opts.Locale, LocaleChinese))
+		if second, err = LoadConfig(other, ""); err != nil {
+			return nil, fmt.Errorf("cabin: load config %s: %w", other, err)
 		}
 	}
 	a := &App{
 		cfg: cfg, model: opts.Model, store: opts.Store, saver: opts.Saver,
 		vehicle:  cmp.Or(opts.Vehicle, defaultVehicle),
 		ackAfter: cmp.Or(opts.AckAfter, time.Second), modelTimeout: cmp.Or(opts.ModelTimeout, 8*time.Second),
-		log: opts.Logger, locks: &sessionLocks{},
+		log: opts.Logger, locks: &sessionLocks{}, locale: cmp.Or(cfg.Domain.Locale, opts.Locale, LocaleChinese),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
+	}
+	if second != nil && !pairs(cfg, second) {
+		a.log.Warn("cabin: the configuration has intents the other language lacks; the assistant speaks one language", "locale", a.locale, "other", second.Domain.Locale)
+		second = nil
 	}
 	if a.saver == nil {
 		a.saver = checkpoint.NewMemory()
@@ -136,11 +155,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := cfg.checkTools(tools); err != nil {
 		return nil, fmt.Errorf("cabin: %w", err)
 	}
+	if second != nil {
+		if err := second.checkTools(tools); err != nil {
+			return nil, fmt.Errorf("cabin: %w", err)
+		}
+	}
 	a.tools, a.policy = tools, cfg.confirmPolicy(tools)
 	a.cat = newCatalog(cfg)
-	a.slots = newSlotReader(cfg.Forms)
 	a.replies = newReplies(cfg, a.cat)
-	ecfg := cfg.engineConfig()
+	forms, ecfg := cfg.Forms, cfg.engineConfig()
+	if second != nil {
+		forms, ecfg = mergeForms(forms, second.Forms), mergeEngine(ecfg, second.engineConfig())
+	}
+	a.slots = newSlotReader(forms)
 	engOpts := []intent.Option{intent.WithLogger(a.log)}
 	if rc := cfg.Rules.RemoteClassifier; rc != nil {
 		remote := *rc
@@ -155,6 +182,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("cabin: build intent engine: %w", err)
 	}
 	a.engine = eng
+	if second != nil {
+		a.bilingual(second)
+	}
 	if a.graph, err = a.Graph().Compile(graph.WithSaver(a.saver)); err != nil {
 		return nil, fmt.Errorf("cabin: %w", err)
 	}

@@ -145,9 +145,9 @@ var flows = []struct {
 	{"27.1 local ambiguity", []turn{chatTurn("空调", TypeClarify, StatusClarify, "打开空调", "关闭空调", "还是")},
 		func(t *testing.T, a *api, s string) { decided(t, a, "空调", intent.Clarify) }},
 	{"27.1 route to cloud becomes clarify", []turn{
-		chatTurn("有点冷", TypeClarify, StatusClarify, "关闭空调"),
-		chatTurn("是的", TypeWorkflowResult, StatusCompleted, "空调已关闭"),
-	}, func(t *testing.T, a *api, s string) { decided(t, a, "有点冷", intent.RouteToCloud) }},
+		chatTurn("起雾了", TypeClarify, StatusClarify, "后挡除雾"),
+		chatTurn("是的", TypeWorkflowResult, StatusCompleted, "后挡除雾已打开"),
+	}, func(t *testing.T, a *api, s string) { decided(t, a, "起雾了", intent.RouteToCloud) }},
 	{"27.1 unknown", []turn{chatTurn("今天股市怎么样", TypeReject, StatusRejected, "帮不了")}, nil},
 	{"27.1 fill-slots without a session", []turn{fillTurn(FillRequest{SessionID: "nobody", Slots: map[string]string{"destination": "公司"}}, TypeFallback, StatusFallback, "没有找到")}, nil},
 	{"27.1 fill-slots without a current intent", []turn{

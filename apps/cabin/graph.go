@@ -95,30 +95,30 @@ func (a *App) Graph() *graph.Graph[State] {
 	// that is checkpointed.
 	pure := graph.Pure()
 	g := graph.New[State]("cabin").
-		Node(nodeNormalize, a.normalize, pure).
-		Node(nodeStopCheck, a.stopCheck, pure).
-		Node(nodeReadAnswer, a.readAnswer, pure).
-		Node(nodeSocialRoute, a.socialRoute, pure).
-		Node(nodeContextRewrite, a.contextRewrite, pure).
-		Node(nodeUnderstand, a.understand, pure).
-		Node(nodeFuseDecide, a.fuseDecide, pure).
-		Node(nodePlanTemplate, a.planTemplate, pure).
-		Node(nodePlanHeuristic, a.planHeuristic, pure).
-		Node(nodePlanModel, a.planModel).
-		Node(nodeExecute, a.execute, pure).
-		Node(nodeClarify, a.clarify, pure).
-		Node(nodeRouteToCloud, a.routeToCloud, pure).
-		Node(nodeReject, a.reject, pure).
-		Node(nodeStop, a.stop, pure).
-		Node(nodeSocial, a.social, pure).
-		Node(nodeFallback, a.fallback, pure).
-		Node(nodeRetry, a.retry, pure).
-		Node(nodeNextStep, a.nextStep, pure).
-		Node(nodeFillSlots, a.fillSlots).
-		Node(nodeCondition, a.condition).
-		Node(nodeConfirm, a.confirm).
-		Node(nodeCallTool, a.callTool).
-		Node(nodeRespond, a.respond, pure).
+		Node(nodeNormalize, a.inLocale((*App).normalize), pure).
+		Node(nodeStopCheck, a.inLocale((*App).stopCheck), pure).
+		Node(nodeReadAnswer, a.inLocale((*App).readAnswer), pure).
+		Node(nodeSocialRoute, a.inLocale((*App).socialRoute), pure).
+		Node(nodeContextRewrite, a.inLocale((*App).contextRewrite), pure).
+		Node(nodeUnderstand, a.inLocale((*App).understand), pure).
+		Node(nodeFuseDecide, a.inLocale((*App).fuseDecide), pure).
+		Node(nodePlanTemplate, a.inLocale((*App).planTemplate), pure).
+		Node(nodePlanHeuristic, a.inLocale((*App).planHeuristic), pure).
+		Node(nodePlanModel, a.inLocale((*App).planModel)).
+		Node(nodeExecute, a.inLocale((*App).execute), pure).
+		Node(nodeClarify, a.inLocale((*App).clarify), pure).
+		Node(nodeRouteToCloud, a.inLocale((*App).routeToCloud), pure).
+		Node(nodeReject, a.inLocale((*App).reject), pure).
+		Node(nodeStop, a.inLocale((*App).stop), pure).
+		Node(nodeSocial, a.inLocale((*App).social), pure).
+		Node(nodeFallback, a.inLocale((*App).fallback), pure).
+		Node(nodeRetry, a.inLocale((*App).retry), pure).
+		Node(nodeNextStep, a.inLocale((*App).nextStep), pure).
+		Node(nodeFillSlots, a.inLocale((*App).fillSlots)).
+		Node(nodeCondition, a.inLocale((*App).condition)).
+		Node(nodeConfirm, a.inLocale((*App).confirm)).
+		Node(nodeCallTool, a.inLocale((*App).callTool)).
+		Node(nodeRespond, a.inLocale((*App).respond), pure).
 		Edge(graph.Start, nodeNormalize).
 		Edge(nodeNormalize, nodeStopCheck).
 		Edge(nodeContextRewrite, nodeUnderstand).
@@ -360,6 +360,7 @@ func (a *App) normalize(_ context.Context, s State) (State, error) {
 		return s, nil
 	}
 	sess.LastUserText = s.Turn.Text
+	sess.Locale = a.speaks(s.Turn.Text, sess.Locale)
 	start := time.Now()
 	s.Turn.Normalized = intent.Normalize(s.Turn.Text)
 	s.Reply.Debug.DialogAct = a.engine.Act(s.Turn.Normalized)

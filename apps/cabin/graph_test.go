@@ -276,7 +276,7 @@ func TestRoutesAreNotGotos(t *testing.T) {
 	routeStates(t, app, conversations(t), seen)
 	withModel := modelApp(t, modelDecision(`{"kind":"single","steps":[{"intent":"cabin_set_ac","slots":{"temperature":"22"}}]}`),
 		modelDecision(`{"kind":"out_of_scope"}`), llmtest.ServerError())
-	routeStates(t, withModel, [][]string{{"有点热"}, {"今天股市怎么样"}, {"有点冷"}}, seen)
+	routeStates(t, withModel, [][]string{{"有点热"}, {"今天股市怎么样"}, {"起雾了"}}, seen)
 	for _, r := range app.routes() {
 		if len(seen[r.from]) == 0 {
 			t.Errorf("route from %s: no conversation reached it", r.from)

@@ -37,7 +37,7 @@ func TestModelPlanner(t *testing.T) {
 		{"out of scope rejects", []llmtest.Reply{decision(`{"kind":"out_of_scope"}`)},
 			"今天股市怎么样", TypeReject, "帮不了", "model", 1},
 		{"route to cloud, out of scope for the model, rejects (§27.2)", []llmtest.Reply{decision(`{"kind":"out_of_scope"}`)},
-			"有点冷", TypeReject, "帮不了", "model", 1},
+			"起雾了", TypeReject, "帮不了", "model", 1},
 		{"a failing model leaves the local answer", []llmtest.Reply{llmtest.ServerError()},
 			"有点热", TypeReject, "帮不了", "model-fallback", 1},
 		{"a clear request never asks the model", nil, "打开车窗", TypeWorkflowResult, "已打开车窗", "", 0},

@@ -40,8 +40,8 @@ var (
 	openCues  = []string{"打开", "开启", "开一下", "开", "降下", "降下来", "摇下", "放下", "open", "roll down", "wind down", "crack", "lower"}
 	closeCues = []string{"关闭", "关上", "关掉", "关好", "关一下", "关", "升起", "升上", "摇上", "合上", "close", "shut", "roll up", "wind up", "raise"}
 
-	upCues   = []string{"调大", "开大", "加大", "增大", "调高", "升高", "提高", "大一点", "大点", "大声", "大", "高", "加", "up", "increase", "raise", "louder", "higher", "stronger", "faster", "more", "boost"}
-	downCues = []string{"调小", "开小", "减小", "调低", "降低", "小一点", "小点", "小声", "小", "低", "减", "down", "decrease", "reduce", "quieter", "softer", "lower", "weaker", "slower", "less"}
+	upCues   = []string{"太小", "太低", "太轻", "太弱", "too quiet", "too low", "too weak", "too soft", "调大", "开大", "加大", "增大", "调高", "升高", "提高", "大一点", "大点", "大声", "大", "高", "加", "up", "increase", "raise", "louder", "higher", "stronger", "faster", "more", "boost"}
+	downCues = []string{"太大", "太高", "太响", "太吵", "太强", "太猛", "too loud", "too high", "too strong", "too much", "too fast", "调小", "开小", "减小", "调低", "降低", "小一点", "小点", "小声", "小", "低", "减", "down", "decrease", "reduce", "quieter", "softer", "lower", "weaker", "slower", "less"}
 
 	polarPairs = []polarPair{
 		{"cabin_ac_on", "cabin_ac_off", onCues, offCues},
@@ -216,6 +216,28 @@ func guardPolarity(id, text string) (string, string) {
 	return id, polarityKeep
 }
 
+// bareName reports whether text only names the thing intent id acts on
+// ("车窗", "the AC") and not what to do with it: a few words found in the
+// intent's keywords or label.
+func (a *App) bareName(id, text string) bool {
+	t := " " + intent.Normalize(text) + " "
+	for _, w := range []string{"帮我", "请", "把", "一下", " please ", " the ", " my "} {
+		t = strings.ReplaceAll(t, w, " ")
+	}
+	t = strings.TrimSpace(strings.Trim(t, " ,.!?，。！？"))
+	if t == "" || utf8.RuneCountInString(strings.ReplaceAll(t, " ", "")) > 12 || len(strings.Fields(t)) > 2 ||
+		(detectLanguage(t) == LocaleChinese && utf8.RuneCountInString(t) > 3) {
+		return false
+	}
+	in := a.cat.intents[id]
+	for _, k := range append([]string{in.Label}, in.Keywords...) {
+		if strings.Contains(intent.Normalize(k), t) || strings.Contains(intent.Normalize(k), strings.TrimSuffix(t, "s")) {
+			return true
+		}
+	}
+	return false
+}
+
 // guard checks the turn's routing against the words said: each clause
 // of a text of several, else the whole text. An intent the words
 // contradict is turned to its opposite; one they leave in doubt is asked
@@ -238,11 +260,15 @@ func (a *App) guard(d *Debug) {
 		return
 	}
 	r := d.Route
-	if r == nil || !a.cat.known(r.Intent) {
-		return
+	if r == nil || !a.cat.known(r.Intent) || r.Decision == intent.Reject {
+		return // nothing runs
 	}
-	id, v := guardPolarity(r.Intent, cmp.Or(d.Rewritten, d.Text))
+	text := cmp.Or(d.Rewritten, d.Text)
+	id, v := guardPolarity(r.Intent, text)
 	p, _, _ := opposite(r.Intent)
+	if v == polarityKeep && hasOpposite(r.Intent) && a.bareName(r.Intent, text) {
+		v = polarityAsk // "车窗", "the AC": open or close?
+	}
 	switch v {
 	case polaritySwap:
 		d.Polarity = append(d.Polarity, r.Intent+" → "+id+": the words say so")

@@ -108,6 +108,8 @@ type Session struct {
 	UserID    string `json:"user_id"`
 	VehicleID string `json:"vehicle_id"`
 	Channel   string `json:"channel"`
+	// Locale is the language the session last spoke (zh-CN, en).
+	Locale string `json:"locale,omitempty"`
 	// Status is where the conversation stands (StatusIdle, …).
 	Status string `json:"status"`
 	// Intent and Slots are the current intent and its slots.
