@@ -132,7 +132,7 @@ func checkPDFPage(ctx context.Context, pdf []byte, page int) error {
 	}
 	w, h := math.Abs(f[2]-f[0]), math.Abs(f[3]-f[1])
 	if px := (w * PDFDPI / 72) * (h * PDFDPI / 72); px > MaxPixels || math.IsNaN(px) {
-		return fmt.Errorf("%w: PDF page %d is %.0f×%.0f points, larger than A0 (2384×3370)", ErrTooLarge, page, w, h)
+		return fmt.Errorf("PDF page %d is %w: %.0f×%.0f points, larger than A0 (2384×3370)", page, ErrTooLarge, w, h)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ const MaxDecoded = 160_000_000
 
 // ErrTooLarge is returned for a picture of more than MaxPixels pixels or
 // MaxDecoded bytes decoded, and for a PDF page that would be drawn as one.
-var ErrTooLarge = errors.New("the picture is too large")
+var ErrTooLarge = errors.New("too large to read")
 
 // ErrBadPicture is returned for a picture whose size cannot be read: it
 // is never decoded, nor given to OCR.
@@ -57,7 +57,7 @@ func CheckPicture(img []byte) error {
 	}
 	px := int64(c.Width) * int64(c.Height)
 	if px > MaxPixels {
-		return fmt.Errorf("%w: %dx%d pixels, at most %d million", ErrTooLarge, c.Width, c.Height, MaxPixels/1_000_000)
+		return fmt.Errorf("the picture is %w: %dx%d pixels, at most %d million", ErrTooLarge, c.Width, c.Height, MaxPixels/1_000_000)
 	}
 	bpp := bytesPerPixel(c.ColorModel)
 	switch {
@@ -69,7 +69,7 @@ func CheckPicture(img []byte) error {
 		bpp += 6
 	}
 	if px*bpp > MaxDecoded {
-		return fmt.Errorf("%w: %dx%d pixels at %d bytes a pixel is %d MB decoded, at most %d MB", ErrTooLarge, c.Width, c.Height, bpp, px*bpp/1_000_000, MaxDecoded/1_000_000)
+		return fmt.Errorf("the picture is %w: %dx%d pixels at %d bytes a pixel is %d MB decoded, at most %d MB", ErrTooLarge, c.Width, c.Height, bpp, px*bpp/1_000_000, MaxDecoded/1_000_000)
 	}
 	return nil
 }
