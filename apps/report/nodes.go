@@ -529,7 +529,11 @@ func problemText(ps []jrxml.Problem) string {
 			fmt.Fprintf(&b, "… and %d more\n", len(ps)-10)
 			break
 		}
-		fmt.Fprintf(&b, "- line %d <%s>: %s", p.Line, p.Element, p.Message)
+		if p.Element == "" { // a declaration, or the whole file
+			fmt.Fprintf(&b, "- line %d: %s", p.Line, p.Message)
+		} else {
+			fmt.Fprintf(&b, "- line %d <%s>: %s", p.Line, p.Element, p.Message)
+		}
 		if p.Hint != "" {
 			fmt.Fprintf(&b, " (%s)", p.Hint)
 		}
