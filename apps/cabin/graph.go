@@ -523,9 +523,19 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 	}
 	d.ClauseKind = mi.Kind
 	var took time.Duration
+	verb := ""
 	for _, c := range mi.Clauses {
-		d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: c.Result.Intent, Decision: c.Result.Decision, Score: c.Result.Score})
-		took += c.Result.Elapsed
+		res := c.Result
+		// "打开空调和座椅加热": a clause without a verb takes the one before.
+		if v := leadingCue(c.Text); v != "" {
+			verb = v
+		} else if verb != "" && !saysCue(c.Text) {
+			if again, err := a.engine.Route(ctx, verb+" "+c.Text); err == nil {
+				res = again
+			}
+		}
+		d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: res.Intent, Decision: res.Decision, Score: res.Score})
+		took += res.Elapsed
 	}
 	lat.Clauses = ms(took)
 	return s, nil

@@ -304,3 +304,38 @@ func first(cands []intent.Candidate, id string) []intent.Candidate {
 	}
 	return out
 }
+
+// allCues are the cue words of every pair, longest first.
+var allCues = func() []string {
+	var out []string
+	for _, p := range polarPairs {
+		out = union(out, union(p.posCue, p.negCue))
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}()
+
+// leadingCue is the cue word text starts with ("打开", "turn off"), or "".
+func leadingCue(text string) string {
+	t := intent.Normalize(text)
+	for _, pre := range []string{"帮我", "请", "please "} {
+		t = strings.TrimPrefix(t, pre)
+	}
+	for _, c := range allCues {
+		if utf8.RuneCountInString(c) >= 2 && strings.HasPrefix(t, c) && wordAt(t, 0, len(c)) {
+			return c
+		}
+	}
+	return ""
+}
+
+// saysCue reports whether text holds a cue word of any pair.
+func saysCue(text string) bool {
+	t := intent.Normalize(text)
+	for _, c := range allCues {
+		if i := strings.Index(t, c); i >= 0 && utf8.RuneCountInString(c) >= 2 && wordAt(t, i, len(c)) {
+			return true
+		}
+	}
+	return false
+}
