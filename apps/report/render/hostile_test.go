@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -180,5 +181,26 @@ func TestEvalBounded(t *testing.T) {
 	}
 	if n > 64<<20 {
 		t.Errorf("a %d KB concatenation allocated %d MiB", len(long)>>10, n>>20)
+	}
+}
+
+// TestFontErrorsNameNoPath: a missing or broken font is said without the
+// server's paths, since the message may reach a client.
+func TestFontErrorsNameNoPath(t *testing.T) {
+	dir := t.TempDir()
+	broken := dir + "/broken.ttf"
+	if err := os.WriteFile(broken, []byte("not a font"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir + "/missing.ttf", broken} {
+		_, err := render.NewRasterizer(p)
+		if err == nil || strings.Contains(err.Error(), dir) {
+			t.Errorf("font %s: error %v", p, err)
+		}
+		var b strings.Builder
+		err = render.WritePDF(&b, &render.Result{Width: 10, Height: 10}, p)
+		if err == nil || strings.Contains(err.Error(), dir) {
+			t.Errorf("PDF with font %s: error %v", p, err)
+		}
 	}
 }

@@ -17,7 +17,7 @@ func WritePDF(w io.Writer, res *Result, fontPath string) error {
 	pdf := &gopdf.GoPdf{}
 	pdf.Start(gopdf.Config{PageSize: gopdf.Rect{W: res.Width, H: res.Height}, Unit: gopdf.UnitPT})
 	if err := pdf.AddTTFFont("f", fontPath); err != nil {
-		return fmt.Errorf("render: embed font %s: %w", fontPath, err)
+		return fmt.Errorf("render: embed the font: %w", err)
 	}
 	for _, p := range res.Pages {
 		pdf.AddPage()

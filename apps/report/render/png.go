@@ -53,7 +53,7 @@ func NewRasterizer(path string) (*Rasterizer, error) {
 	}
 	f, err := opentype.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("render: parse font %s: %w", path, err)
+		return nil, fmt.Errorf("render: parse the font: %w", err)
 	}
 	return &Rasterizer{font: f, faces: map[float64]font.Face{}}, nil
 }

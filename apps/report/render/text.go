@@ -1,8 +1,10 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
+	"io/fs"
 	"os"
 	"strings"
 	"unicode"
@@ -27,7 +29,12 @@ func FontPath() string {
 func readFont(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("render: read font (install fonts-arphic-gbsn00lp, or set LOOM_REPORT_FONT to a TrueType font): %w", err)
+		// the message may reach a client: the server's paths stay out of it
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("render: read the font (install fonts-arphic-gbsn00lp, or set LOOM_REPORT_FONT to a TrueType font): %w", err)
 	}
 	return b, nil
 }
