@@ -234,6 +234,9 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 		}
 		a.serveTemplate(w, r, srv, s.JRXML, "report", ext)
 	})
+	m.HandleFunc(routesBase, func(w http.ResponseWriter, r *http.Request) { // JSON, not the mux's text
+		server.WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+	})
 	return m
 }
 

@@ -97,6 +97,13 @@ func TestUploadEdges(t *testing.T) {
 	if code, b := l.Do(keyA, "GET", "/threads/up1/state", nil); !strings.Contains(string(b), `"values":{}`) {
 		t.Errorf("the state of an upload-only thread: %d %s", code, b)
 	}
+	// A path no endpoint takes is a JSON 404, not the router's text.
+	for _, p := range []string{"/api/v1/report/threads/up1/versions/", "/api/v1/report/nothing"} {
+		var e struct{ Error struct{ Code string } }
+		if code, b := l.Do(keyA, "GET", p, nil); code != 404 || json.Unmarshal(b, &e) != nil || e.Error.Code != "not_found" {
+			t.Errorf("GET %s: %d %.200s", p, code, b)
+		}
+	}
 	// A windows path, and a large field before the file, which is skipped.
 	withField := func(mw *multipart.Writer) {
 		mw.WriteField("note", strings.Repeat("n", 2<<20))
