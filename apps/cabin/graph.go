@@ -374,7 +374,8 @@ func (a *App) stopCheck(_ context.Context, s State) (State, error) {
 		return s, nil
 	}
 	start := time.Now()
-	s.Turn.Stop = a.engine.IsStop(s.Turn.Normalized) && s.Session.waiting()
+	s.Turn.Stop = s.Session.waiting() && (a.engine.IsStop(s.Turn.Normalized) ||
+		(s.Session.Workflow.Pending.Kind == pendingSlot && abandons(s.Turn.Normalized)))
 	s.Reply.Debug.Stop = s.Turn.Stop
 	s.Reply.Latency.StopCheck = ms(time.Since(start))
 	return s, nil
@@ -454,13 +455,25 @@ func (a *App) answerPending(s *State) Answered {
 	return answerNone
 }
 
+// abandonWords, said alone while a slot is asked for, abandon the
+// pending action ("导航" / "取消"), rather than start one of their own.
+var abandonWords = []string{"取消", "取消吧", "取消了", "算了", "算了吧", "不用了", "不用", "不要了", "不了", "不去了", "cancel", "cancel it", "never mind", "nevermind", "forget it", "no thanks"}
+
+// abandons reports whether a normalized reply abandons the pending action.
+func abandons(norm string) bool {
+	return slices.Contains(abandonWords, strings.Trim(norm, " ,.!?，。！？~"))
+}
+
 // socialRoute decides whether the turn is small talk.
 func (a *App) socialRoute(_ context.Context, s State) (State, error) {
 	if s.Turn.Text == "" {
 		return s, nil
 	}
 	start := time.Now()
-	social, reason := a.engine.Social(s.Turn.Normalized, s.Session.LastSocial)
+	// While a slot is asked for, a short reply after small talk is the
+	// answer ("导航" / "谢谢" / "天安门"), not more small talk.
+	lastSocial := s.Session.LastSocial && !s.Session.waiting()
+	social, reason := a.engine.Social(s.Turn.Normalized, lastSocial)
 	s.Turn.Social = social
 	if social {
 		s.Reply.Debug.Social = reason
