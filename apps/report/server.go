@@ -15,6 +15,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loomkit/loom/apps/report/jrxml"
+	"github.com/loomkit/loom/apps/report/layout"
 	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/xsd"
 	"github.com/loomkit/loom/checkpoint"
@@ -375,9 +377,42 @@ func readUpload(r *http.Request) (Upload, int, string, error) {
 		if kind == "" {
 			return Upload{}, http.StatusUnsupportedMediaType, "unsupported_type", errors.New("the file is not a PNG or JPEG image, an XLSX workbook, a PDF or a JRXML template")
 		}
+		if status, code, err := checkUpload(kind, data); err != nil {
+			return Upload{}, status, code, err
+		}
 		return Upload{Name: uploadName(part.FileName(), kind), Kind: kind, Size: len(data), Data: data}, 0, "", nil
 	}
 	return Upload{}, http.StatusBadRequest, "bad_form", fmt.Errorf(`the form has more than %d fields before the field "file"`, maxFormParts)
+}
+
+// checkUpload refuses, before anything is stored, a file that can be
+// judged cheaply: a template that jrxml.Parse refuses (a DOCTYPE or
+// entity, an XInclude, a foreign schema location, past its size caps),
+// and a picture whose header cannot be read or that would take too much
+// memory decoded. Workbooks and PDFs are bounded where they are read.
+func checkUpload(kind string, data []byte) (int, string, error) {
+	switch kind {
+	case KindJRXML:
+		_, err := jrxml.Parse(data)
+		var p *jrxml.Problem
+		switch {
+		case err == nil:
+			return 0, "", nil
+		case errors.As(err, &p) && p.Check == "limit":
+			return http.StatusRequestEntityTooLarge, "too_large", fmt.Errorf("the template cannot be used: line %s", p.Error())
+		case errors.As(err, &p):
+			return http.StatusUnprocessableEntity, "bad_template", fmt.Errorf("the template cannot be used: line %s", p.Error())
+		}
+		return http.StatusUnprocessableEntity, "bad_template", errors.New("the template cannot be used: it is not well-formed XML")
+	case KindImage:
+		switch err := layout.CheckPicture(data); {
+		case errors.Is(err, layout.ErrTooLarge):
+			return http.StatusRequestEntityTooLarge, "too_large", err
+		case err != nil:
+			return http.StatusUnsupportedMediaType, "unsupported_type", errors.New("the file starts like a picture but cannot be read as one")
+		}
+	}
+	return 0, "", nil
 }
 
 // maxFormParts bounds the fields of an upload's form.

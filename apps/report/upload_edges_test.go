@@ -3,8 +3,10 @@ package report_test
 import (
 	"bytes"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"mime/multipart"
 	"path/filepath"
 	"strings"
@@ -56,6 +58,11 @@ func TestUploadEdges(t *testing.T) {
 		want   int
 	}{
 		{"r413", multi(file("big.png", big)), 413},
+		{"r413b", multi(file("bomb.png", pngHeader(30000, 30000))), 413},
+		{"r415c", multi(file("zip.png", append([]byte("\x89PNG\r\n\x1a\n"), []byte("PK\x03\x04 a zip")...))), 415},
+		{"r422", multi(file("xxe.jrxml", []byte(`<?xml version="1.0"?>
+<!DOCTYPE jasperReport [ <!ENTITY % p SYSTEM "file:///etc/passwd"> %p; ]>
+<jasperReport name="r"/>`))), 422},
 		{"r415", multi(file("a.png", []byte("not a picture"))), 415},
 		{"r415b", raw("text/plain", goodJRXML), 415},
 		{"r400a", raw("multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n<jasperReport"), 400},
@@ -74,6 +81,9 @@ func TestUploadEdges(t *testing.T) {
 		}
 		if err := json.Unmarshal(b, &e); code != c.want || err != nil || e.Error.Message == "" {
 			t.Errorf("%s: %d %.300s, want %d with a JSON error", c.thread, code, b, c.want)
+		}
+		if c.want == 422 && (!strings.Contains(e.Error.Message, "line 2") || strings.Contains(e.Error.Message, "root:")) {
+			t.Errorf("%s: %q should name line 2 and nothing of the file it points at", c.thread, e.Error.Message)
 		}
 		if code, b := l.Do(keyA, "GET", "/threads/"+c.thread, nil); code != 404 {
 			t.Errorf("%s: the refused upload made a thread: %d %.300s", c.thread, code, b)
@@ -130,4 +140,15 @@ func TestUploadEdges(t *testing.T) {
 	if threads != 2 || uploads != 2 {
 		t.Errorf("%d threads and %d uploads stored, want the two good uploads' own", threads, uploads)
 	}
+}
+
+// pngHeader is the start of a PNG that declares a w×h 8-bit RGBA picture:
+// enough for its size to be read, nothing to decode.
+func pngHeader(w, h uint32) []byte {
+	ihdr := binary.BigEndian.AppendUint32([]byte("IHDR"), w)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
+	ihdr = append(ihdr, 8, 6, 0, 0, 0)
+	b := append([]byte("\x89PNG\r\n\x1a\n"), 0, 0, 0, 13)
+	b = append(b, ihdr...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(ihdr))
 }
