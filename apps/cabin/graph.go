@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -208,6 +209,8 @@ type Facts struct {
 	OutOfScope bool `json:"out_of_scope,omitempty"`
 	// Step is the index of the workflow step at hand, -1 when none is left.
 	Step int `json:"step"`
+	// Note is said before the turn's question: a value out of range.
+	Note string `json:"note,omitempty"`
 }
 
 // afterStopCheck stops an active task on a stop phrase.
@@ -637,6 +640,12 @@ func (a *App) planInput(s State) planInput {
 	return planInput{text: intent.Normalize(cmp.Or(d.Rewritten, d.Text)), clauses: d.Clauses, kind: d.ClauseKind, route: d.Route}
 }
 
+// rangeNote says that value is out of slot name's range.
+func (a *App) rangeNote(name, value string, lo, hi float64) string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	return a.replies.text("out_of_range", map[string]string{"slot_label": a.replies.slotLabels[name], "value": value, "min": f(lo), "max": f(hi)})
+}
+
 // retry asks the pending question again: the reply did not answer it.
 func (a *App) retry(_ context.Context, s State) (State, error) {
 	wf := s.Session.Workflow
@@ -644,6 +653,8 @@ func (a *App) retry(_ context.Context, s State) (State, error) {
 	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "retry", "the reply did not answer the question"
 	if wf.Pending.Kind == pendingConfirmation {
 		a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, a.replies.text("confirm_retry", a.templateVars(wf)(st)))
+	} else if name, v, lo, hi, ok := a.slots.outOfRange(s.Turn.Text, wf.Pending.Slots); ok {
+		a.say(&s, TypeAskSlot, StatusWaitingSlot, join(a.rangeNote(name, v, lo, hi), a.ask(wf, st, wf.Pending.Slots[0])))
 	} else {
 		a.say(&s, TypeAskSlot, StatusWaitingSlot, a.replies.text("slot_retry", map[string]string{"ask": a.ask(wf, st, wf.Pending.Slots[0])}))
 	}
@@ -803,9 +814,14 @@ func (a *App) execute(_ context.Context, s State) (State, error) {
 	start := time.Now()
 	slots := a.slots.read(id, in.text)
 	lat.SlotExtract += ms(time.Since(start))
+	bad := ""
+	if name, v, lo, hi, ok := a.slots.outOfRange(in.text, a.slots.names(id)); ok && slots[name] == "" {
+		bad = name // said, but out of range: asked again, with the range
+		s.Turn.Note = a.rangeNote(name, v, lo, hi)
+	}
 	if id == sess.Intent {
 		for k, v := range sess.Slots {
-			if _, ok := slots[k]; !ok && !a.slots.fresh(k) {
+			if _, ok := slots[k]; !ok && !a.slots.fresh(k) && k != bad {
 				slots[k] = v
 			}
 		}
@@ -926,7 +942,7 @@ func (a *App) fillSlots(ctx context.Context, s State) (State, error) {
 	if s.Reply.Type == "" {
 		wf := s.Session.Workflow
 		st := wf.step(wf.Pending.Step)
-		a.question(&s, st, TypeAskSlot, StatusWaitingSlot, a.ask(wf, st, wf.Pending.Slots[0]))
+		a.question(&s, st, TypeAskSlot, StatusWaitingSlot, join(s.Turn.Note, a.ask(wf, st, wf.Pending.Slots[0])))
 	}
 	return a.await(ctx, s)
 }

@@ -280,3 +280,34 @@ func containsWord(text, word string) bool {
 func latin(b byte) bool {
 	return b < 0x80 && (unicode.IsLetter(rune(b)) || unicode.IsDigit(rune(b)))
 }
+
+// outOfRange finds a number said for one of the named slots that is
+// outside the slot's range ("35度" for a temperature of 16 to 32): the
+// slot, the number and its bounds. A whole reply that is only a number
+// counts for the first of names.
+func (r *slotReader) outOfRange(text string, names []string) (name, value string, lo, hi float64, ok bool) {
+	norm := intent.Normalize(text)
+	for i, n := range names {
+		t := r.slots[n]
+		if t == nil || t.Type != slotNumber || t.Min == nil || t.Max == nil {
+			continue
+		}
+		var said []string
+		for _, re := range t.patterns {
+			if m := re.FindStringSubmatch(norm); m != nil {
+				if j := re.SubexpIndex(t.name); j > 0 && m[j] != "" {
+					said = append(said, m[j])
+				}
+			}
+		}
+		if i == 0 {
+			said = append(said, strings.TrimSpace(norm))
+		}
+		for _, v := range said {
+			if x, okNum := parseNumber(v); okNum && (x < *t.Min || x > *t.Max) {
+				return n, strconv.FormatFloat(x, 'f', -1, 64), *t.Min, *t.Max, true
+			}
+		}
+	}
+	return "", "", 0, 0, false
+}
