@@ -36,17 +36,6 @@ const (
 	hostileRunTimeout   = 2 * time.Minute
 )
 
-// knownBroken are the corpus items that fail today, each with what fails,
-// while the fixes of issue 22 land: their problems are logged, not
-// failed. An item here that passes is logged too, to be taken out.
-var knownBroken = map[string]string{
-	// Measured at 3bbbcd6+: a JRXML upload of 6 to 10 MB costs the server
-	// 836 to 1,046 MiB at its peak, though the template is refused.
-	"jrxml-deep-frames":   "peak RSS 1,046 MiB for a 6.6 MB template of 100,000 nested frames",
-	"jrxml-10mib-text":    "peak RSS 911 MiB for a 10 MiB template, within 11% of the bound",
-	"jrxml-many-elements": "peak RSS 836 MiB for a 6.4 MB template of 100,000 lines, within 18% of the bound",
-}
-
 // TestHostileUploads sends every item of a corpus of hostile uploads
 // (cmd/loom/internal/hostile) to a real `loom serve` under an address
 // space limit, through the report agent: the upload, a run on it, the
@@ -140,13 +129,7 @@ func TestHostileUploads(t *testing.T) {
 		t.Logf("%-32s %-6s %5d MiB  %.160s", r.name, r.upload, r.peak>>20, r.run)
 	}
 	for _, r := range results {
-		reason, broken := knownBroken[r.name]
-		switch {
-		case broken && len(r.problems) == 0:
-			t.Logf("%s passes now: take it out of knownBroken (%s)", r.name, reason)
-		case broken:
-			t.Logf("known broken, %s (%s): %s", r.name, reason, strings.Join(r.problems, "; "))
-		case len(r.problems) > 0:
+		if len(r.problems) > 0 {
 			t.Errorf("%s: %s", r.name, strings.Join(r.problems, "; "))
 		}
 	}
