@@ -129,7 +129,8 @@ func DemoBeside(db *store.DB) string {
 
 // SourceConfigs returns the data sources opts configure: opts.Sources,
 // else those of opts.SourcesFile, else the demo shop (written on first
-// start at opts.DemoPath, see ServerOptions). Other agents that work on
+// start at opts.DemoPath, see ServerOptions; when it cannot be written,
+// the source is there but unavailable, and the log says why). Other agents that work on
 // the same databases call it with the same options.
 func SourceConfigs(ctx context.Context, opts ServerOptions) ([]SourceConfig, error) {
 	if opts.Sources != nil {
@@ -145,7 +146,9 @@ func SourceConfigs(ctx context.Context, opts ServerOptions) ([]SourceConfig, err
 	path := cmp.Or(opts.DemoPath, "loom-shop.db")
 	made, err := EnsureDemo(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlagent: %w", err)
+		// Like any source that cannot be reached, it does not stop the
+		// server: a question on it says it is unavailable.
+		log.Warn("sqlagent: could not write the demo shop database; it is unavailable", "path", path, "err", err)
 	}
 	if made {
 		log.Info("sqlagent: wrote the demo shop database", "path", path)

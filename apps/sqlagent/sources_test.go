@@ -234,3 +234,18 @@ func TestCSVOfAnotherAgentsThread(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoNotWritable places the demo shop where it cannot be written:
+// the agent is still built, and a question on the shop says it is
+// unavailable.
+func TestDemoNotWritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := serve(t, nil, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{DemoPath: filepath.Join(file, "shop.db")})
+	if got := l.ask("t1", "", "SELECT 1"); !strings.Contains(got, "source shop is unavailable: the database file is missing") {
+		t.Errorf("answer %q", got)
+	}
+}
