@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // refuseWrites makes the server's SQLite database refuse every write
@@ -136,5 +139,27 @@ func TestReadyzNamesAgentsNotReady(t *testing.T) {
 		if st, b := call(t, "GET", ts.URL+"/healthz", "", nil); st != 200 {
 			t.Errorf("keys %v: healthz %d %s with an agent not ready", keys, st, b)
 		}
+	}
+}
+
+// A server on a PostgreSQL database that refuses writes (a standby, or
+// here default_transaction_read_only) is refused at start with an error
+// that says the database cannot be written.
+func TestReadOnlyPostgresIsRefusedAtStart(t *testing.T) {
+	dbURL := storetest.PostgresURL(t)
+	// Made first, so that only the write the server needs is refused.
+	srv, err := server.New(context.Background(), server.Options{Agents: testAgents(t), Database: dbURL, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	_, err = server.New(context.Background(), server.Options{Agents: testAgents(t), Logger: slog.New(slog.DiscardHandler),
+		Database: dbURL + sep + "options=-c%20default_transaction_read_only%3Don"})
+	if err == nil || !strings.Contains(err.Error(), "cannot be written") || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("New on a read-only database: %v; want an error saying it cannot be written", err)
 	}
 }

@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/loomkit/loom/store"
 )
 
@@ -73,5 +75,26 @@ func TestReadOnlySQLiteIsUnavailable(t *testing.T) {
 	var n int
 	if err := db.SQL().QueryRowContext(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("read a read-only database: %d rows, %v", n, err)
+	}
+}
+
+// PostgreSQL's refusals of a write that a retry may see pass (a
+// read-only standby, a full disk) are unavailable; errors in what was
+// asked are not.
+func TestPostgresRefusalsAreUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		code            string
+		unavailable, ro bool
+	}{
+		{"25006", true, true},  // read_only_sql_transaction
+		{"53100", true, false}, // disk_full
+		{"57P01", true, false}, // admin_shutdown
+		{"23505", false, false},
+		{"42P01", false, false},
+	} {
+		err := fmt.Errorf("write: %w", &pgconn.PgError{Code: c.code})
+		if store.IsUnavailable(err) != c.unavailable || store.IsReadOnly(err) != c.ro {
+			t.Errorf("SQLSTATE %s: IsUnavailable %v, IsReadOnly %v; want %v, %v", c.code, store.IsUnavailable(err), store.IsReadOnly(err), c.unavailable, c.ro)
+		}
 	}
 }

@@ -128,6 +128,10 @@ func Open(ctx context.Context, dbURL string) (*DB, error) {
 		return nil, fmt.Errorf("store open %s: %w", where, err)
 	}
 	s, err := postgres.New(ctx, pool)
+	if err != nil && IsReadOnly(err) {
+		pool.Close()
+		return nil, fmt.Errorf("store open: the database %s cannot be written (it is read-only: a standby, or default_transaction_read_only is on): %w", where, mark(err))
+	}
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store open %s: %w", where, err)
