@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -127,7 +128,7 @@ func (a *Agent) Graph() *graph.Graph[State] {
 
 // turn starts a turn with the question: the knowledge of earlier turns is
 // read from the history and pinned for the model.
-func (a *Agent) turn(_ context.Context, s State) (State, error) {
+func (a *Agent) turn(ctx context.Context, s State) (State, error) {
 	q := strings.TrimSpace(s.Question)
 	s.Question, s.Answer = "", nil
 	if q == "" {
@@ -145,6 +146,22 @@ func (a *Agent) turn(_ context.Context, s State) (State, error) {
 			return s, nil
 		}
 		q += "\n(Use data source " + s.Source + ".)"
+	}
+	// A turn on a source that is down is answered at once, without the
+	// model's rounds (during the source's backoff this asks nothing of
+	// the database).
+	if s.Source != "" || len(a.cfg.Sources.list) == 1 {
+		if src, err := a.cfg.Sources.get(s.Source); err == nil {
+			if err := src.Ping(ctx); errors.Is(err, datasource.ErrUnavailable) {
+				var u *datasource.UnavailableError
+				errors.As(err, &u)
+				a.cfg.Sources.unavailable(src.Name, err)
+				s.Answer = &Answer{Text: say(q,
+					fmt.Sprintf("Source %s is unavailable: %s. Try again later.", src.Name, u.Reason),
+					fmt.Sprintf("数据源 %s 暂时无法访问（%s），请稍后再试。", src.Name, u.Reason))}
+				return s, nil
+			}
+		}
 	}
 	s.ReAct.NewTurn(q)
 	if known := s.Known.render(a.cfg.MaxLength / 2); known != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
 	"github.com/loomkit/loom/store"
@@ -72,7 +73,7 @@ func TestUnreachableSources(t *testing.T) {
 
 	for _, src := range []string{"sales", "crm"} {
 		got := l.ask("t-"+src, src, "SELECT 1")
-		if !strings.Contains(got, "source "+src+" is unavailable: connection refused") {
+		if !strings.Contains(got, "Source "+src+" is unavailable: connection refused") {
 			t.Errorf("%s: answer %q, want it unavailable", src, got)
 		}
 		for _, leak := range []string{secret, "127.0.0.1", addr, "reader"} {
@@ -122,7 +123,7 @@ func TestSourceComesBack(t *testing.T) {
 	later := filepath.Join(dir, "later.db")
 	opts := sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "later", URL: later}}}
 	l := serve(t, nil, filepath.Join(dir, "loom.db"), opts)
-	if got := l.ask("t1", "later", "SELECT 1"); !strings.Contains(got, "source later is unavailable: the database file is missing") {
+	if got := l.ask("t1", "later", "SELECT 1"); !strings.Contains(got, "Source later is unavailable: the database file is missing") {
 		t.Fatalf("before the file: %q", got)
 	}
 	db, err := sql.Open("sqlite", later)
@@ -245,7 +246,26 @@ func TestDemoNotWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := serve(t, nil, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{DemoPath: filepath.Join(file, "shop.db")})
-	if got := l.ask("t1", "", "SELECT 1"); !strings.Contains(got, "source shop is unavailable: the database file is missing") {
+	if got := l.ask("t1", "", "SELECT 1"); !strings.Contains(got, "Source shop is unavailable: the database file is missing") {
+		t.Errorf("answer %q", got)
+	}
+}
+
+// TestDownSourceSpendsNoModel asks a question with a model on a source
+// that is down: it is answered at once, without a request to the model.
+func TestDownSourceSpendsNoModel(t *testing.T) {
+	dir := t.TempDir()
+	model := llmtest.New(t)
+	model.Handle(func(r llmtest.Request) llmtest.Reply {
+		t.Errorf("the model was asked: %s", allText(r))
+		return finish("no")
+	})
+	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{
+		{Name: "sales", URL: "postgres://reader@" + closedPort(t) + "/sales?sslmode=disable"}}})
+	if got := l.ask("t1", "", "Who bought the most?"); !strings.Contains(got, "Source sales is unavailable: connection refused") {
+		t.Errorf("answer %q", got)
+	}
+	if got := l.ask("t2", "", "谁买得最多？"); !strings.Contains(got, "数据源 sales 暂时无法访问（connection refused）") {
 		t.Errorf("answer %q", got)
 	}
 }

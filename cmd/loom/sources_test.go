@@ -96,7 +96,7 @@ func TestServeWithSourcesDown(t *testing.T) {
 		}
 		return st
 	}
-	if st := ask("crm", "SELECT 1"); !strings.Contains(st.Answer.Text, "source crm is unavailable: connection refused") {
+	if st := ask("crm", "SELECT 1"); !strings.Contains(st.Answer.Text, "Source crm is unavailable: connection refused") {
 		t.Errorf("crm: %q", st.Answer.Text)
 	}
 	if st := ask("shop", "SELECT count(*) FROM products"); len(st.Answer.Rows) != 1 {
