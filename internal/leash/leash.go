@@ -196,7 +196,8 @@ func TempDir(purpose string) (string, error) {
 
 // Sweep removes the folders TempDir made in processes that are no
 // longer running (one killed before it could clean up), and says how
-// many it removed. A process calls it when it starts.
+// many it removed. A process calls it when it starts. A folder that
+// cannot be removed does not keep the others: the error names each.
 func Sweep() (int, error) {
 	root := os.TempDir()
 	entries, err := os.ReadDir(root)
@@ -204,17 +205,19 @@ func Sweep() (int, error) {
 		return 0, fmt.Errorf("sweeping temporary folders: %w", err)
 	}
 	n := 0
+	var errs []error
 	for _, e := range entries {
 		pid, ok := owner(e.Name())
 		if !ok || !e.IsDir() || alive(pid) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
-			return n, fmt.Errorf("sweeping temporary folders: %w", err)
+			errs = append(errs, fmt.Errorf("sweeping temporary folders: %w", err))
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 // owner reads the process id from a name TempDir made: loom-PURPOSE-PID-RANDOM.
