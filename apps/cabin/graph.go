@@ -594,6 +594,7 @@ func (a *App) fuseDecide(_ context.Context, s State) (State, error) {
 		wf.Pending = nil
 		d.Continuation = "a new request replaced the pending " + st.Intent
 	}
+	a.bareStop(d)
 	r := d.Route
 	if r == nil {
 		t.Verdict = verdictReject

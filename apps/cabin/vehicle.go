@@ -134,7 +134,7 @@ func VehicleTools(store VehicleStore) []tool.Tool {
 		{"plugin.cabin.doors.lock", "lock the doors", set(func(v *Vehicle) { v.DoorsLocked = true })},
 		{"plugin.cabin.doors.unlock", "unlock the doors", set(func(v *Vehicle) { v.DoorsLocked = false })},
 		{"plugin.cabin.music_play", "play the music slot, or resume", play},
-		{"plugin.cabin.music.pause", "pause music", set(func(v *Vehicle) { v.Media.Playing = false })},
+		{"plugin.cabin.music.pause", "pause music; refused when nothing plays", pause},
 		{"plugin.cabin.music.next", "next track", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, +1), nil }},
 		{"plugin.cabin.music.previous", "previous track", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return skip(v, -1), nil }},
 		{"plugin.cabin.volume.up", "louder", func(v *Vehicle, _ map[string]string) (map[string]any, error) { return volume(v, +3), nil }},
@@ -174,6 +174,16 @@ func vehicleCall(store VehicleStore, op vehicleOp) func(context.Context, Args) (
 		}
 		return Result{Success: true, Message: "ok", Data: data}, nil
 	}
+}
+
+// pause pauses the music; with nothing playing it is refused, so that no
+// reply says the music was paused.
+func pause(v *Vehicle, _ map[string]string) (map[string]any, error) {
+	if !v.Media.Playing {
+		return nil, &refusal{"not_playing", "nothing is playing"}
+	}
+	v.Media.Playing = false
+	return nil, nil
 }
 
 func navigate(v *Vehicle, s map[string]string) (map[string]any, error) {
