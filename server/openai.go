@@ -30,11 +30,12 @@ import (
 //
 // Streamed chunks are chat.completion.chunk objects that may carry an
 // "ext" object with Loom's events: kind reasoning_text, assistant_text,
-// status, tool_call, tool_result, confirm_request, interrupt, error or the
-// agent's own kind; display_mode append (add text to the block), replace
-// (replace the block) or card (show data as a card); block_id naming the
-// block; and the node, step, text, data and interrupt id. The stream ends
-// with "data: [DONE]".
+// status, tool_call, tool_result, confirm_request, interrupt, answer (how
+// the reply was read: the value that resumes the question, first in a
+// turn that answers one), error or the agent's own kind; display_mode
+// append (add text to the block), replace (replace the block) or card
+// (show data as a card); block_id naming the block; and the node, step,
+// text, data and interrupt id. The stream ends with "data: [DONE]".
 
 func (s *Server) openAIRoutes(m *http.ServeMux) {
 	m.Handle("GET /v1/models", s.api(s.listModels))
@@ -137,6 +138,7 @@ const (
 	extToolRes   = "tool_result"
 	extConfirm   = "confirm_request"
 	extInterrupt = "interrupt"
+	extAnswer    = "answer"
 	extError     = "error"
 
 	displayAppend  = "append"
@@ -148,6 +150,7 @@ const (
 // answer and which ext it carries.
 type chatTurn struct {
 	a        *builtAgent
+	answer   *ext // how the reply was read, when it answers a question
 	streamed bool // model output was streamed as the answer
 	text     strings.Builder
 	reason   strings.Builder
@@ -319,6 +322,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	w.Header().Set("X-Loom-Run", run.id)
 	resp := chatResponse{ID: "chatcmpl-" + run.id, Created: time.Now().Unix(), Model: a.Name, ThreadID: publicID(t.ID), RunID: run.id}
 	turn := &chatTurn{a: a}
+	if head != nil {
+		turn.answer = &ext{Kind: extAnswer, DisplayMode: displayCard, BlockID: "answer:" + head.ID, Node: head.Node, Data: in.Resume, InterruptID: head.ID}
+		turn.exts = append(turn.exts, *turn.answer)
+	}
 	if req.Stream {
 		s.streamChat(ctx, w, r, run, resp, turn, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return nil
@@ -471,7 +478,7 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return sw.data(c)
 	}
-	if chunk(chatDelta{Role: "assistant"}, nil, nil) != nil {
+	if chunk(chatDelta{Role: "assistant"}, nil, turn.answer) != nil {
 		return
 	}
 	err := s.pump(ctx, sw, run.feed, 0, func(e *event) error {
