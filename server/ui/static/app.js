@@ -421,6 +421,49 @@ class Run {
     }
   }
 
+  // onChat shows one chunk of a chat completions stream (a run started
+  // by a typed answer): its ext says what happened, in which node. The
+  // run's last words (ext of the run's end) are left to outcome, which
+  // reads them from the thread's state.
+  onChat(c) {
+    if (c.error) {
+      this.fail(c.error.message || c.error.code);
+      return;
+    }
+    const x = c.ext;
+    if (!x || x.block_id === 'reply' || x.kind === 'interrupt') return;
+    const key = `${x.node || ''}:${x.step ?? ''}`;
+    if (x.node) this.enter(x.node, key);
+    switch (x.kind) {
+      case 'reasoning_text': this.reason(key, x.node, x.text || ''); break;
+      case 'assistant_text': this.text(x.block_id, x.text || ''); break;
+      case 'status': this.onCustom({ kind: 'status', data: x.text ?? x.data }); break;
+      case 'tool_call':
+      case 'tool_result': this.add(toolCard({ kind: x.kind, data: x.data, node: x.node })); break;
+      case 'confirm_request': this.confirm({ id: x.interrupt_id, value: x.data }, x.node); break;
+      case 'error': this.fail(x.text); break;
+      default: this.onCustom({ kind: x.kind, data: x.data });
+    }
+  }
+
+  // enter marks node (at step key) as the one working, ending the one
+  // before: a chat stream says where its events come from, not when a
+  // node starts or ends.
+  enter(node, key) {
+    if (this.chips.has(key)) return;
+    this.endCurrent();
+    this.nodeStart(node, key);
+    this.current = [node, key];
+  }
+
+  // endCurrent ends the node entered last, unless it waits for a person.
+  endCurrent() {
+    if (!this.current) return;
+    const [node, key] = this.current;
+    this.current = null;
+    if (this.chips.get(key)?.dataset.state === 'running') this.nodeEnd(node, key);
+  }
+
   // confirm shows a card for question q ({id, value}) asked by node.
   confirm(q, node) {
     if (this.interrupts.has(q.id)) return;
@@ -544,6 +587,7 @@ function confirmCard(q, node) {
     question ? el('p', { class: 'question', text: question }) : null,
     Object.keys(shown).length ? fieldsView(shown) : null,
     el('p', { class: 'card-answer', hidden: true }, el('span', { class: 'answer-state' }), el('span', { class: 'note-text' })),
+    el('p', { class: 'card-said muted small', hidden: true }),
     el('div', { class: 'confirm-actions' }, el('label', { class: 'note-label' }, el('span', { i18n: 'card.note' }), noteInput), reject, accept),
     el('details', { class: 'more' }, el('summary', { i18n: 'run.details' }), fieldsView(internal),
       isScalar(v) ? null : el('pre', { class: 'json', text: JSON.stringify(v, null, 2) })));
@@ -572,6 +616,9 @@ function settleCard(card, state, text = '') {
   answer.lastChild.textContent = state !== 'replied' && text ? ` — ${text}` : '';
   answer.hidden = false;
   const run = card.closest('.run');
+  if (state !== 'dismissed') {
+    for (const chip of run?.querySelectorAll('.chip[data-state="waiting"]') || []) chip.dataset.state = 'done';
+  }
   if (state !== 'dismissed' && run?.dataset.status === 'interrupted') {
     run.dataset.status = 'answered';
     setMsg(run.querySelector('.badge'), 'card.answered');
@@ -665,9 +712,82 @@ async function send() {
   }
   ui.message.value = '';
   userMessage(text);
-  // A message while a question waits answers it: the agents read it so.
-  if (app.pendingCard) settleCard(app.pendingCard, 'replied', text);
-  await runStream({ input: inputOf(text) });
+  // A message while a question waits answers it, read as the chat API
+  // reads it (a yes, a no, or asked again).
+  if (app.pendingCard) await replyToCard(app.pendingCard, text);
+  else await runStream({ input: inputOf(text) });
+}
+
+// replyToCard answers the waiting card with a typed reply through
+// /v1/chat/completions, which reads it as the agent reads a chat reply
+// (Agent.Answer, by default the consent reader: "yes", "好的" accept,
+// "no", "不要" reject). The run it starts streams as chat chunks; the
+// first says how the reply was read, and the card shows it. A reply that
+// answers nothing starts no run: the card stays and asks again.
+async function replyToCard(card, text) {
+  if (app.busy || !app.thread) return;
+  const run = new Run(app.agent);
+  app.run = run;
+  app.abort = new AbortController();
+  setBusy(true);
+  let started = false;
+  try {
+    const res = await fetch('/v1/chat/completions?format=ndjson', {
+      method: 'POST', headers: headers(true), signal: app.abort.signal,
+      body: JSON.stringify({ model: app.agent, thread_id: app.thread, stream: true, messages: [{ role: 'user', content: text }] }),
+    });
+    if (!res.ok) throw await apiError(res);
+    run.id = res.headers.get('X-Loom-Run') || '';
+    started = run.id !== '';
+    if (!started) {
+      // Asked again: nothing ran; the card waits for a clearer answer.
+      for await (const c of ndjson(res.body)) void c;
+      run.li.remove();
+      askAgain(card, text);
+    } else {
+      for await (const c of ndjson(res.body)) {
+        if (c.ext?.kind === 'answer') understood(card, c.ext.data, text);
+        else run.onChat(c);
+      }
+      run.endCurrent();
+    }
+  } catch (e) {
+    if (e.name !== 'AbortError') run.fail(e.message);
+  }
+  run.close();
+  app.abort = null;
+  setBusy(false);
+  if (started && card.dataset.state === 'pending') settleCard(card, 'replied', text);
+  await refreshThread(started ? run : null);
+  app.run = null;
+  paint();
+}
+
+// understood shows on the card how a typed reply was read: a yes or a no
+// (with the rest of the reply as its note), or, for an agent that reads
+// replies its own way, the reply itself.
+function understood(card, value, text) {
+  // A no that carries the reply as text is an agent reading the text
+  // itself (an answer to an open question), not a refusal.
+  const consent = isObject(value) && typeof value.accept === 'boolean' && (value.accept || typeof value.text !== 'string');
+  if (consent) {
+    settleCard(card, value.accept ? 'accepted' : 'rejected', value.note || value.reason || '');
+    const said = card.querySelector('.card-said');
+    said.hidden = false;
+    setMsg(said, value.accept ? 'card.readYes' : 'card.readNo', { text });
+  } else {
+    settleCard(card, 'replied', text);
+  }
+  card.dataset.via = 'chat';
+}
+
+// askAgain keeps the card waiting after a reply that answers nothing,
+// and says so under the reply.
+function askAgain(card, text) {
+  push(el('li', { class: 'note again', role: 'alert', dataset: { interrupt: card.dataset.interrupt }, i18n: ['card.again', { text }] }));
+  card.dataset.asked = String(Number(card.dataset.asked || 0) + 1);
+  setStatus('waiting');
+  ui.message.focus();
 }
 
 // ensureThread starts a thread, titled title, when none is open.

@@ -156,6 +156,9 @@ const en = {
   'card.accepted': 'Accepted',
   'card.rejected': 'Rejected',
   'card.replied': 'Answered in the chat: {text}',
+  'card.readYes': 'Your reply “{text}” was read as a yes.',
+  'card.readNo': 'Your reply “{text}” was read as a no.',
+  'card.again': '“{text}” reads as neither a yes nor a no. Please answer the question above again: for example “yes” or “no”, or use its buttons.',
   'card.dismissed': 'No longer pending',
   'count.words': (p) => `${p.n} word${p.n === 1 ? '' : 's'}`,
   'count.chars': (p) => `${p.n} character${p.n === 1 ? '' : 's'}`,
@@ -319,6 +322,9 @@ const zh = {
   'card.accepted': '已同意',
   'card.rejected': '已拒绝',
   'card.replied': '已在对话中回答：{text}',
+  'card.readYes': '你的回复“{text}”已理解为同意。',
+  'card.readNo': '你的回复“{text}”已理解为不同意。',
+  'card.again': '没看懂“{text}”是同意还是不同意。请再回答一次上面的问题：比如“好的”或“不要”，也可以点它的按钮。',
   'card.dismissed': '已不再等待',
   'count.words': '{n} 个词',
   'count.chars': '{n} 字',
@@ -341,7 +347,7 @@ const fields = {
     title: '标题', items: '条目', approved: '已批准', sent: '已发送', result: '结果', results: '结果',
     message: '消息', text: '文本', steps: '步骤', goal: '目标', status: '状态', name: '名称', reply: '回复',
     health: '健康度', issues: '问题', candidates: '候选', gain: '提升', verdict: '结论', day: '日',
-    done: '已完成', error: '错误', rows: '行', columns: '列', count: '数量', sql: 'SQL', source: '来源',
+    done: '已完成', error: '错误', rounds: '轮数', rows: '行', columns: '列', count: '数量', sql: 'SQL', source: '来源',
   },
 };
 
