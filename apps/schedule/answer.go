@@ -27,6 +27,8 @@ type Interaction struct {
 	// Text is the card or the question, for people.
 	Text  string `json:"text"`
 	Steps []Step `json:"steps,omitempty"`
+	// Avoid is, on a plan card, the times the plan keeps free.
+	Avoid []Avoid `json:"avoid,omitempty"`
 	// Answer is set when the person has answered.
 	Answer *Answer `json:"answer,omitempty"`
 }

@@ -82,6 +82,11 @@ type State struct {
 	// Notes carry what planning learned: the person's answers, why a plan
 	// was rejected, what the model said while planning.
 	Notes []string `json:"notes,omitempty"`
+	// Avoid is the times the person wants kept free for this task: the
+	// owner's saved ones, changed by the request and by answers while
+	// planning. Answers while executing add to it (see constraints), and
+	// Deliver saves the result for the owner's next threads.
+	Avoid []Avoid `json:"avoid,omitempty"`
 	// Pending is the plan card or question waiting for an answer.
 	Pending *Interaction `json:"pending,omitempty"`
 	// Exec is the ReAct loop that executes the plan.
@@ -224,15 +229,63 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, fmt.Errorf("chat: %w", err)
 	}
+	saved, err := a.cfg.Store.Constraints(ctx, a.owner(ctx))
+	if err != nil {
+		return s, fmt.Errorf("chat: %w", err)
+	}
+	change := readConstraints(s.Message)
+	avoid := change.apply(saved)
+	if !change.empty() {
+		a.saveConstraints(ctx, avoid)
+	}
+	if a.manualEdit(ctx, &s, sch, avoid) {
+		return s, nil
+	}
 	task, reply := a.intent(ctx, &s, sch)
+	if !task && !change.empty() {
+		// A message that only says when the person is busy: noted, and
+		// the week is changed when it has tasks in those times.
+		if len(blocked(sch, avoid)) > 0 {
+			task = true
+		} else {
+			reply = constraintsNoted(change, avoid)
+		}
+	}
 	if !task {
 		s.Phase, s.Reply = PhaseChatting, reply
 		a.say(ctx, reply)
 		return s, nil
 	}
 	graph.Emit(ctx, graph.KindStatus, "这是一个排程任务，开始规划")
-	s.Phase, s.Plan, s.Notes = PhasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil
+	s.Phase, s.Plan, s.Notes, s.Avoid = PhasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil, avoid
 	return s, nil
+}
+
+// saveConstraints keeps the times the run's owner wants kept free for
+// their next threads. A failure is logged: the task goes on with them.
+func (a *Agent) saveConstraints(ctx context.Context, avoid []Avoid) {
+	if err := a.cfg.Store.SetConstraints(ctx, a.owner(ctx), avoid); err != nil {
+		a.log.WarnContext(ctx, "schedule: constraints not saved", "err", err)
+	}
+}
+
+// constraintsNoted is the reply to a message that changes the times kept
+// free when no task is in them.
+func constraintsNoted(c constraintChange, avoid []Avoid) string {
+	var b strings.Builder
+	switch {
+	case len(c.add) > 0:
+		fmt.Fprintf(&b, "记下了：%s 不排任务，之后的对话也会记住。", avoidList(c.add))
+	case c.clear && len(avoid) == 0:
+		b.WriteString("好的，已清除所有时间限制。")
+	case len(c.drop) > 0:
+		fmt.Fprintf(&b, "好的，%s 又可以排任务了。", avoidList(c.drop))
+	}
+	if len(avoid) > 0 {
+		fmt.Fprintf(&b, "现在不排任务的时间：%s。", avoidList(avoid))
+	}
+	b.WriteString("现在的日程没有任务在这些时间，不用调整。")
+	return b.String()
 }
 
 // resume applies the answer to the pending plan card or question (seed
@@ -260,12 +313,23 @@ func (a *Agent) resume(ctx context.Context, s State) (State, error) {
 	case p.Kind == KindPlan:
 		s.Phase, s.Plan.Steps = PhasePlanning, nil
 		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Reason))
+		a.noteAnswer(ctx, &s, ans.Reason)
 		graph.Emit(ctx, graph.KindStatus, "计划被拒绝，重新规划")
 	default:
 		s.Phase = PhasePlanning
 		s.Notes = append(s.Notes, "问："+p.Text+"\n答："+ans.Text)
+		a.noteAnswer(ctx, &s, ans.Text)
 	}
 	return s, nil
+}
+
+// noteAnswer applies what an answer while planning says about the times
+// to keep free ("周三不行") to the task's, and saves them for the owner.
+func (a *Agent) noteAnswer(ctx context.Context, s *State, text string) {
+	if c := readAnswer(text); !c.empty() {
+		s.Avoid = c.apply(s.Avoid)
+		a.saveConstraints(ctx, s.Avoid)
+	}
 }
 
 func reasonText(r string) string {
@@ -321,7 +385,7 @@ func (a *Agent) confirm(ctx context.Context, s State) (State, error) {
 		s.Plan.Steps = heuristicPlan(sch, &s).steps()
 	}
 	s.Phase = PhaseWaiting
-	s.Pending = &Interaction{Kind: KindPlan, Text: planCard(s.Plan), Steps: s.Plan.Steps}
+	s.Pending = &Interaction{Kind: KindPlan, Text: planCard(s.Plan, s.Avoid), Steps: s.Plan.Steps, Avoid: s.Avoid}
 	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan))
 	return s, nil
 }
@@ -349,7 +413,7 @@ func (a *Agent) step(ctx context.Context, s State) (State, error) {
 	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan)).Set("execution_context", executionContext(&s, a.cfg.MaxRounds))
 	instruction := fmt.Sprintf("执行第 %d/%d 步：%s\n完成标准：%s", s.Plan.Current+1, n, st.Content, st.DoneWhen)
 	if avoid := constraints(&s); len(avoid) > 0 {
-		instruction += "\n用户要求" + avoidMark + dayList(avoid)
+		instruction += "\n用户要求" + avoidMark + avoidList(avoid)
 	}
 	s.Exec.NewTurn(instruction)
 	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("执行第 %d/%d 步：%s", s.Plan.Current+1, n, clipRunes(st.Content, 40)))
@@ -409,6 +473,10 @@ func (a *Agent) deliver(ctx context.Context, s State) (State, error) {
 		if len(s.Plan.Steps) > 0 && !slices.ContainsFunc(s.Plan.Steps, func(st Step) bool { return !st.Done }) {
 			s.Outcome = OutcomeDone
 		}
+	}
+	if avoid := constraints(&s); !slices.Equal(avoid, normalizeAvoids(s.Avoid)) {
+		s.Avoid = avoid
+		a.saveConstraints(ctx, avoid)
 	}
 	facts := deliveryFacts(&s, sch)
 	text := ""

@@ -39,8 +39,8 @@ const MaxRun = 4
 // no candidate reaches it, the optimiser has stagnated.
 const MinGain = 0.05
 
-// avoidPenalty is what each task on a day the person asked to avoid costs
-// the objective of a scan.
+// avoidPenalty is what each task on a time the person asked to keep free
+// costs the objective of a scan.
 const avoidPenalty = 5.0
 
 // Health is the weighted score of the metrics, from 0 to 100.
@@ -49,22 +49,40 @@ func (m Metrics) Health() float64 {
 }
 
 // scoring holds what the metrics need beyond the board: the strategy that
-// overrides the classes' own (for an alternative candidate) and the days
+// overrides the classes' own (for an alternative candidate) and the times
 // of the week to keep free.
 type scoring struct {
-	strategy string  // "" for each class's own
-	avoid    [8]bool // by day of week
+	strategy string    // "" for each class's own
+	avoid    [8]uint16 // by day of week: the slots to keep free, as bits
 	anyAvoid bool
 }
 
-func newScoring(strategy string, avoid []int) scoring {
-	sc := scoring{strategy: strategy}
-	for _, d := range avoid {
-		if d >= 1 && d <= 7 {
-			sc.avoid[d], sc.anyAvoid = true, true
-		}
+func newScoring(strategy string, avoid []Avoid) scoring {
+	sc := scoring{strategy: strategy, avoid: avoidMasks(avoid)}
+	for _, m := range sc.avoid {
+		sc.anyAvoid = sc.anyAvoid || m != 0
 	}
 	return sc
+}
+
+// blocks reports whether a task of slots slots at (day, start) of the
+// window would take a slot the person wants kept free.
+func (sc *scoring) blocks(w Window, day, start, slots int) bool {
+	if !sc.anyAvoid {
+		return false
+	}
+	m := sc.avoid[w.Day(day).DayOfWeek]
+	for k := start; k < start+slots && k < SlotsPerDay; k++ {
+		if m&(1<<k) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeDay reports whether every slot of window day d is to be kept free.
+func (sc *scoring) wholeDay(w Window, d int) bool {
+	return sc.avoid[w.Day(d).DayOfWeek] == 1<<SlotsPerDay-1
 }
 
 func (sc *scoring) strategyOf(c *TaskClass) string {
@@ -107,7 +125,7 @@ func (e *evaluator) objective() float64 {
 	if e.sc.anyAvoid {
 		for i := range e.b.s.Items {
 			it := &e.b.s.Items[i]
-			if it.Placed() && e.sc.avoid[e.b.s.Window.Day(it.Day).DayOfWeek] {
+			if it.Placed() && e.sc.blocks(e.b.s.Window, it.Day, it.Start, it.Slots) {
 				h -= avoidPenalty
 			}
 		}

@@ -92,7 +92,7 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 		content := fmt.Sprintf("粗排：把 %d 个待安排任务（%s，共 %d 节）放进 %d 天的窗口，遵守锁定课程和屏蔽日，每天任务不超过 %d 节并分散同类任务",
 			len(pending), strings.Join(kinds, "、"), slots, sch.Window.Days, sch.Window.DailyMax)
 		if len(avoid) > 0 {
-			content += "；" + avoidMark + dayList(avoid)
+			content += "；" + avoidMark + avoidList(avoid)
 		}
 		d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "每个待安排任务都有了位置，或者确认已没有可行的位置"})
 		d.Complexity = "moderate"
@@ -101,6 +101,9 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 		}
 	}
 	content := "主动优化：诊断节奏、松紧、学科画像和可行性，从优化器给出的移动或交换方案里挑选，逐项请你确认"
+	if n := len(blocked(sch, avoid)); n > 0 {
+		content = fmt.Sprintf("把 %d 个落在你要空出的时间（%s）里的任务挪开，再", n, avoidList(avoid)) + content
+	}
 	d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "优化器停滞：没有方案能再提升健康度"})
 	return d
 }
@@ -108,46 +111,62 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 // stepDone starts the result of a step the optimiser finished.
 const stepDone = "本步完成。"
 
-// avoidMark starts the list of days to keep free in plan steps and step
+// avoidMark starts the list of times to keep free in plan steps and step
 // instructions.
 const avoidMark = "避开："
 
-// avoidIn returns the days listed after avoidMark in text.
-func avoidIn(text string) []int {
-	var days []int
+// avoidIn returns the times listed after avoidMark in text.
+func avoidIn(text string) []Avoid {
+	var avoid []Avoid
 	for _, part := range strings.Split(text, avoidMark)[1:] {
-		days = append(days, parseDays(strings.SplitN(part, "\n", 2)[0])...)
+		avoid = append(avoid, parseAvoids(strings.SplitN(part, "\n", 2)[0])...)
 	}
-	slices.Sort(days)
-	return slices.Compact(days)
+	return normalizeAvoids(avoid)
 }
 
-// constraints returns the days the person wants kept free, from planning
-// notes and, since the plan started, from answers to ask_user and reasons
-// for rejected writes: they hold for every later step.
-func constraints(s *State) []int {
-	var days []int
-	for _, n := range s.Notes {
-		days = append(days, parseDays(n)...)
-	}
+// constraints returns the times the person wants kept free: the task's
+// own (State.Avoid: the owner's saved ones, with what the request and the
+// answers while planning said) and, since the plan started, what answers
+// to ask_user and reasons for rejected writes said. They hold for every
+// later step.
+func constraints(s *State) []Avoid {
+	avoid := normalizeAvoids(s.Avoid)
 	for _, c := range turnCalls(s.Exec.Messages, s.MsgBase) {
 		switch {
 		case c.name == ToolAskUser:
-			days = append(days, parseDays(c.result)...)
+			avoid = readAnswer(c.result).apply(avoid)
 		case isWrite(c.name) && c.rejected():
-			days = append(days, parseDays(c.reason())...)
+			avoid = readAnswer(c.reason()).apply(avoid)
 		}
 	}
-	slices.Sort(days)
-	return slices.Compact(days)
+	return avoid
+}
+
+// blocked returns the placed items of sch on a time avoid keeps free.
+func blocked(sch *Schedule, avoid []Avoid) []Item {
+	if len(avoid) == 0 {
+		return nil
+	}
+	sc := newScoring("", avoid)
+	var out []Item
+	for _, it := range sch.Items {
+		if it.Placed() && sc.blocks(sch.Window, it.Day, it.Start, it.Slots) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // complexityNames say a plan's complexity in the plan card.
 var complexityNames = map[string]string{"simple": "比较简单", "moderate": "难度中等", "complex": "比较复杂"}
 
-// planCard is the plan as the person confirms it.
-func planCard(p Plan) string {
+// planCard is the plan as the person confirms it, with the times kept
+// free.
+func planCard(p Plan, avoid []Avoid) string {
 	var b strings.Builder
+	if len(avoid) > 0 {
+		fmt.Fprintf(&b, "你的要求：%s 不排任务（之后的对话也会记住；说「%s可以了」或「清除限制」即可取消）。\n", avoidList(avoid), weekdayName(avoid[0].Day))
+	}
 	fmt.Fprintf(&b, "计划（共 %d 步", len(p.Steps))
 	if c := complexityNames[p.Complexity]; c != "" {
 		b.WriteString("，" + c)
@@ -182,7 +201,9 @@ func executionContext(s *State, maxRounds int) string {
 	out := fmt.Sprintf("当前：第 %d/%d 步：%s\n完成标准：%s\n轮次：已用 %d / %d",
 		s.Plan.Current+1, len(s.Plan.Steps), st.Content, st.DoneWhen, s.Exec.Rounds-s.RoundBase, maxRounds)
 	if avoid := constraints(s); len(avoid) > 0 {
-		out += "\n用户要求" + avoidMark + dayList(avoid) + "(avoid_days_of_week: " + fmt.Sprint(avoid) + ")"
+		days, times := splitAvoids(avoid)
+		args, _ := json.Marshal(healthArgs{Avoid: days, Times: times})
+		out += "\n用户要求" + avoidMark + avoidList(avoid) + "（analyze_health 与 apply_candidate 的参数：" + string(args) + "）"
 	}
 	return out
 }
@@ -203,7 +224,8 @@ type facts struct {
 }
 
 func deliveryFacts(s *State, sch *Schedule) facts {
-	r := Analyze(sch, ScanOptions{Limit: 1})
+	days, times := splitAvoids(constraints(s))
+	r := Analyze(sch, ScanOptions{Limit: 1, Avoid: days, Times: times})
 	f := facts{Goal: s.Plan.Goal, Outcome: s.Outcome, Steps: s.Plan.Steps, HealthBefore: s.HealthAt, HealthAfter: r.Health,
 		Metrics: r.Metrics, Pending: r.Pending, Issues: r.Issues, Verdict: r.Verdict}
 	for _, c := range turnCalls(s.Exec.Messages, s.MsgBase) {
@@ -375,10 +397,24 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 	finish := func(answer, why string) (agent.Decision, string) {
 		return agent.Decision{Action: "finish", Answer: answer, Thought: why}, why
 	}
+	if op, args, ok := editCall(instruction); ok { // a manual edit: its move, confirmed on a card
+		for _, c := range calls {
+			switch {
+			case c.name != op || c.result == "":
+			case c.rejected():
+				return finish(OutcomeAbort+"：你没有确认这次调整，日程没有改动。\n", "用户没有确认这次移动。")
+			case strings.HasPrefix(c.result, "error"):
+				return finish(OutcomeAbort+"：这次调整没能完成（那个时间已经被占用或日程刚刚变了），日程没有改动。\n", "移动失败。")
+			default:
+				return finish(stepDone+c.result+"\n", "移动完成。")
+			}
+		}
+		return callTool(op, args, "按用户的要求手动调整这一个任务。")
+	}
 	if len(calls) == 0 {
 		return callTool(ToolOverview, noArgs{}, "先看一眼整个窗口的概况。")
 	}
-	// Days to keep free: named in the step, in rejections, in answers.
+	// Times to keep free: named in the step, in rejections, in answers.
 	avoid := avoidIn(instruction)
 	lastScan, lastChange, applied, asked := -1, -1, 0, false
 	for i, c := range calls {
@@ -387,9 +423,9 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 			lastScan = i
 		case c.name == ToolAskUser:
 			asked = true
-			avoid = append(avoid, parseDays(c.result)...)
+			avoid = readAnswer(c.result).apply(avoid)
 		case isWrite(c.name) && c.rejected():
-			avoid = append(avoid, parseDays(c.reason())...)
+			avoid = readAnswer(c.reason()).apply(avoid)
 		case isWrite(c.name):
 			lastChange = i
 			if !strings.HasPrefix(c.result, "error") {
@@ -397,20 +433,20 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 			}
 		}
 	}
-	slices.Sort(avoid)
-	avoid = slices.Compact(avoid)
+	avoid = normalizeAvoids(avoid)
+	days, times := splitAvoids(avoid)
 	var scanned healthArgs
 	if lastScan >= 0 {
 		_ = json.Unmarshal([]byte(calls[lastScan].args), &scanned)
 	}
-	if lastScan < 0 || lastChange > lastScan || !slices.Equal(scanned.Avoid, avoid) {
+	if lastScan < 0 || lastChange > lastScan || !slices.Equal(joinAvoids(scanned.Avoid, scanned.Times), avoid) {
 		why := "诊断当前日程，拿到后端候选。"
 		if len(avoid) > 0 {
-			why = "按要求避开" + dayList(avoid) + "，重新诊断。"
+			why = "按要求避开" + avoidList(avoid) + "，重新诊断。"
 		}
-		return callTool(ToolAnalyzeHealth, healthArgs{Avoid: avoid}, why)
+		return callTool(ToolAnalyzeHealth, healthArgs{Avoid: days, Times: times}, why)
 	}
-	r := Analyze(sch, ScanOptions{Avoid: avoid})
+	r := Analyze(sch, ScanOptions{Avoid: days, Times: times})
 	if applied >= maxApplied {
 		return finish(fmt.Sprintf("本步已应用 %d 个候选。%s\n", applied, r.Verdict), "本步改动已经不少，先收尾。")
 	}
@@ -424,7 +460,7 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 	for _, cand := range r.Candidates {
 		if !rejected[cand.Index] {
 			why := fmt.Sprintf("候选 #%d 增益 +%.2f（%s），是未被拒绝的候选中最好的。", cand.Index, cand.Gain, cand.Summary)
-			return callTool(ToolApplyCandidate, applyArgs{Index: cand.Index, Revision: r.Revision, Avoid: avoid}, why)
+			return callTool(ToolApplyCandidate, applyArgs{Index: cand.Index, Revision: r.Revision, Avoid: days, Times: times}, why)
 		}
 	}
 	switch {

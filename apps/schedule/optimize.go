@@ -47,6 +47,8 @@ type RoughOptions struct {
 	Strategy string
 	// Avoid lists days of the week (1 = Monday) to keep free.
 	Avoid []int
+	// Times lists parts of days to keep free ("周三晚上").
+	Times []Avoid
 }
 
 // RoughSchedule places the pending items of s by local rules and returns
@@ -57,7 +59,7 @@ type RoughOptions struct {
 // of its class, its subject's period, a light day, and no long run of busy
 // slots. Items with no legal position stay pending.
 func RoughSchedule(s *Schedule, opt RoughOptions) []Placement {
-	return rough(newBoard(s), newScoring(opt.Strategy, opt.Avoid))
+	return rough(newBoard(s), newScoring(opt.Strategy, joinAvoids(opt.Avoid, opt.Times)))
 }
 
 func rough(b *board, sc scoring) []Placement {
@@ -74,7 +76,7 @@ func rough(b *board, sc scoring) []Placement {
 	allowedOf := func(ci int) []int {
 		var days []int
 		for d := range b.days {
-			if (ci < 0 || slices.Contains(ev.allowed[ci], d)) && !sc.avoid[s.Window.Day(d).DayOfWeek] {
+			if (ci < 0 || slices.Contains(ev.allowed[ci], d)) && !sc.wholeDay(s.Window, d) {
 				days = append(days, d)
 			}
 		}
@@ -121,14 +123,14 @@ func rough(b *board, sc scoring) []Placement {
 		bestDay, bestStart, best := -1, -1, math.Inf(1)
 		for pass := 0; pass < 2 && bestDay < 0; pass++ {
 			for d := range b.days {
-				if sc.avoid[s.Window.Day(d).DayOfWeek] {
+				if sc.wholeDay(s.Window, d) {
 					continue
 				}
 				if pass == 0 && s.Window.DailyMax > 0 && loads[d]+it.Slots > s.Window.DailyMax {
 					continue
 				}
 				for st := range SlotsPerDay {
-					if !b.canItem(i, d, st) {
+					if !b.canItem(i, d, st) || sc.blocks(s.Window, d, st, it.Slots) {
 						continue
 					}
 					score := 0.3*float64(loads[d]) + float64(runExcess(b, d, st, it.Slots)) + 2*float64(classDay[[2]int{b.classIndex[i], d}])
@@ -175,10 +177,12 @@ type change struct {
 }
 
 // scanChanges calls visit with every legal move and swap of the items
-// movable allows, and its gain over base. The board is as it was after.
+// movable allows, and its gain over base. No change puts a task on a time
+// the person wants kept free. The board is as it was after.
 func scanChanges(ev *evaluator, movable func(i int) bool, base float64, visit func(c change, gain float64)) {
 	b := ev.b
 	items := b.s.Items
+	w := b.s.Window
 	for i := range items {
 		it := &items[i]
 		if !it.Placed() || !movable(i) {
@@ -187,7 +191,7 @@ func scanChanges(ev *evaluator, movable func(i int) bool, base float64, visit fu
 		d0, s0 := it.Day, it.Start
 		for d := range b.days {
 			for st := range SlotsPerDay {
-				if (d == d0 && st == s0) || !b.canItem(i, d, st) {
+				if (d == d0 && st == s0) || !b.canItem(i, d, st) || ev.sc.blocks(w, d, st, it.Slots) {
 					continue
 				}
 				b.setItem(i, d, st)
@@ -203,7 +207,8 @@ func scanChanges(ev *evaluator, movable func(i int) bool, base float64, visit fu
 		}
 		for j := i + 1; j < len(items); j++ {
 			c := &items[j]
-			if !c.Placed() || !movable(j) || c.Slots != a.Slots || b.classIndex[i] == b.classIndex[j] {
+			if !c.Placed() || !movable(j) || c.Slots != a.Slots || b.classIndex[i] == b.classIndex[j] ||
+				ev.sc.blocks(w, c.Day, c.Start, a.Slots) || ev.sc.blocks(w, a.Day, a.Start, c.Slots) {
 				continue
 			}
 			ad, as, cd, cs := a.Day, a.Start, c.Day, c.Start
@@ -298,6 +303,9 @@ type ScanOptions struct {
 	// Avoid lists days of the week (1 = Monday) the person wants free:
 	// placements keep off them and moves off them gain.
 	Avoid []int `json:"avoid_days_of_week,omitempty"`
+	// Times lists parts of days the person wants free ("周三晚上"), with
+	// the same effect on those slots alone.
+	Times []Avoid `json:"avoid_times,omitempty"`
 	// Limit caps the candidates listed (default 6).
 	Limit int `json:"-"`
 }
@@ -332,10 +340,16 @@ func Analyze(s *Schedule, opt ScanOptions) Report {
 	}
 	m := Measure(s)
 	r := Report{Revision: s.Revision, Health: round1(m.Health()), Metrics: roundMetrics(m), Pending: len(s.Pending()), Issues: issues(s, 8)}
-	base := newEvaluator(newBoard(s.Clone()), newScoring("", opt.Avoid))
+	avoid := joinAvoids(opt.Avoid, opt.Times)
+	base := newEvaluator(newBoard(s.Clone()), newScoring("", avoid))
+	for _, it := range s.Items {
+		if it.Placed() && base.sc.blocks(s.Window, it.Day, it.Start, it.Slots) {
+			r.Issues = append(r.Issues, fmt.Sprintf("%s 在你要空出的时间（%s）", it.Name, s.Where(it.Day, it.Start, it.Slots)))
+		}
+	}
 	baseObj := base.objective()
 	if r.Pending > 0 {
-		r.Candidates = placeCandidates(s, opt.Avoid, baseObj)
+		r.Candidates = placeCandidates(s, avoid, baseObj)
 	} else {
 		r.Candidates = changeCandidates(base, baseObj, limit)
 	}
@@ -363,7 +377,7 @@ func Analyze(s *Schedule, opt ScanOptions) Report {
 // placeCandidates places the pending items of s for the classes' own
 // strategies and for the other one, each refined by moves and swaps of the
 // new items.
-func placeCandidates(s *Schedule, avoid []int, baseObj float64) []Candidate {
+func placeCandidates(s *Schedule, avoid []Avoid, baseObj float64) []Candidate {
 	alt := Steady
 	for _, c := range s.Classes {
 		if c.Strategy != Rapid {

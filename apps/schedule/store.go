@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -59,6 +60,12 @@ var schema = []string{
 	day_of_week INTEGER,
 	start_slot  INTEGER,
 	PRIMARY KEY (owner, id)
+)`,
+	// The times each owner wants kept free, as JSON ([]Avoid): they hold
+	// across threads until the owner changes them.
+	`CREATE TABLE IF NOT EXISTS schedule_constraints (
+	owner TEXT NOT NULL PRIMARY KEY,
+	avoid TEXT NOT NULL
 )`,
 	// One row per committed step of a graph run (graph.StepKey), so a step
 	// that runs again after a crash does not apply its change twice.
@@ -472,4 +479,49 @@ func tableOf(query string) string {
 		}
 	}
 	return ""
+}
+
+// Constraints returns the times owner wants kept free, as last saved; none
+// for an owner who never said.
+func (st *Store) Constraints(ctx context.Context, owner string) ([]Avoid, error) {
+	var raw string
+	err := st.db.QueryRowContext(ctx, st.q(`SELECT avoid FROM schedule_constraints WHERE owner = ?`), owner).Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("schedule store: read %s's constraints: %w", owner, err)
+	}
+	var avoid []Avoid
+	if err := json.Unmarshal([]byte(raw), &avoid); err != nil {
+		return nil, fmt.Errorf("schedule store: read %s's constraints: %w", owner, err)
+	}
+	return normalizeAvoids(avoid), nil
+}
+
+// SetConstraints replaces the times owner wants kept free.
+func (st *Store) SetConstraints(ctx context.Context, owner string, avoid []Avoid) error {
+	avoid = normalizeAvoids(avoid)
+	if avoid == nil {
+		avoid = []Avoid{}
+	}
+	raw, err := json.Marshal(avoid)
+	if err != nil {
+		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
+	}
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, st.q(`DELETE FROM schedule_constraints WHERE owner = ?`), owner); err != nil {
+		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
+	}
+	if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_constraints (owner, avoid) VALUES (?, ?)`), owner, string(raw)); err != nil {
+		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
+	}
+	return nil
 }

@@ -102,12 +102,14 @@ type (
 		AddItems     *newItems `json:"add_items,omitempty"`
 	}
 	healthArgs struct {
-		Avoid []int `json:"avoid_days_of_week,omitempty" jsonschema:"description=days of the week (1 Monday to 7 Sunday) the person wants kept free"`
+		Avoid []int   `json:"avoid_days_of_week,omitempty" jsonschema:"description=days of the week (1 Monday to 7 Sunday) the person wants kept free"`
+		Times []Avoid `json:"avoid_times,omitempty" jsonschema:"description=parts of days the person wants kept free: day_of_week with from_slot and to_slot (1 to 12)"`
 	}
 	applyArgs struct {
-		Index    int   `json:"index" jsonschema:"minimum=0,description=the candidate's index in analyze_health's list"`
-		Revision int64 `json:"revision" jsonschema:"description=the revision analyze_health reported"`
-		Avoid    []int `json:"avoid_days_of_week,omitempty" jsonschema:"description=the same avoid_days_of_week given to analyze_health"`
+		Index    int     `json:"index" jsonschema:"minimum=0,description=the candidate's index in analyze_health's list"`
+		Revision int64   `json:"revision" jsonschema:"description=the revision analyze_health reported"`
+		Avoid    []int   `json:"avoid_days_of_week,omitempty" jsonschema:"description=the same avoid_days_of_week given to analyze_health"`
+		Times    []Avoid `json:"avoid_times,omitempty" jsonschema:"description=the same avoid_times given to analyze_health"`
 	}
 	askArgs struct {
 		Question string `json:"question"`
@@ -421,7 +423,7 @@ func (a *Agent) analyzeHealth(ctx context.Context, args healthArgs) (Report, err
 	if err != nil {
 		return Report{}, err
 	}
-	return Analyze(s, ScanOptions{Avoid: args.Avoid}), nil
+	return Analyze(s, ScanOptions{Avoid: args.Avoid, Times: args.Times}), nil
 }
 
 // candidate finds the candidate a call of apply_candidate names, checking
@@ -430,7 +432,7 @@ func candidate(s *Schedule, args applyArgs) (Candidate, error) {
 	if s.Revision != args.Revision {
 		return Candidate{}, fmt.Errorf("the schedule is at revision %d, not %d: call analyze_health again for fresh candidates: %w", s.Revision, args.Revision, ErrConflict)
 	}
-	r := Analyze(s, ScanOptions{Avoid: args.Avoid})
+	r := Analyze(s, ScanOptions{Avoid: args.Avoid, Times: args.Times})
 	if args.Index < 0 || args.Index >= len(r.Candidates) {
 		return Candidate{}, fmt.Errorf("candidate %d: analyze_health lists %d candidates: %w", args.Index, len(r.Candidates), ErrNotFound)
 	}
