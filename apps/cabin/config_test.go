@@ -13,7 +13,7 @@ import (
 // capabilities are the intents of seed §26, as the default set names them.
 var capabilities = []string{
 	// §26.1 customer service
-	"cs_query_order", "cs_query_logistics", "cs_cancel_order", "cs_transfer_human",
+	"cs_query_order", "cs_query_logistics", "cs_cancel_order", "cs_refund", "cs_transfer_human",
 	// §26.2 cabin
 	"cabin_nav_to", "cabin_nav_cancel", "cabin_ac_on", "cabin_ac_off", "cabin_set_ac", "cabin_fan_up", "cabin_fan_down",
 	"cabin_defog_front", "cabin_defog_rear", "cabin_window_open", "cabin_window_close", "cabin_sunroof_open", "cabin_sunroof_close",
@@ -78,7 +78,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad threshold order", FileRules, "route_to_cloud_threshold: 0.75", "route_to_cloud_threshold: 1.8", "route_to_cloud_threshold 1.8 must be below execute_threshold 1.65", true, ""},
 		{"threshold out of range", FileRules, "clarify_margin_threshold: 0.12", "clarify_margin_threshold: -0.5", "clarify_margin_threshold -0.5 out of range", true, ""},
 		{"bad remote classifier", FileRules, "routing:\n  execute_threshold", "remote_classifier: {url: \"localhost:9000\"}\nrouting:\n  execute_threshold", `remote classifier url "localhost:9000": want an http or https URL`, true, ""},
-		{"unknown confirmation intent", FileRules, "intents: [cs_cancel_order]", "intents: [cs_cancel_everything]", `confirmation: unknown intent "cs_cancel_everything"`, true, ""},
+		{"unknown confirmation intent", FileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_everything]", `confirmation: unknown intent "cs_cancel_everything"`, true, ""},
 		{"unknown template intent", FileWorkflows, "intents: [cabin_window_open, cabin_set_ac]", "intents: [cabin_window_open, cabin_fly]", `unknown intent "cabin_fly"`, true, ""},
 		{"bad operator", FileWorkflows, "operator: equals", "operator: is", `condition operator "is"`, true, ""},
 		{"syntax", FileResponses, "  clarify_or: 还是", "  clarify_or: [还是", "did not find expected", true, ""},

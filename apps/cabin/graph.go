@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
@@ -539,21 +540,38 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 	}
 	d.ClauseKind = mi.Kind
 	var took time.Duration
-	verb := ""
-	for _, c := range mi.Clauses {
+	verb, subject := "", ""
+	for i, c := range mi.Clauses {
 		res := c.Result
+		text := c.Text
+		// "温度再调低两度": a first clause that only names a thing is the
+		// subject of the next, not a request of its own.
+		if subject != "" {
+			text = subject + text
+			if again, err := a.engine.Route(ctx, text); err == nil {
+				res = again
+			}
+			subject = ""
+		}
+		if verb == "" && i < len(mi.Clauses)-1 && !namesCue(text) && utf8.RuneCountInString(text) <= 4 && detectLanguage(text) == LocaleChinese {
+			subject = text
+			continue
+		}
 		// "打开空调和座椅加热": a clause without a verb takes the one before.
-		if v := leadingCue(c.Text); v != "" {
+		if v := leadingCue(text); v != "" {
 			verb = v
-		} else if verb != "" && !saysCue(c.Text) {
-			if again, err := a.engine.Route(ctx, verb+" "+c.Text); err == nil {
+		} else if verb != "" && !saysCue(text) {
+			if again, err := a.engine.Route(ctx, verb+" "+text); err == nil {
 				res = again
 			}
 		}
-		d.Clauses = append(d.Clauses, ClauseRoute{Text: c.Text, Intent: res.Intent, Decision: res.Decision, Score: res.Score})
+		d.Clauses = append(d.Clauses, ClauseRoute{Text: text, Intent: res.Intent, Decision: res.Decision, Score: res.Score})
 		took += res.Elapsed
 	}
 	lat.Clauses = ms(took)
+	if len(d.Clauses) < 2 { // the clauses were one request after all
+		d.Clauses, d.ClauseKind = nil, ""
+	}
 	return s, nil
 }
 
@@ -876,7 +894,7 @@ func (a *App) reject(_ context.Context, s State) (State, error) {
 // nextStep finds the workflow's next step to run, skipping those whose
 // dependencies did not succeed, fills its slots from the steps before it,
 // and notes the slots it still misses.
-func (a *App) nextStep(_ context.Context, s State) (State, error) {
+func (a *App) nextStep(ctx context.Context, s State) (State, error) {
 	wf := s.Session.Workflow
 	wf.Pending = nil
 	s.Turn.Step = -1
@@ -890,6 +908,9 @@ func (a *App) nextStep(_ context.Context, s State) (State, error) {
 			continue
 		}
 		a.sharedSlots(wf, i)
+		if st.Slots[slotTemperatureChange] != "" {
+			a.applyChange(ctx, &s, st)
+		}
 		s.Turn.Step = i
 		if missing := a.slots.missing(st.Intent, st.Slots); len(missing) > 0 {
 			wf.Pending = &Pending{Step: st.ID, Kind: pendingSlot, Slots: missing}
@@ -920,7 +941,7 @@ func (a *App) condition(ctx context.Context, s State) (State, error) {
 			st.Status = stepFailed // it could not run: nothing to confirm
 			return s, nil
 		}
-		st.Result = nil // the step has not run yet
+		st.Checked, st.Result = st.Result.Data, nil // the step has not run yet
 	}
 	req, err := a.confirmRequest(ctx, &s, st)
 	if err != nil { // a call the tool does not take is not put to the user

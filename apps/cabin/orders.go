@@ -3,6 +3,7 @@ package cabin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -82,6 +83,8 @@ func OrderTools(store OrderStore) []tool.Tool {
 		NewTool("plugin.logistics.query", "track the parcel of the order in the order_id slot", tool.Read, with(queryLogistics)),
 		NewTool("plugin.order.cancel", "cancel the order in the order_id slot, refunding a paid one", tool.Write, with(cancelOrder)),
 		NewTool("plugin.order.cancel.check", "tell whether the order in the order_id slot can be cancelled, without cancelling it", tool.Read, with(checkCancel)),
+		NewTool("plugin.order.refund", "refund the order in the order_id slot: cancel it before it ships, or open a return once delivered", tool.Write, with(refundOrder)),
+		NewTool("plugin.order.refund.check", "tell whether and how the order in the order_id slot can be refunded, without refunding it", tool.Read, with(checkRefund)),
 		NewTool("plugin.service.transfer_human", "hand the conversation to a person, about the order_id slot for the reason slot", tool.Write, with(transferHuman)),
 	}
 }
@@ -197,4 +200,80 @@ func transferHuman(ctx context.Context, store OrderStore, args Args) (Result, er
 		return Result{}, err
 	}
 	return Result{Success: true, Message: "handed off", Data: map[string]any{"ticket_id": h.ID, "queue_position": h.Queue}}, nil
+}
+
+// refundRefusal says why o cannot be refunded, or nil: an order paid for
+// and not shipped is refunded by cancelling it, a delivered one by a
+// return; one not paid for, on its way or cancelled has nothing to refund
+// now.
+func refundRefusal(o *Order) error {
+	switch o.Status {
+	case OrderPendingShipment, OrderDelivered:
+		return nil
+	case OrderPendingPayment:
+		return &refusal{"not_paid", "order " + o.ID + " is not paid for"}
+	case OrderShipped:
+		return &refusal{"refund_shipped", "order " + o.ID + " is on its way"}
+	}
+	return &refusal{"refund_cancelled", "order " + o.ID + " is cancelled already"}
+}
+
+// refundData is what a refund and its check tell: the order, the amount
+// and currency, and for a delivered order that a return comes first.
+func refundData(o Order) map[string]any {
+	d := orderData(o)
+	d["refund"], d["currency"] = o.Amount, Currency
+	if o.Status == OrderDelivered {
+		d["return"] = true
+	}
+	return d
+}
+
+// checkRefund tells whether and how an order can be refunded, without
+// refunding it: the check asked before the refund's confirmation, and
+// the answer to "订单C789能退款吗".
+func checkRefund(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
+	o, err := store.Order(ctx, id)
+	if err == nil {
+		err = refundRefusal(&o)
+	}
+	res, err := cancelResult(o, id, err, "order "+id+" can be refunded")
+	if err == nil && res.Success {
+		res.Data = refundData(o)
+	}
+	return res, err
+}
+
+// refundOrder refunds an order: one not shipped is cancelled and its
+// amount refunded; for a delivered one a return and refund is opened with
+// a person, who arranges the return.
+func refundOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+	id := args.Slots["order_id"]
+	var before Order
+	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
+		if err := refundRefusal(o); err != nil {
+			return err
+		}
+		before = *o
+		if o.Status == OrderPendingShipment {
+			o.Status = OrderCancelled
+		}
+		return nil
+	})
+	res, err := cancelResult(o, id, err, "order "+id+" refunded")
+	if err != nil || !res.Success {
+		return res, err
+	}
+	res.Data = refundData(before)
+	res.Data["order_status"] = o.Status
+	if before.Status == OrderDelivered {
+		h, err := store.AddHandoff(ctx, Handoff{UserID: args.User, Session: args.Session, OrderID: id, Reason: "return and refund"})
+		if err != nil {
+			return Result{}, fmt.Errorf("open a return for order %s: %w", id, err)
+		}
+		res.Data["ticket_id"], res.Data["queue_position"] = h.ID, h.Queue
+		res.Message = "return and refund opened for order " + id
+	}
+	return res, nil
 }

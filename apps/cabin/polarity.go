@@ -339,3 +339,15 @@ func saysCue(text string) bool {
 	}
 	return false
 }
+
+// namesCue reports whether text holds any cue word, one character long
+// included ("关窗" does, "温度" does not).
+func namesCue(text string) bool {
+	t := intent.Normalize(text)
+	for _, c := range allCues {
+		if i := strings.Index(t, c); i >= 0 && wordAt(t, i, len(c)) {
+			return true
+		}
+	}
+	return false
+}

@@ -61,6 +61,9 @@ func (p *replies) stepVars(st *Step, extra map[string]string) map[string]string 
 		vars = map[string]string{}
 	}
 	maps.Copy(vars, st.Slots)
+	for k, v := range st.Checked {
+		vars[k] = formatValue(v)
+	}
 	if st.Result != nil {
 		for k, v := range st.Result.Data {
 			vars[k] = formatValue(v)

@@ -65,8 +65,18 @@ func (r *slotReader) names(intentID string) []string {
 }
 
 // read returns the slots of intent's form found in text.
+// A temperature said as a change ("调低两度") is read as
+// slotTemperatureChange, to be worked out from the car's.
 func (r *slotReader) read(intentID, text string) map[string]string {
-	return r.extract(text, r.names(intentID))
+	names := r.names(intentID)
+	out := r.extract(text, names)
+	if slices.Contains(names, "temperature") {
+		if d, ok := relativeChange(intent.Normalize(text)); ok {
+			delete(out, "temperature")
+			out[slotTemperatureChange] = strconv.FormatFloat(d, 'f', -1, 64)
+		}
+	}
+	return out
 }
 
 // extract returns the named slots found in text.
@@ -287,6 +297,9 @@ func latin(b byte) bool {
 // counts for the first of names.
 func (r *slotReader) outOfRange(text string, names []string) (name, value string, lo, hi float64, ok bool) {
 	norm := intent.Normalize(text)
+	if _, change := relativeChange(norm); change {
+		return "", "", 0, 0, false // "调低两度": a change, not a value
+	}
 	for i, n := range names {
 		t := r.slots[n]
 		if t == nil || t.Type != slotNumber || t.Min == nil || t.Max == nil {

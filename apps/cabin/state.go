@@ -176,6 +176,9 @@ type Step struct {
 	Confirmed            bool              `json:"confirmed,omitempty"`
 	// Result is the tool's result once the step ran.
 	Result *Result `json:"result,omitempty"`
+	// Checked is what the action's check found before the step was put to
+	// the user (the amount a refund gives back), for the question.
+	Checked map[string]any `json:"checked,omitempty"`
 	// Message is what the step's outcome said.
 	Message string `json:"message,omitempty"`
 	// Reported is set once a reply told the user the outcome.

@@ -135,7 +135,7 @@ func TestConfirmPolicy(t *testing.T) {
 // only write tools ask first.
 func TestConfirmReadTool(t *testing.T) {
 	for _, c := range []struct{ file, from, to, want string }{
-		{FileRules, "intents: [cs_cancel_order]", "intents: [cs_cancel_order, cs_query_order]", `confirmation: intent "cs_query_order" runs tool plugin_order_query, which only reads`},
+		{FileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_order, cs_refund, cs_query_order]", `confirmation: intent "cs_query_order" runs tool plugin_order_query, which only reads`},
 		{FileActions, "plugin: plugin.logistics.query, risk: low", "plugin: plugin.logistics.query, risk: high", `action "action.logistics.query": rules.yml asks for a yes at risk "high", but tool plugin_logistics_query only reads`},
 	} {
 		dir := t.TempDir()

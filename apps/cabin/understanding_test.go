@@ -193,7 +193,10 @@ func runEvalSet(a *api, set map[string][][]evalTurn) evalResult {
 					mark, pass = "FAIL", false
 				}
 				log = append(log, fmt.Sprintf("%q → %s/%s ran %v %q [%s]", tu.say, r.Type, r.Status, ran, r.Message, mark))
-				if r.Workflow != nil {
+				switch {
+				case r.Type == TypeWorkflowResult: // finished: the next turn's workflow is a new one
+					before = map[string]Step{}
+				case r.Workflow != nil:
 					before = ranSteps(r)
 				}
 			}

@@ -2,7 +2,10 @@ package cabin
 
 import (
 	"cmp"
+	"context"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/loomkit/loom/intent"
@@ -26,3 +29,79 @@ func (a *App) bareStop(d *Debug) {
 
 // intentPauseMusic is the intent a bare stop word runs.
 const intentPauseMusic = "cabin_pause_music"
+
+// slotTemperatureChange holds a change said relative to the car's
+// temperature ("调低两度": "-2"); the step's temperature is worked out
+// from the car when the step is about to run.
+const slotTemperatureChange = "temperature_change"
+
+var (
+	// zhChange: a direction, then how many degrees ("调低两度", "升高3度",
+	// "调低一点"); "调低到20度" is a value, not a change.
+	zhChange = regexp.MustCompile(`(调低|降低|下调|调小|低|降|减|调高|升高|提高|上调|调大|高|升|加)\s*(?:个)?\s*([0-9]+(?:\.[0-9])?|[一二两三四五六七八九十]{1,2})\s*(?:度|℃)|(调低|降低|调高|升高|低|高)\s*(?:一点|一些|点)`)
+	// enChange: a direction and a number of degrees, with no value
+	// ("turn the temperature down 2 degrees", "raise it by 3 degrees").
+	enChange  = regexp.MustCompile(`\b(down|lower|decrease|reduce|drop|cooler|colder|up|raise|increase|warmer|hotter|higher)\b`)
+	enDegrees = regexp.MustCompile(`\b([0-9]+(?:\.[0-9])?|one|two|three|four|five|six|seven|eight|nine|ten)\s*(?:degrees?|deg|°c?)(?:\s|$|[,.!?])`)
+	enValue   = regexp.MustCompile(`\b(?:to|at)\s+[0-9]`)
+	enNumbers = map[string]string{"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+)
+
+// relativeChange reads a temperature change from normalized text: the
+// signed number of degrees, or false when the text says a value or no
+// change.
+func relativeChange(norm string) (float64, bool) {
+	if m := zhChange.FindStringSubmatch(norm); m != nil && !strings.Contains(norm, "到") {
+		dir, n := m[1], m[2]
+		if dir == "" {
+			dir, n = m[3], "1"
+		}
+		x, ok := parseNumber(n)
+		if !ok || x <= 0 {
+			return 0, false
+		}
+		if strings.ContainsAny(dir, "低降减小下") {
+			x = -x
+		}
+		return x, true
+	}
+	dir := enChange.FindString(norm)
+	m := enDegrees.FindStringSubmatch(norm)
+	if dir == "" || m == nil || enValue.MatchString(norm) {
+		return 0, false
+	}
+	x, ok := parseNumber(cmp.Or(enNumbers[m[1]], m[1]))
+	if !ok || x <= 0 {
+		return 0, false
+	}
+	switch dir {
+	case "down", "lower", "decrease", "reduce", "drop", "cooler", "colder":
+		x = -x
+	}
+	return x, true
+}
+
+// applyChange works out the temperature of step st from the car's and
+// the change said; one out of range is explained, with the range, and
+// asked for.
+func (a *App) applyChange(ctx context.Context, s *State, st *Step) {
+	change := st.Slots[slotTemperatureChange]
+	delete(st.Slots, slotTemperatureChange)
+	delete(st.Slots, "temperature")
+	delta, err := strconv.ParseFloat(change, 64)
+	if err != nil {
+		return
+	}
+	v, err := a.store.Vehicle(ctx, s.Session.VehicleID)
+	if err != nil {
+		a.log.WarnContext(ctx, "cabin: reading the car for a temperature change; asking for the temperature", "vehicle", s.Session.VehicleID, "err", err)
+		return
+	}
+	to := v.AC.Temperature + delta
+	value := strconv.FormatFloat(to, 'f', -1, 64)
+	if t := a.slots.slots["temperature"]; t != nil && t.Min != nil && t.Max != nil && (to < *t.Min || to > *t.Max) {
+		s.Turn.Note = a.rangeNote("temperature", value, *t.Min, *t.Max)
+		return
+	}
+	st.Slots["temperature"] = value
+}
