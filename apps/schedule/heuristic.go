@@ -89,7 +89,7 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 			}
 			kinds = append(kinds, fmt.Sprintf("%s×%d", name, count[c]))
 		}
-		content := fmt.Sprintf("粗排：把 %d 个待安排任务（%s，共 %d 节）放进 %d 天的窗口，遵守锁定课程和屏蔽日，每天任务不超过 %d 节并分散同类任务",
+		content := fmt.Sprintf(roughMark+"把 %d 个待安排任务（%s，共 %d 节）放进 %d 天的窗口，遵守锁定课程和屏蔽日，每天任务不超过 %d 节并分散同类任务",
 			len(pending), strings.Join(kinds, "、"), slots, sch.Window.Days, sch.Window.DailyMax)
 		if len(avoid) > 0 {
 			content += "；" + avoidMark + avoidList(avoid)
@@ -107,6 +107,9 @@ func heuristicPlan(sch *Schedule, s *State) planDecision {
 	d.Steps = append(d.Steps, stepSpec{Content: content, DoneWhen: "优化器停滞：没有方案能再提升健康度"})
 	return d
 }
+
+// roughMark starts the plan step that places the pending items.
+const roughMark = "粗排："
 
 // stepDone starts the result of a step the optimiser finished.
 const stepDone = "本步完成。"
@@ -447,6 +450,11 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 		return callTool(ToolAnalyzeHealth, healthArgs{Avoid: days, Times: times}, why)
 	}
 	r := Analyze(sch, ScanOptions{Avoid: days, Times: times})
+	if strings.Contains(instruction, roughMark) && applied > 0 && r.Pending == 0 {
+		// The rough step is done when everything has a place; improving
+		// it is the next step's work, and its text.
+		return finish(fmt.Sprintf("%s全部任务都有了位置，健康度 %.1f。\n", stepDone, r.Health), "待安排的任务都放好了，这一步完成。")
+	}
 	if applied >= maxApplied {
 		return finish(fmt.Sprintf("本步已应用 %d 个候选。%s\n", applied, r.Verdict), "本步改动已经不少，先收尾。")
 	}

@@ -1,0 +1,91 @@
+package schedule
+
+import (
+	"strings"
+	"testing"
+)
+
+// Manual edits without a model: one that is understood moves the task
+// after its card and says so; one that is not says what was not
+// understood, and changes nothing (issue 24).
+func TestManualEdit(t *testing.T) {
+	for _, tc := range []struct{ name, text, where string }{
+		{"chinese", "把高数复习#1挪到周五上午", "周五（第2周） 第1-2节"},
+		{"english", "move 高数复习#1 to friday morning", "周五（第2周） 第1-2节"},
+		{"slots", "把英语阅读#2移到周一第9节", "周一（第2周） 第9节"},
+		{"event", "把社团活动挪到周四晚上", "周四（第2周） 第11-12节"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := start(t, "", nil)
+			res := p.say(t, "t", "帮我安排下周的复习", true)
+			for res.Status != "done" {
+				res = p.say(t, "t", "确认", true)
+			}
+			rev := p.schedule(t).Revision
+			res = p.say(t, "t", tc.text, true)
+			if k := pendingKind(t, res); k != "tool:"+ToolMove {
+				t.Fatalf("%q waits on %q (%s), want a move card", tc.text, k, res.State.Reply)
+			}
+			card := Reply(nil, res.Interrupt)
+			if !strings.Contains(card, tc.where) {
+				t.Errorf("the card does not say where: %s", card)
+			}
+			res = p.say(t, "t", "确认", true)
+			if res.Status != "done" || !strings.Contains(res.State.Reply, "已移动") || !strings.Contains(res.State.Reply, tc.where) {
+				t.Errorf("the summary does not say the move:\n%s", res.State.Reply)
+			}
+			s := p.schedule(t)
+			if s.Revision != rev+1 {
+				t.Errorf("revision %d, want %d: one commit", s.Revision, rev+1)
+			}
+			if err := s.Check(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// A pending item is placed where it is asked to go.
+func TestManualEditPlacesPending(t *testing.T) {
+	p := start(t, "", nil)
+	res := p.say(t, "t", "把物理作业#1放到周二下午", true)
+	if k := pendingKind(t, res); k != "tool:"+ToolPlace {
+		t.Fatalf("waits on %q (%s), want a place card", k, res.State.Reply)
+	}
+	p.say(t, "t", "确认", true)
+	s := p.schedule(t)
+	it := s.Item(102 + 5)
+	if it == nil || it.Name != "物理作业#1" || !it.Placed() || s.Window.Day(it.Day).DayOfWeek != 2 || periodOf(it.Start) != Afternoon {
+		t.Errorf("物理作业#1 is %+v, want placed on Tuesday afternoon", it)
+	}
+}
+
+// Edits that are not understood, or cannot be done, are said plainly.
+func TestManualEditNotUnderstood(t *testing.T) {
+	p := start(t, "", nil)
+	res := p.say(t, "t", "帮我安排下周的复习", true)
+	for res.Status != "done" {
+		res = p.say(t, "t", "确认", true)
+	}
+	rev := p.schedule(t).Revision
+	for _, tc := range []struct{ text, says string }{
+		{"把高数复习#9挪到周五上午", "没看懂要移动哪个任务"},
+		{"把高数复习挪到周五", "要挪哪一个"},
+		{"把高等数学挪到周五", "锁定的课程，不能移动"},
+		{"把高数复习#1挪到明天", "没看懂要把 高数复习#1 挪到哪里"},
+		{"把高数复习#1挪到周日上午", "设定了 周日 不排"},
+		{"把物理作业#1挪到周一第1-2节", "第1节是 高等数学"},
+		{"move the essay to friday", "没看懂要移动哪个任务"},
+	} {
+		res := p.say(t, "t", tc.text, true)
+		if res.Status != "done" || !strings.Contains(res.State.Reply, tc.says) {
+			t.Errorf("%q: status %s, reply %q; want it to say %q", tc.text, res.Status, res.State.Reply, tc.says)
+		}
+		if strings.Contains(res.State.Reply, "计划") || strings.Contains(res.State.Reply, "task_id") {
+			t.Errorf("%q got a plan or an internal name: %q", tc.text, res.State.Reply)
+		}
+	}
+	if s := p.schedule(t); s.Revision != rev {
+		t.Errorf("revision %d, want %d: nothing changed", s.Revision, rev)
+	}
+}
