@@ -74,6 +74,7 @@ type App struct {
 	cat          *catalog
 	engine       *intent.Engine
 	slots        *slotReader
+	spell        *speller
 	replies      *replies
 	tools        *tool.Registry
 	policy       tool.Policy // which write tools ask for a yes first
@@ -168,6 +169,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		forms, ecfg = mergeForms(forms, second.Forms), mergeEngine(ecfg, second.engineConfig())
 	}
 	a.slots = newSlotReader(forms)
+	a.spell = newSpeller(cfg, second)
 	engOpts := []intent.Option{intent.WithLogger(a.log)}
 	if rc := cfg.Rules.RemoteClassifier; rc != nil {
 		remote := *rc

@@ -515,9 +515,21 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 	}
 	d, lat := &s.Reply.Debug, &s.Reply.Latency
 	text := intent.Normalize(cmp.Or(d.Rewritten, s.Turn.Text))
+	if fixed, fixes := homophone(text); len(fixes) > 0 { // "打开车创", "播放因乐"
+		text, d.Corrected, d.Spelling = fixed, fixed, fixes
+	}
 	r, err := a.engine.Route(ctx, text)
 	if err != nil {
 		return s, fmt.Errorf("understand %q: %w", s.Turn.Text, err)
+	}
+	// "打开车创", "opne the windw": not understood as said, tried with
+	// near-miss words corrected.
+	if r.Decision != intent.Execute && d.Rewritten == "" {
+		if fixed, fixes := a.spell.correct(text); len(fixes) > 0 {
+			if again, err := a.engine.Route(ctx, fixed); err == nil && again.Decision == intent.Execute {
+				r, text, d.Corrected, d.Spelling = again, fixed, fixed, append(d.Spelling, fixes...)
+			}
+		}
 	}
 	d.Route = compact(&r)
 	lat.Route = ms(r.Elapsed)
@@ -656,7 +668,7 @@ func (a *App) slotAnswer(s *State, st *Step) Verdict {
 // planInput is what the planners see of the turn.
 func (a *App) planInput(s State) planInput {
 	d := s.Reply.Debug
-	return planInput{text: intent.Normalize(cmp.Or(d.Rewritten, d.Text)), clauses: d.Clauses, kind: d.ClauseKind, route: d.Route}
+	return planInput{text: intent.Normalize(cmp.Or(d.Rewritten, d.Corrected, d.Text)), clauses: d.Clauses, kind: d.ClauseKind, route: d.Route}
 }
 
 // rangeNote says that value is out of slot name's range.

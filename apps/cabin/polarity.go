@@ -263,7 +263,7 @@ func (a *App) guard(d *Debug) {
 	if r == nil || !a.cat.known(r.Intent) || r.Decision == intent.Reject {
 		return // nothing runs
 	}
-	text := cmp.Or(d.Rewritten, d.Text)
+	text := cmp.Or(d.Rewritten, d.Corrected, d.Text)
 	id, v := guardPolarity(r.Intent, text)
 	p, _, _ := opposite(r.Intent)
 	if v == polarityKeep && hasOpposite(r.Intent) && a.bareName(r.Intent, text) {

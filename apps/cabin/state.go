@@ -231,6 +231,11 @@ type Debug struct {
 	// rewrite rule completed it.
 	Text        string `json:"text"`
 	Rewritten   string `json:"rewritten,omitempty"`
+	// Corrected is the text with near-miss words corrected ("打开车创" →
+	// "打开车窗"), when it was understood only so; Spelling says what
+	// was changed.
+	Corrected string   `json:"corrected,omitempty"`
+	Spelling  []string `json:"spelling,omitempty"`
 	RewriteRule string `json:"rewrite_rule,omitempty"`
 	DialogAct   string `json:"dialog_act,omitempty"`
 	Stop        bool   `json:"stop,omitempty"`

@@ -18,7 +18,7 @@ var bareStopWords = []string{"停", "停下", "停下来", "停一下", "停止"
 
 // bareStop turns a bare stop word into pausing the music.
 func (a *App) bareStop(d *Debug) {
-	t := strings.Trim(intent.Normalize(cmp.Or(d.Rewritten, d.Text)), " ,.!?，。！？~")
+	t := strings.Trim(intent.Normalize(cmp.Or(d.Rewritten, d.Corrected, d.Text)), " ,.!?，。！？~")
 	if len(d.Clauses) > 0 || d.Route == nil || !slices.Contains(bareStopWords, t) || !a.cat.known(intentPauseMusic) {
 		return
 	}
