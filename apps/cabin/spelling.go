@@ -45,7 +45,7 @@ var commonWords = []string{"please", "could", "would", "should", "thanks", "than
 // speller corrects near-miss words.
 type speller struct {
 	words map[string]int // the English words of the configuration, with how often each is used
-	list  []string        // the same, sorted, 4 letters or more
+	list  []string       // the same, sorted, 4 letters or more
 }
 
 // newSpeller learns the English words of the configurations' labels,
