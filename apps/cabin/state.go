@@ -229,17 +229,17 @@ type Reply struct {
 type Debug struct {
 	// Text is what was said; Rewritten and RewriteRule are set when a
 	// rewrite rule completed it.
-	Text      string `json:"text"`
-	Rewritten string `json:"rewritten,omitempty"`
+	Text        string `json:"text"`
+	Rewritten   string `json:"rewritten,omitempty"`
+	RewriteRule string `json:"rewrite_rule,omitempty"`
 	// Corrected is the text with near-miss words corrected ("打开车创" →
 	// "打开车窗"), when it was understood only so; Spelling says what
 	// was changed.
-	Corrected   string   `json:"corrected,omitempty"`
-	Spelling    []string `json:"spelling,omitempty"`
-	RewriteRule string   `json:"rewrite_rule,omitempty"`
-	DialogAct   string   `json:"dialog_act,omitempty"`
-	Stop        bool     `json:"stop,omitempty"`
-	Social      string   `json:"social,omitempty"`
+	Corrected string   `json:"corrected,omitempty"`
+	Spelling  []string `json:"spelling,omitempty"`
+	DialogAct string   `json:"dialog_act,omitempty"`
+	Stop      bool     `json:"stop,omitempty"`
+	Social    string   `json:"social,omitempty"`
 	// Continuation says how a turn answered what the session waited for.
 	Continuation string `json:"continuation,omitempty"`
 	// Route is the routing of the whole text: every stage's candidates,
