@@ -217,3 +217,78 @@ func TestOwnSchedules(t *testing.T) {
 		t.Errorf("schedules by owner and revision: %v; want the default one, key-a's changed, key-b's untouched", revisions)
 	}
 }
+
+// The week as data: GET /api/v1/schedule/week returns the caller's
+// timetable, and the constraints endpoint reads and sets the times kept
+// free (issue 24).
+func TestWeekAPI(t *testing.T) {
+	url := serve(t, filepath.Join(t.TempDir(), "loom.db"))
+	for _, text := range []string{"帮我安排下周的复习，周三晚上我要打工，不要排", "确认", "确认"} {
+		resp := postChat(t, url, text, false)
+		resp.Body.Close()
+	}
+	resp, err := http.Get(url + "/api/v1/schedule/week")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var week Timetable
+	if err := json.NewDecoder(resp.Body).Decode(&week); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET week: HTTP %d %v", resp.StatusCode, err)
+	}
+	if len(week.Days) != 7 || len(week.Pending) != 0 || week.Revision != 1 {
+		t.Fatalf("week has %d days, %d pending, revision %d; want 7, 0, 1", len(week.Days), len(week.Pending), week.Revision)
+	}
+	tasks, courses := 0, 0
+	for _, d := range week.Days {
+		for i, e := range d.Entries {
+			if i > 0 && e.From < d.Entries[i-1].From {
+				t.Errorf("%s: entries out of order", d.Name)
+			}
+			switch e.Kind {
+			case EntryTask:
+				tasks++
+				if d.DayOfWeek == 3 && e.To >= 9 {
+					t.Errorf("%s on Wednesday evening", e.Name)
+				}
+			case EntryCourse:
+				courses++
+			}
+		}
+	}
+	if tasks != 10 || courses != 11 {
+		t.Errorf("%d tasks and %d courses in the week, want 10 and 11", tasks, courses)
+	}
+	if week.AvoidText != "周三晚上" || len(week.Avoid) != 1 {
+		t.Errorf("avoid %v %q, want Wednesday evening", week.Avoid, week.AvoidText)
+	}
+	mon := week.Days[0].Entries[0]
+	if mon.Name != "高等数学" || mon.From != 1 || mon.To != 2 || mon.Time != "08:00-09:40" || !mon.Locked {
+		t.Errorf("Monday's first entry is %+v", mon)
+	}
+
+	put := func(body string) (int, string) {
+		req, _ := http.NewRequest("PUT", url+"/api/v1/schedule/constraints", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := put(`{"avoid":[{"day_of_week":7},{"day_of_week":5,"from_slot":9,"to_slot":12}]}`); code != 200 || !strings.Contains(body, "周五晚上、周日全天") {
+		t.Errorf("PUT constraints: %d %s", code, body)
+	}
+	if code, body := put(`{"avoid":[{"day_of_week":9}]}`); code != 400 || !strings.Contains(body, "day_of_week 9") {
+		t.Errorf("PUT a bad day: %d %s", code, body)
+	}
+	resp2 := postChat(t, url, "帮我安排下周的复习", false)
+	defer resp2.Body.Close()
+	var c completion
+	if err := json.NewDecoder(resp2.Body).Decode(&c); err != nil || len(c.Choices) != 1 || !strings.Contains(c.Choices[0].Message.Content, "周五晚上、周日全天 不排任务") {
+		t.Errorf("the next plan card does not use the constraints set by PUT: %+v %v", c, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -54,11 +55,23 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			if err != nil {
 				return nil, err
 			}
-			return a.Graph().Compile(graph.WithSaver(db.Saver()))
+			g, err := a.Graph().Compile(graph.WithSaver(db.Saver()))
+			if err != nil {
+				return nil, err
+			}
+			return runner{Runner: g, agent: a}, nil
 		},
-		FromChat: FromChat,
-		Reply:    Reply,
-		Answer:   ChatAnswer,
+		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
+			sr, ok := r.(runner)
+			if !ok { // not built by this agent: nothing of its own to serve
+				return http.NotFoundHandler()
+			}
+			return routes(srv, sr.agent)
+		},
+		RoutesPrefix: "/api/v1/schedule/",
+		FromChat:     FromChat,
+		Reply:        Reply,
+		Answer:       ChatAnswer,
 	}
 }
 
