@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,77 @@ var reEditVerb = regexp.MustCompile(`(挪|移|换|放|调|改|排|安排|搬)(�
 // reEditStep reads the move back from an edit step's done-when text.
 var reEditStep = regexp.MustCompile(`(move|place) task_id=(\d+) day=(\d+) start=(\d+)`)
 
+// reClassStep reads a class's new excluded days back from an edit step.
+var reClassStep = regexp.MustCompile(`upsert_task_class class_id=(\d+) excluded=([\d,]+)`)
+
+// classEdit reads a request to keep one class of tasks off some days
+// ("周四别排物理", "no physics on thursday"): a word of not wanting, days,
+// and a class named by its name or subject. It becomes a plan of two
+// steps: the class's excluded days, changed on a tool card (its tasks on
+// those days go back to pending), and a rough schedule that places them
+// again. It reports false when the message asks for no such thing.
+func (a *Agent) classEdit(ctx context.Context, s *State, sch *Schedule, avoid []Avoid) bool {
+	l := strings.ToLower(s.Message)
+	if !containsAny(l, busyWords) && !containsAny(" "+l+" ", busyWordsEN) {
+		return false
+	}
+	days := parseDays(s.Message)
+	if len(days) == 0 {
+		return false
+	}
+	var c *TaskClass
+	for i, cl := range sch.Classes {
+		subj := strings.ToLower(cl.Profile.Subject)
+		if strings.Contains(l, strings.ToLower(cl.Name)) || (subj != "" && strings.Contains(l, subj)) || (englishSubject[subj] != "" && strings.Contains(l, englishSubject[subj])) {
+			c = &sch.Classes[i]
+			break
+		}
+	}
+	if c == nil {
+		return false
+	}
+	excluded := slices.Clone(c.ExcludedDays)
+	for _, d := range days {
+		if !slices.Contains(excluded, d) {
+			excluded = append(excluded, d)
+		}
+	}
+	slices.Sort(excluded)
+	s.Notes, s.Avoid, s.Pending = nil, avoid, nil
+	if slices.Equal(excluded, c.ExcludedDays) {
+		s.Phase = PhaseChatting
+		s.Reply = fmt.Sprintf("%s 本来就不排在 %s，日程不用改。", c.Name, dayList(days))
+		a.say(ctx, s.Reply)
+		return true
+	}
+	list := make([]string, len(excluded))
+	for i, d := range excluded {
+		list[i] = strconv.Itoa(d)
+	}
+	steps := []Step{{Content: fmt.Sprintf("%s%s 以后不排在 %s", editMark, c.Name, dayList(days)),
+		DoneWhen: fmt.Sprintf("确认后完成（upsert_task_class class_id=%d excluded=%s）", c.ID, strings.Join(list, ","))}}
+	moved := 0
+	for _, it := range sch.Items {
+		if it.Class == c.ID && it.Placed() && slices.Contains(days, sch.Window.Day(it.Day).DayOfWeek) {
+			moved++
+		}
+	}
+	if moved > 0 {
+		steps = append(steps, Step{Content: fmt.Sprintf("%s把 %d 个移出 %s 的 %s 重新放进日程", roughMark, moved, dayList(days), c.Name),
+			DoneWhen: "每个待安排任务都有了位置，或者确认已没有可行的位置"})
+	}
+	s.Plan = Plan{Goal: strings.TrimSpace(s.Message), Complexity: "simple", Steps: steps}
+	s.Phase, s.RoundBase, s.MsgBase = PhaseExecuting, s.Exec.Rounds, len(s.Exec.Messages)
+	s.HealthAt = round1(Measure(sch).Health())
+	s.Exec.Tools = defaultView()
+	s.Exec.Tools.Add(DomainTaskClass)
+	graph.Emit(ctx, graph.KindStatus, "这是一次手动调整："+clipRunes(steps[0].Content, 40))
+	return true
+}
+
+// englishSubject names the sample's subjects in English.
+var englishSubject = map[string]string{"数学": "math", "物理": "physics", "英语": "english"}
+
 // editRequest is what a message asks to move, and where, as understood.
 type editRequest struct {
 	op    string // ToolMove or ToolPlace
@@ -43,6 +115,9 @@ type editRequest struct {
 // that starts executing at once (the move waits on its tool card); one it
 // does not is answered with what was not understood.
 func (a *Agent) manualEdit(ctx context.Context, s *State, sch *Schedule, avoid []Avoid) bool {
+	if a.classEdit(ctx, s, sch, avoid) {
+		return true
+	}
 	req, ok := parseEdit(s.Message, sch)
 	if !ok {
 		return false
@@ -266,9 +341,23 @@ func classHint(sch *Schedule, text string) string {
 	return ""
 }
 
-// editCall reads the move of an edit step's instruction: the tool and its
-// arguments.
-func editCall(instruction string) (string, any, bool) {
+// editCall reads the change of an edit step's instruction: the tool and
+// its arguments.
+func editCall(instruction string, sch *Schedule) (string, any, bool) {
+	if m := reClassStep.FindStringSubmatch(instruction); m != nil {
+		id, _ := strconv.Atoi(m[1])
+		c := sch.Class(id)
+		if c == nil {
+			return "", nil, false
+		}
+		var days []int
+		for _, f := range strings.Split(m[2], ",") {
+			if d, err := strconv.Atoi(f); err == nil {
+				days = append(days, d)
+			}
+		}
+		return ToolUpsertClass, classArgs{ID: id, Name: c.Name, ExcludedDays: days}, true
+	}
 	m := reEditStep.FindStringSubmatch(instruction)
 	if m == nil {
 		return "", nil, false

@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,5 +89,54 @@ func TestManualEditNotUnderstood(t *testing.T) {
 	}
 	if s := p.schedule(t); s.Revision != rev {
 		t.Errorf("revision %d, want %d: nothing changed", s.Revision, rev)
+	}
+}
+
+// "周四别排物理": the class keeps off Thursday (on a card), its tasks there
+// are placed again, and Thursday is not kept free for the other classes.
+func TestClassEdit(t *testing.T) {
+	for _, text := range []string{"周四别排物理", "no physics on thursday please"} {
+		t.Run(text, func(t *testing.T) {
+			p := start(t, "", nil)
+			res := p.say(t, "t", "帮我安排下周的复习", true)
+			for res.Status != "done" {
+				res = p.say(t, "t", "确认", true)
+			}
+			// Put a physics task on Thursday first, so there is one to move.
+			s := p.schedule(t)
+			before := s.Clone()
+			it := s.Item(107)
+			if err := s.Move(Placement{Task: 107, Day: 3, Start: 0}); err != nil {
+				t.Fatalf("set up %s on Thursday: %v", it.Name, err)
+			}
+			if err := p.store.Commit(context.Background(), before, s, "", ""); err != nil {
+				t.Fatal(err)
+			}
+			res = p.say(t, "t", text, true)
+			if k := pendingKind(t, res); k != "tool:"+ToolUpsertClass {
+				t.Fatalf("waits on %q (%s), want a task-class card", k, res.State.Reply)
+			}
+			if card := Reply(nil, res.Interrupt); !strings.Contains(card, "物理作业") || !strings.Contains(card, "周四") {
+				t.Errorf("the card: %s", card)
+			}
+			for res.Status != "done" {
+				res = p.say(t, "t", "确认", true)
+			}
+			s = p.schedule(t)
+			for _, it := range s.Items {
+				if it.Class == 22 && it.Placed() && s.Window.Day(it.Day).DayOfWeek == 4 {
+					t.Errorf("%s still on Thursday", it.Name)
+				}
+			}
+			if n := len(s.Pending()); n != 0 {
+				t.Errorf("%d tasks pending after the rough step", n)
+			}
+			if c := s.Class(22); !slices.Contains(c.ExcludedDays, 4) {
+				t.Errorf("物理作业 excludes %v, want Thursday among them", c.ExcludedDays)
+			}
+			if got, _ := p.store.Constraints(context.Background(), DefaultOwner); len(got) != 0 {
+				t.Errorf("a class's day became everyone's constraint: %v", got)
+			}
+		})
 	}
 }

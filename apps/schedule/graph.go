@@ -233,13 +233,13 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, fmt.Errorf("chat: %w", err)
 	}
+	if a.manualEdit(ctx, &s, sch, saved) {
+		return s, nil
+	}
 	change := readConstraints(s.Message)
 	avoid := change.apply(saved)
 	if !change.empty() {
 		a.saveConstraints(ctx, avoid)
-	}
-	if a.manualEdit(ctx, &s, sch, avoid) {
-		return s, nil
 	}
 	task, reply := a.intent(ctx, &s, sch)
 	if !task && !change.empty() {

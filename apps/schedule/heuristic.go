@@ -400,7 +400,7 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 	finish := func(answer, why string) (agent.Decision, string) {
 		return agent.Decision{Action: "finish", Answer: answer, Thought: why}, why
 	}
-	if op, args, ok := editCall(instruction); ok { // a manual edit: its move, confirmed on a card
+	if op, args, ok := editCall(instruction, sch); ok { // a manual edit: its move, confirmed on a card
 		for _, c := range calls {
 			switch {
 			case c.name != op || c.result == "":
@@ -409,7 +409,7 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 			case strings.HasPrefix(c.result, "error"):
 				return finish(OutcomeAbort+"：这次调整没能完成（那个时间已经被占用或日程刚刚变了），日程没有改动。\n", "移动失败。")
 			default:
-				return finish(stepDone+c.result+"\n", "移动完成。")
+				return finish(stepDone+c.result+"\n", "调整完成。")
 			}
 		}
 		return callTool(op, args, "按用户的要求手动调整这一个任务。")
