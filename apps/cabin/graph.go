@@ -388,7 +388,7 @@ func (a *App) stopCheck(_ context.Context, s State) (State, error) {
 // readAnswer reads the turn as the answer to what the session waits for:
 // a yes or a no, slot values, a yes to a clarify question; or slot
 // values for the last task, which runs again.
-func (a *App) readAnswer(_ context.Context, s State) (State, error) {
+func (a *App) readAnswer(ctx context.Context, s State) (State, error) {
 	t, sess, d := &s.Turn, &s.Session, &s.Reply.Debug
 	switch {
 	case sess.waiting():
@@ -410,6 +410,15 @@ func (a *App) readAnswer(_ context.Context, s State) (State, error) {
 		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, a.slots.read(id, sess.ClarifyText))}}
 		d.Decision, d.Continuation = "execute", "yes to the clarify question: "+id
 		t.Answer = answerClarified
+	case sess.Status == StatusClarify && len(sess.Clarify) > 0:
+		// "车窗" / "打开": the reply picks one of the options.
+		if id := a.pickOption(ctx, sess.Clarify, t.Normalized); id != "" {
+			slots := a.slots.read(id, sess.ClarifyText)
+			maps.Copy(slots, a.slots.read(id, t.Text))
+			sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, slots)}}
+			d.Decision, d.Continuation = "execute", "the reply picks an option of the clarify question: "+id
+			t.Answer = answerClarified
+		}
 	}
 	return s, nil
 }
@@ -897,6 +906,14 @@ func (a *App) reject(_ context.Context, s State) (State, error) {
 	start := time.Now()
 	if s.Turn.OutOfScope {
 		s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "reject", "the model planner found the request out of scope"
+	}
+	if sess := &s.Session; sess.Status == StatusClarify && len(sess.Clarify) > 1 && intent.ReadConsent(s.Turn.Text).Consent != intent.Rejected {
+		// "车门" / "是的": a yes or an unclear reply to "lock or unlock?"
+		// picks neither; the question is asked again.
+		s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "clarify", "the reply picked none of the options"
+		a.say(&s, TypeClarify, StatusClarify, a.replies.clarify(sess.Clarify))
+		s.Reply.Latency.DecisionResponse += ms(time.Since(start))
+		return s, nil
 	}
 	a.say(&s, TypeReject, StatusRejected, a.replies.text("reject", nil))
 	s.Reply.Latency.DecisionResponse += ms(time.Since(start))

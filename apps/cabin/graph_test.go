@@ -142,7 +142,7 @@ func pathNodes(path string) (nodes []string, loops bool) {
 func traceTurn(t *testing.T, app *App, session, text string) (nodes []string, asked bool) {
 	t.Helper()
 	ctx := context.Background()
-	in := graph.Input[State]{Update: func(s *State) { s.Text, s.SessionID = text, session }}
+	in := graph.Input[State]{Update: func(s *State) { s.Text, s.SessionID, s.VehicleID = text, session, session }} // a car per flow
 	head, err := app.saver.Get(ctx, session, "")
 	switch {
 	case err == nil && head.Interrupt != nil:
@@ -191,7 +191,7 @@ func routeStates(t *testing.T, app *App, conversations [][]string, seen map[stri
 	for i, turns := range conversations {
 		session := "routes-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
 		for _, text := range turns {
-			in := graph.Input[State]{Update: func(s *State) { s.Text, s.SessionID = text, session }}
+			in := graph.Input[State]{Update: func(s *State) { s.Text, s.SessionID, s.VehicleID = text, session, session }} // a car per flow
 			if head, err := app.saver.Get(ctx, session, ""); err == nil && head.Interrupt != nil {
 				in = graph.Input[State]{Resume: Answer{Text: text}}
 			}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -153,7 +154,22 @@ func VehicleTools(store VehicleStore) []tool.Tool {
 	for i, o := range ops {
 		out[i] = NewTool(o.plugin, o.description, tool.Write, vehicleCall(store, o.op))
 	}
-	return out
+	return append(out, NewTool("plugin.cabin.doors.unlock.check", "tell whether the doors are locked, so that unlocking them changes something", tool.Read, checkUnlock(store)))
+}
+
+// checkUnlock is the check asked before unlocking: doors already
+// unlocked are not asked about, and no reply says they were unlocked.
+func checkUnlock(store VehicleStore) func(context.Context, Args) (Result, error) {
+	return func(ctx context.Context, args Args) (Result, error) {
+		v, err := store.Vehicle(ctx, args.Vehicle)
+		if err != nil {
+			return Result{}, fmt.Errorf("read vehicle %s: %w", args.Vehicle, err)
+		}
+		if !v.DoorsLocked {
+			return Result{Success: false, Message: "the doors are unlocked already", Data: map[string]any{"reason": "already_unlocked"}}, nil
+		}
+		return Result{Success: true, Message: "the doors are locked"}, nil
+	}
 }
 
 // vehicleCall runs op on the call's vehicle in one store update.

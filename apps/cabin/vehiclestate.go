@@ -105,3 +105,66 @@ func (a *App) applyChange(ctx context.Context, s *State, st *Step) {
 	}
 	st.Slots["temperature"] = value
 }
+
+// ordinals pick an option of a clarify question by its place.
+var ordinals = [][]string{
+	{"第一个", "第一种", "前者", "前面那个", "first", "the first", "first one", "the first one", "former", "the former"},
+	{"第二个", "第二种", "后者", "后面那个", "second", "the second", "second one", "the second one", "latter", "the latter", "the other", "the other one"},
+}
+
+// pickOption is the option of a clarify question the reply picks, or "":
+// by the side its words name ("打开" for open or close), by the option's
+// label ("解锁车门"), or by its place ("第二个", "the first"). A reply that
+// is a request of its own ("打开空调" to "open or close the windows?")
+// picks none.
+func (a *App) pickOption(ctx context.Context, options []string, norm string) string {
+	t := strings.Trim(norm, " ,.!?，。！？~")
+	if !onlyCues(t) { // it names a thing: is it another one?
+		if r, err := a.engine.Route(ctx, norm); err == nil && r.Decision == intent.Execute && a.cat.known(r.Intent) && !slices.Contains(options, r.Intent) {
+			if p, _, ok := opposite(r.Intent); !ok || (!slices.Contains(options, p.pos) && !slices.Contains(options, p.neg)) {
+				return ""
+			}
+		}
+	}
+	var picked []string
+	for i, words := range ordinals {
+		if i < len(options) && slices.Contains(words, t) {
+			return options[i]
+		}
+	}
+	for _, id := range options {
+		if in := a.cat.intents[id]; in != nil && in.Label != "" && strings.Contains(t, intent.Normalize(in.Label)) {
+			picked = append(picked, id)
+		}
+	}
+	if len(picked) == 1 {
+		return picked[0]
+	}
+	picked = nil
+	for _, id := range options {
+		if got, v := guardPolarity(id, t); got == id && v == polaritySure {
+			picked = append(picked, id)
+		}
+	}
+	if len(picked) == 1 {
+		return picked[0]
+	}
+	return ""
+}
+
+// fillers are words a short answer says besides what it picks.
+var fillers = []string{"吧", "了", "一下", "掉", "帮我", "请", "把", "它", "都", "please", "it", "them", "all", "the", "just"}
+
+// onlyCues reports whether text says nothing but cue words and fillers:
+// "关掉吧", "open it".
+func onlyCues(text string) bool {
+	t := " " + text + " "
+	for _, w := range slices.Concat(allCues, negators, fillers) {
+		if detectLanguage(w) == LocaleEnglish {
+			t = strings.ReplaceAll(t, " "+w+" ", "  ")
+		} else {
+			t = strings.ReplaceAll(t, w, " ")
+		}
+	}
+	return strings.TrimSpace(t) == ""
+}
