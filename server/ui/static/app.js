@@ -7,6 +7,7 @@
 
 import { drawGraph } from './graph.js';
 import { t, lang, setLang, translate, fieldName, countText } from './i18n.js';
+import { renderMarkdown, looksLikeMarkdown } from './markdown.js';
 
 const MODES = ['events', 'custom', 'updates', 'values'];
 const HISTORY_LIMIT = 50;
@@ -218,13 +219,26 @@ function valueView(v, depth = 0) {
   v = parsed(v);
   if (typeof v === 'boolean') return el('span', { class: 'bool ' + (v ? 'yes' : 'no'), dataset: { value: String(v) }, i18n: v ? 'bool.yes' : 'bool.no' });
   if (v === null) return el('span', { class: 'value muted', text: '—' });
-  if (typeof v === 'string') return el('span', { class: 'value text', text: v });
+  if (typeof v === 'string') {
+    if (v.includes('\n') && looksLikeMarkdown(v)) return showMarkdown(el('div', { class: 'value text md-value' }), v);
+    return el('span', { class: 'value text', text: v });
+  }
   if (typeof v === 'number') return el('span', { class: 'value num', text: String(v) });
   if (depth < 3 && Array.isArray(v)) {
     if (v.every(isScalar)) return el('ul', { class: 'list' }, v.map((x) => el('li', {}, valueView(x, depth + 1))));
     if (v.every(isObject)) return tableView(v, depth);
+    if (isRows(v)) return rowsView(v, null, depth);
   }
-  if (depth < 3 && isObject(v)) return fieldsView(v, depth);
+  if (depth < 3 && isObject(v)) {
+    // {columns, rows}: a query's result, as one table.
+    const cols = v.columns ?? v.cols;
+    if (isRows(v.rows) && Array.isArray(cols) && cols.every((c) => typeof c === 'string')) {
+      const rest = Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'rows' && k !== 'columns' && k !== 'cols'));
+      const table = rowsView(v.rows, cols, depth);
+      return Object.keys(rest).some((k) => !isEmpty(rest[k])) ? el('div', {}, fieldsView(rest, depth), table) : table;
+    }
+    return fieldsView(v, depth);
+  }
   return el('code', { class: 'compact', text: JSON.stringify(v) });
 }
 
@@ -252,6 +266,26 @@ function rawView(v) {
   return el('details', { class: 'raw' }, el('summary', { i18n: 'run.raw' }),
     el('pre', { class: 'json', text: JSON.stringify(v, null, 2) }));
 }
+
+// showMarkdown shows text in e as Markdown (raw HTML in it stays text)
+// and returns e; e.raw keeps the text as written.
+function showMarkdown(e, text) {
+  e.raw = text;
+  e.replaceChildren(renderMarkdown(text));
+  return e;
+}
+
+// rowsView shows a list of rows (lists of values) as a table: the
+// columns named by cols when given, else numbered.
+function rowsView(rows, cols, depth = 0) {
+  const n = Math.max(cols?.length || 0, ...rows.map((r) => r.length));
+  const names = cols?.length ? cols : null;
+  return el('div', { class: 'table-wrap' }, el('table', { class: 'data rows' },
+    names ? el('thead', {}, el('tr', {}, names.map((c) => el('th', { scope: 'col', dataset: { key: c }, field: String(c) })))) : null,
+    el('tbody', {}, rows.map((r) => el('tr', {}, Array.from({ length: n }, (_, i) => el('td', { class: typeof r[i] === 'number' ? 'num' : null }, i < r.length ? valueView(r[i], depth + 1) : null)))))));
+}
+
+const isRows = (v) => Array.isArray(v) && v.length > 0 && v.every((r) => Array.isArray(r) && r.every(isScalar));
 
 // A field is an internal one when its key names a mechanism (type, kind,
 // an id, a tool and its arguments, slots) or its value is a machine name such as
@@ -286,6 +320,7 @@ class Run {
     this.chips = new Map();   // node:step → chip
     this.reasoning = new Map(); // node:step → <details>
     this.texts = new Map();   // message id → bubble
+    this.streams = new Map(); // kind:node:step → <details> of streamed text
     this.statusLine = null;
     this.running = new Set();
     this.visited = new Set();
@@ -358,6 +393,7 @@ class Run {
       if (ms != null) chip.title = `${node}: ${ms} ms`;
     }
     this.fold(key);
+    this.foldStreams(key);
     this.running.delete(node);
     this.visited.add(node);
     paint();
@@ -390,15 +426,29 @@ class Run {
     count.dataset.unit = c.unit;
   }
 
+  // text adds a piece of the model's text to its bubble, which shows it
+  // as Markdown (drawn again at most once a frame while it streams).
   text(id, piece) {
     let b = this.texts.get(id);
     if (!b) {
-      b = el('div', { class: 'bubble assistant' });
+      b = el('div', { class: 'bubble assistant', dataset: { state: 'streaming' } });
+      b.raw = '';
       this.texts.set(id, b);
       this.add(b);
     }
-    b.textContent += piece;
-    scrollDown();
+    b.raw += piece;
+    if (!b.drawing) {
+      b.drawing = requestAnimationFrame(() => {
+        b.drawing = 0;
+        showMarkdown(b, b.raw);
+        scrollDown();
+      });
+    }
+  }
+
+  // said is the text the run's model wrote, as written.
+  said() {
+    return [...this.texts.values()].map((b) => b.raw).join('');
   }
 
   onCustom(d) {
@@ -415,6 +465,12 @@ class Run {
         this.add(toolCard(d));
         break;
       default:
+        // Text of the agent's own kind (a draft the model writes piece by
+        // piece) grows one box per kind, node and step.
+        if (typeof data === 'string') {
+          this.stream(d.kind, `${d.kind}:${d.node ?? ''}:${d.step ?? ''}`, data);
+          break;
+        }
         this.add(el('div', { class: 'card event', dataset: { kind: d.kind } },
           el('div', { class: 'card-title', text: String(d.kind).replaceAll('_', ' ') }),
           valueView(data), isScalar(data) ? null : rawView(data)));
@@ -442,7 +498,7 @@ class Run {
       case 'tool_result': this.add(toolCard({ kind: x.kind, data: x.data, node: x.node })); break;
       case 'confirm_request': this.confirm({ id: x.interrupt_id, value: x.data }, x.node); break;
       case 'error': this.fail(x.text); break;
-      default: this.onCustom({ kind: x.kind, data: x.data });
+      default: this.onCustom({ kind: x.kind, data: x.data, node: x.node, step: x.step });
     }
   }
 
@@ -462,6 +518,51 @@ class Run {
     const [node, key] = this.current;
     this.current = null;
     if (this.chips.get(key)?.dataset.state === 'running') this.nodeEnd(node, key);
+  }
+
+  // stream adds piece to the box of streamed text key (of the agent's
+  // kind kind): open, its end in view, while it grows; folded, with its
+  // length, when its step ends. The text is drawn at most once a frame.
+  stream(kind, key, piece) {
+    let d = this.streams.get(key);
+    if (!d) {
+      const label = t('kind.' + kind);
+      d = el('details', { class: 'stream', open: true, dataset: { kind, state: 'streaming' } },
+        el('summary', {}, el('span', label === 'kind.' + kind ? { text: String(kind).replaceAll('_', ' ') } : { i18n: 'kind.' + kind }),
+          el('span', { class: 'count' })),
+        el('pre', { class: 'stream-text' }));
+      d.raw = '';
+      d.chunks = 0;
+      this.streams.set(key, d);
+      this.add(d);
+    }
+    d.raw += piece;
+    d.chunks++;
+    if (!d.drawing) {
+      d.drawing = requestAnimationFrame(() => {
+        d.drawing = 0;
+        const pre = d.lastChild;
+        pre.textContent = d.raw;
+        pre.scrollTop = pre.scrollHeight;
+        setMsg(d.querySelector('.count'), 'count.chars', { n: d.raw.length });
+        scrollDown();
+      });
+    }
+  }
+
+  // foldStreams folds the streamed boxes of step key (node:step), or all.
+  foldStreams(key) {
+    for (const [k, d] of this.streams) {
+      if (key && !k.endsWith(':' + key)) continue;
+      if (d.dataset.state === 'done') continue;
+      if (d.drawing) cancelAnimationFrame(d.drawing);
+      d.drawing = 0;
+      d.lastChild.textContent = d.raw;
+      d.open = false;
+      d.dataset.state = 'done';
+      d.dataset.chunks = d.chunks;
+      setMsg(d.querySelector('.count'), 'count.chars', { n: d.raw.length });
+    }
   }
 
   // confirm shows a card for question q ({id, value}) asked by node.
@@ -484,10 +585,33 @@ class Run {
 
   // close ends the stream's part: reasoning folds, unfinished steps stop.
   close() {
+    for (const b of this.texts.values()) {
+      if (b.drawing) cancelAnimationFrame(b.drawing);
+      b.drawing = 0;
+      showMarkdown(b, b.raw);
+      b.dataset.state = 'done';
+    }
     for (const key of this.reasoning.keys()) this.fold(key);
+    this.foldStreams();
     for (const chip of this.chips.values()) if (chip.dataset.state === 'running') chip.dataset.state = 'stopped';
     this.running.clear();
     if (this.statusLine) this.statusLine.classList.add('done');
+  }
+
+  // foldRepeated folds the tool results whose rows the run's answer
+  // repeats (every cell of their tables is in said): the answer shows
+  // them, the working stays one click away.
+  foldRepeated(said) {
+    for (const card of this.body.querySelectorAll('.card.tool-result:not([data-repeated])')) {
+      const cells = [...card.querySelectorAll('table.data td')].map((td) => td.textContent.trim()).filter(Boolean);
+      if (!cells.length || !cells.every((c) => said.includes(c))) continue;
+      card.dataset.repeated = 'true';
+      const title = card.querySelector('.card-title');
+      const rest = [...card.children].filter((c) => c !== title);
+      const d = el('details', { class: 'tool-body repeated' }, el('summary', { i18n: 'run.inAnswer' }));
+      d.append(...rest);
+      card.append(d);
+    }
   }
 
   setBadge(status, key) {
@@ -509,10 +633,20 @@ class Run {
       const view = isObject(st.values) ? fieldsView(st.values) : valueView(st.values);
       // An agent that says what it did (loom_reply) says it in a bubble,
       // unless it streamed its text already; its state folds away.
-      if (st.loom_reply && !this.texts.size) this.add(el('div', { class: 'bubble assistant reply', text: st.loom_reply }));
-      const said = st.loom_reply || [...this.texts.values()].map((b) => b.textContent).join('');
+      const bubble = st.loom_reply && !this.texts.size ? this.add(showMarkdown(el('div', { class: 'bubble assistant reply' }), st.loom_reply)) : null;
+      const said = st.loom_reply || this.said();
       const report = said.match(REPORT_PATH);
-      if (report) this.add(reportCard(report[0]));
+      if (report) {
+        // The report page says what the reply says, with its charts: the
+        // reply's text folds away under it.
+        this.add(reportCard(report[0]));
+        if (bubble) {
+          const d = el('details', { class: 'reply-text' }, el('summary', { i18n: 'analyst.asText' }));
+          bubble.replaceWith(d);
+          d.append(bubble);
+        }
+      }
+      if (said) this.foldRepeated(said);
       this.add(el('div', { class: 'card result', dataset: { status: 'done' } },
         el('div', { class: 'card-title', i18n: this.kind === 'run' ? 'run.finished' : 'run.state' }),
         st.loom_reply ? el('details', { class: 'state' }, el('summary', { i18n: 'run.state' }), view) : view));
@@ -544,7 +678,9 @@ function toolCard(d) {
   shown = parsed(shown);
   let view;
   if (call && isEmpty(shown)) view = el('p', { class: 'muted small', i18n: 'run.noArgs' });
-  else if (typeof shown === 'string') view = el('p', { class: 'tool-text', text: shown });
+  else if (typeof shown === 'string') {
+    view = looksLikeMarkdown(shown) ? showMarkdown(el('div', { class: 'tool-text' }), shown) : el('p', { class: 'tool-text', text: shown });
+  }
   else view = valueView(shown);
   const big = JSON.stringify(shown ?? null).length > BIG;
   return el('div', { class: `card tool ${call ? 'tool-call' : 'tool-result'}`, dataset: { node: d.node } },
