@@ -51,7 +51,7 @@ func TestBrowserMarkdown(t *testing.T) {
 	if got := eval[string](b, `(() => { const c = document.querySelector('.card.tool-result[data-repeated="true"] details.repeated'); return c ? String(c.open) : 'none'; })()`); got != "false" {
 		t.Errorf("the tool result that the answer repeats is folded: %s, want false (closed)", got)
 	}
-	b.shot("md-1-sql.png")
+	b.noSideScroll("the SQL answer", "md-1-sql")
 
 	// Streamed Markdown and a draft of 500 pieces.
 	b.pickAgent("writer")
@@ -88,7 +88,7 @@ func TestBrowserMarkdown(t *testing.T) {
 	if rel := eval[string](b, `document.querySelector(`+jsString(md+` a`)+`).rel`); rel != "noopener noreferrer" {
 		t.Errorf("the link's rel is %q", rel)
 	}
-	b.shot("md-2-writer.png")
+	b.noSideScroll("the writer's answer", "md-2-writer")
 	b.checkConsole()
 }
 
