@@ -104,11 +104,18 @@ func (r *slotReader) answer(name, text string) (string, bool) {
 	if v, ok := t.find(norm); ok {
 		return v, true
 	}
-	if t.FreeText {
+	if t.FreeText && !question(norm) {
 		return t.normalize(norm)
 	}
 	return "", false
 }
+
+// questionWords make a reply a question, not a free-text value: asked
+// "去哪里？", "今天天气怎么样" is no destination.
+var questionWords = regexp.MustCompile(`[?？]|怎么样|怎么|什么|为什么|多少|几点|哪个|吗$|呢$|^(?:how|what|why|when|who|which|is|are|can|could|do|does)\b`)
+
+// question reports whether a normalized reply is a question.
+func question(norm string) bool { return questionWords.MatchString(strings.TrimSpace(norm)) }
 
 // clean normalizes given values (from fill-slots or a model) by their slot
 // types, dropping the ones that do not fit.

@@ -120,7 +120,7 @@ func VehicleTools(store VehicleStore) []tool.Tool {
 		op                  vehicleOp
 	}{
 		{"plugin.cabin.navigation", "start navigation to the destination slot", navigate},
-		{"plugin.cabin.navigation.cancel", "stop navigation", set(func(v *Vehicle) { v.Navigation = Navigation{} })},
+		{"plugin.cabin.navigation.cancel", "stop navigation; refused when none is going on", stopNavigation},
 		{"plugin.cabin.ac.on", "air conditioning on", func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = true; return acData(v), nil }},
 		{"plugin.cabin.ac.off", "air conditioning off", func(v *Vehicle, _ map[string]string) (map[string]any, error) { v.AC.On = false; return acData(v), nil }},
 		{"plugin.cabin.ac_control", "set the temperature slot, 16 to 32", setTemperature},
@@ -190,6 +190,16 @@ func vehicleCall(store VehicleStore, op vehicleOp) func(context.Context, Args) (
 		}
 		return Result{Success: true, Message: "ok", Data: data}, nil
 	}
+}
+
+// stopNavigation ends the route; with none going on it is refused, so
+// that no reply says navigation ended.
+func stopNavigation(v *Vehicle, _ map[string]string) (map[string]any, error) {
+	if !v.Navigation.Active {
+		return nil, &refusal{"not_navigating", "no navigation is going on"}
+	}
+	v.Navigation = Navigation{}
+	return nil, nil
 }
 
 // pause pauses the music; with nothing playing it is refused, so that no
