@@ -232,9 +232,8 @@ type Debug struct {
 	Text        string `json:"text"`
 	Rewritten   string `json:"rewritten,omitempty"`
 	RewriteRule string `json:"rewrite_rule,omitempty"`
-	// Corrected is the text with near-miss words corrected ("打开车创" →
-	// "打开车窗"), when it was understood only so; Spelling says what
-	// was changed.
+	// Corrected is the text understood, with near-miss words corrected
+	// ("打开车创" → "打开车窗"); Spelling says what was changed.
 	Corrected string   `json:"corrected,omitempty"`
 	Spelling  []string `json:"spelling,omitempty"`
 	DialogAct string   `json:"dialog_act,omitempty"`
