@@ -134,6 +134,7 @@ type Saver struct {
 
 	path    string        // the database file; its WAL is path + "-wal"
 	commits atomic.Int64  // commits since the last WAL checkpoint
+	looked  int           // commits since the writer last looked at the WAL's size (under the write lock)
 	kick    chan struct{} // wakes the checkpointer
 	stalled atomic.Bool   // tests: the checkpointer is never woken
 	done    chan struct{} // closed when the checkpointer has stopped
@@ -218,28 +219,34 @@ const walCheckEvery = 64
 // called with the write lock held: when the WAL has passed walHardCap,
 // writes wait here for a checkpoint.
 func (s *Saver) committed() {
-	n := s.commits.Add(1)
-	if n == checkpointEvery && !s.stalled.Load() {
+	if s.commits.Add(1) == checkpointEvery && !s.stalled.Load() {
 		select {
 		case s.kick <- struct{}{}:
 		default:
 		}
 	}
-	if n%walCheckEvery != 0 {
+	// The checkpointer resets commits whenever it runs: the writer keeps
+	// its own count, so that it looks every walCheckEvery commits
+	// whatever the checkpointer does.
+	if s.looked++; s.looked < walCheckEvery {
 		return
 	}
+	s.looked = 0
+	// The file's size is the WAL's high-water mark: past the cap the
+	// writer checkpoints at every look, until the WAL has started over
+	// and the frames written since have not passed the cap again — no
+	// look can tell that from the size, and a RESTART of a short WAL is
+	// cheap.
 	if fi, err := os.Stat(s.path + "-wal"); err != nil || fi.Size() < walHardCap {
 		return
 	}
-	// PASSIVE copies every frame no reader still needs; RESTART then
-	// waits (busy_timeout) for readers of old frames, so that the next
-	// write starts the WAL over from its beginning.
-	ctx := context.Background()
-	var busy, log, done int
-	if err := s.wconn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done); err != nil || done < log {
-		if _, err := s.wconn.ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)"); err != nil {
-			slog.Debug("checkpoint sqlite: WAL checkpoint at the hard cap", "err", err)
-		}
+	// RESTART copies every frame and then waits (busy_timeout) until no
+	// reader uses the WAL, so the next write starts it over from its
+	// beginning. A PASSIVE copy alone would leave that to chance: with a
+	// reader on the WAL at the next write (the checkpointer's own copy,
+	// say), the WAL grows on past the cap.
+	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(RESTART)"); err != nil {
+		slog.Debug("checkpoint sqlite: WAL checkpoint at the hard cap", "err", err)
 	}
 }
 
@@ -358,13 +365,19 @@ func (s *Saver) migrate(ctx context.Context) error {
 // Close closes the database. The Saver must not be used afterwards.
 func (s *Saver) Close() error {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if s.closed {
+		s.wmu.Unlock()
 		return nil
 	}
 	s.closed = true
 	close(s.kick)
+	// The checkpointer may be waiting for the write lock to copy once
+	// more: it gets it, finds the saver closed, and stops. Writers that
+	// get it now find the saver closed too.
+	s.wmu.Unlock()
 	<-s.done
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	var errs []error
 	for _, st := range []*sql.Stmt{s.insert, s.del, s.head, s.byID, s.listAll, s.listLast} {
 		if st != nil {
