@@ -226,6 +226,7 @@ func (a *Agent) direct(ctx context.Context, s State) (State, error) {
 		return out, err == nil
 	}
 	var text string
+	var sample sampleResult
 	switch {
 	case listRE.MatchString(q):
 		out, ok := call(ToolListTables, sourceArgs{Source: s.Source})
@@ -245,11 +246,14 @@ func (a *Agent) direct(ctx context.Context, s State) (State, error) {
 			text = describeText(q, t)
 		}
 	case sampleRE.MatchString(q):
-		_, ok := call(ToolSampleRows, sampleArgs{Table: firstGroup(sampleRE.FindStringSubmatch(q)), N: 10, Source: s.Source})
-		text = say(q, "The first rows:", "前几行数据：")
+		out, ok := call(ToolSampleRows, sampleArgs{Table: firstGroup(sampleRE.FindStringSubmatch(q)), N: 10, Source: s.Source})
 		if !ok {
-			text = strings.TrimPrefix(s.ReAct.Messages[len(s.ReAct.Messages)-1].Content, "error: ")
+			text = strings.TrimPrefix(out, "error: ")
+			break
 		}
+		// The rows are the answer's table, as a query's are.
+		json.Unmarshal([]byte(out), &sample)
+		text = say(q, "The first rows of "+sample.Table+":", "表 "+sample.Table+" 的前几行数据：")
 	case looksLikeSQL(q):
 		out, ok := call(ToolRunSQL, sqlArgs{SQL: q, Source: s.Source})
 		text = say(q, "Here is the result.", "查询结果如下。")
@@ -263,7 +267,12 @@ func (a *Agent) direct(ctx context.Context, s State) (State, error) {
 	}
 	s.ReAct.Messages = append(s.ReAct.Messages, llm.Assistant(text))
 	s.ReAct.Answer = text
-	return a.answer(s)
+	s, err := a.answer(s)
+	if err == nil && sample.Result != nil {
+		s.Answer.SQL = ""
+		s.Answer.Columns, s.Answer.Rows, s.Answer.Truncated = sample.Columns, sample.Rows, sample.Truncated
+	}
+	return s, err
 }
 
 func firstGroup(m []string) string {

@@ -67,6 +67,11 @@ func TestWithoutModel(t *testing.T) {
 		{"products 表结构", []string{"表 products（60 行）\n", "| category_id | INTEGER | 否 | → categories.id |"}},
 		{"SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY n DESC LIMIT 1", []string{"Here is the result.", "| status | n |", "| delivered |"}},
 		{"select count(*) from payments", []string{"| 1064 |"}},
+		// The sample's rows are in the reply, as a table, not only in
+		// the tool's event.
+		{"sample products", []string{"The first rows of products:", "| id | category_id | name | price | stock |\n|---|---|---|---|---|\n| 1 | 1 | ", "| 10 | 2 | "}},
+		{"预览 customers", []string{"表 customers 的前几行数据：", "| id | name | email | city | country | created_at |"}},
+		{"sample nope", []string{"no such table: nope"}},
 		{"DELETE FROM orders", []string{"only one read-only statement is allowed; found DELETE"}},
 		{"describe nope", []string{"no such table: nope (the tables are: categories, customers"}},
 		{"Which product sells best?", []string{"No language model is configured", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LOOM_MODEL"}},
