@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode"
+
+	"golang.org/x/text/width"
 
 	"github.com/loomkit/loom/datasource"
 )
@@ -78,23 +80,41 @@ func runSQL(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // printTable prints a result as aligned columns, then a line with the row
-// count and time.
+// count and time. Columns are aligned by display width, so a cell with
+// Chinese, Japanese or Korean text (two terminal columns a character)
+// lines up with the others.
 func printTable(out io.Writer, res *datasource.Result) {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, strings.Join(res.Columns, "\t"))
+	lines := make([][]string, 0, len(res.Rows)+2)
+	lines = append(lines, res.Columns)
 	under := make([]string, len(res.Columns))
 	for i, c := range res.Columns {
-		under[i] = strings.Repeat("-", max(len(c), 1))
+		under[i] = strings.Repeat("-", max(displayWidth(c), 1))
 	}
-	fmt.Fprintln(w, strings.Join(under, "\t"))
-	cells := make([]string, len(res.Columns))
+	lines = append(lines, under)
 	for _, row := range res.Rows {
+		cells := make([]string, len(row))
 		for i, v := range row {
 			cells[i] = cellText(v)
 		}
-		fmt.Fprintln(w, strings.Join(cells, "\t"))
+		lines = append(lines, cells)
 	}
-	w.Flush()
+	widths := make([]int, len(res.Columns))
+	for _, l := range lines {
+		for i, c := range l {
+			widths[i] = max(widths[i], displayWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.Reset()
+		for i, c := range l {
+			b.WriteString(c)
+			if i < len(l)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-displayWidth(c)+2))
+			}
+		}
+		fmt.Fprintln(out, b.String())
+	}
 	n := fmt.Sprintf("%d rows", len(res.Rows))
 	if len(res.Rows) == 1 {
 		n = "1 row"
@@ -103,6 +123,23 @@ func printTable(out io.Writer, res *datasource.Result) {
 		n += ", truncated"
 	}
 	fmt.Fprintf(out, "(%s, %s)\n", n, time.Duration(res.MS*float64(time.Millisecond)).Round(100*time.Microsecond))
+}
+
+// displayWidth is how many terminal columns s takes: two for a wide or
+// fullwidth character (Chinese, Japanese, Korean, fullwidth forms), none
+// for a combining mark or a format character, one for the others.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		case width.LookupRune(r).Kind() == width.EastAsianWide, width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // cellText shows a value in a table cell: NULL for null, tabs and line

@@ -18,7 +18,7 @@ func sqlFixture(t *testing.T) string {
 	}
 	defer db.Close()
 	if _, err := db.Exec(`CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT, price REAL);
-		INSERT INTO products VALUES (1, 'tea', 3.5), (2, 'cake', 4.25), (3, 'jam', NULL)`); err != nil {
+		INSERT INTO products VALUES (1, 'tea', 3.5), (2, 'cake', 4.25), (3, 'jam', NULL), (4, '乌龙茶', 8)`); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -28,13 +28,26 @@ func TestSQLCommand(t *testing.T) {
 	ctx := context.Background()
 	db := sqlFixture(t)
 	var out strings.Builder
-	if err := run(ctx, []string{"sql", "--db", db, "SELECT name, price FROM products ORDER BY id"}, &out); err != nil {
+	if err := run(ctx, []string{"sql", "--db", db, "SELECT name, price FROM products WHERE id <= 3 ORDER BY id"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
 	if !strings.HasPrefix(lines[0], "name  price") || !strings.HasPrefix(lines[2], "tea   3.5") || !strings.HasPrefix(lines[4], "jam   NULL") ||
 		!strings.HasPrefix(lines[5], "(3 rows, ") {
 		t.Errorf("table:\n%s", out.String())
+	}
+
+	// Chinese text is two columns wide a character: the columns after
+	// it line up by display width, not by bytes or characters.
+	out.Reset()
+	if err := run(ctx, []string{"sql", "--db", db, "SELECT name, price, id FROM products ORDER BY id DESC"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(out.String(), "\n")
+	for i, w := range []string{"name    price  id", "----    -----  --", "乌龙茶  8      4", "jam     NULL   3", "cake    4.25   2", "tea     3.5    1"} {
+		if i >= len(lines) || lines[i] != w {
+			t.Errorf("line %d is %q, want %q:\n%s", i, lines[min(i, len(lines)-1)], w, out.String())
+		}
 	}
 
 	out.Reset()
@@ -77,7 +90,7 @@ func TestSQLCommand(t *testing.T) {
 	}
 	// The file is as it was.
 	out.Reset()
-	if err := run(ctx, []string{"sql", "--db", db, "--json", "SELECT count(*) AS n FROM products"}, &out); err != nil || !strings.Contains(out.String(), `[[3]]`) {
+	if err := run(ctx, []string{"sql", "--db", db, "--json", "SELECT count(*) AS n FROM products"}, &out); err != nil || !strings.Contains(out.String(), `[[4]]`) {
 		t.Errorf("after: %s %v", out.String(), err)
 	}
 }
