@@ -203,6 +203,11 @@ const (
 	kindNumber
 	kindText
 	kindBinary
+	// kindDate is a date without a time: 2020-03-01.
+	kindDate
+	// kindDateTime is a date and time without a zone (DATETIME,
+	// TIMESTAMP WITHOUT TIME ZONE): 2020-03-01 12:00:00.
+	kindDateTime
 )
 
 // kindOf classifies a database type name.
@@ -219,6 +224,10 @@ func kindOf(typ string) valueKind {
 		return kindBinary
 	case typ == "":
 		return kindAny
+	case typ == "date":
+		return kindDate
+	case typ == "datetime", typ == "timestamp", typ == "timestamp without time zone", strings.HasPrefix(typ, "datetime("):
+		return kindDateTime
 	}
 	return kindText
 }
@@ -239,6 +248,14 @@ func jsonValue(v any, k valueKind) (any, int) {
 	case bool:
 		return x, 5
 	case time.Time:
+		// A value without a zone is written as the database shows it,
+		// not as an instant in UTC.
+		switch {
+		case k == kindDate && x.Hour() == 0 && x.Minute() == 0 && x.Second() == 0 && x.Nanosecond() == 0:
+			return x.Format(time.DateOnly), 10
+		case k == kindDate, k == kindDateTime:
+			return x.Format("2006-01-02 15:04:05.999999999"), 26
+		}
 		return x.Format(time.RFC3339Nano), 32
 	case []byte:
 		if k == kindNumber {

@@ -533,6 +533,16 @@ func (s *Source) liteDetails(ctx context.Context, ts []Table, find func(string) 
 			return nil
 		})
 	for i := range ts {
+		// A column that is the table's only primary key and declared
+		// INTEGER is the rowid: it is never null, though the catalog
+		// does not say NOT NULL.
+		if t := &ts[i]; t.Kind == "table" && len(t.PrimaryKey) == 1 {
+			for j := range t.Columns {
+				if c := &t.Columns[j]; c.Name == t.PrimaryKey[0] && strings.EqualFold(strings.TrimSpace(c.Type), "INTEGER") {
+					c.Nullable = false
+				}
+			}
+		}
 		// A foreign key to the referenced table's primary key leaves "to"
 		// empty; fill it in when that table is known.
 		for j := range ts[i].ForeignKeys {

@@ -77,7 +77,7 @@ func TestQueryTypes(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := json.Marshal(res.Rows)
-			want := `[[1,"Ada","2024-01-02T03:04:05Z",7.5,"AAH/"],[2,"Bob",null,3,null],[3,"Cy","2024-02-03T04:05:06Z",9.25,null]]`
+			want := `[[1,"Ada","2024-01-02 03:04:05",7.5,"AAH/"],[2,"Bob",null,3,null],[3,"Cy","2024-02-03 04:05:06",9.25,null]]`
 			if string(b) != want {
 				t.Errorf("rows\n got %s\nwant %s", b, want)
 			}
@@ -105,6 +105,61 @@ func TestQueryTypes(t *testing.T) {
 				t.Errorf("a large integer: %s %v", b, err)
 			}
 		})
+	}
+}
+
+// TestDatesAsDates: a date is written as a date and a time without a
+// zone as the database shows it, not as an instant in UTC; a time with a
+// zone keeps it.
+func TestDatesAsDates(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range engines(t) {
+		t.Run(string(e.dialect), func(t *testing.T) {
+			stmts := []string{
+				"CREATE TABLE events (id INTEGER PRIMARY KEY, day DATE, at DATETIME)",
+				"INSERT INTO events VALUES (1, '2020-03-01', '2020-03-01 12:00:00')",
+			}
+			want := `[[1,"2020-03-01","2020-03-01 12:00:00"]]`
+			if e.dialect == Postgres {
+				stmts = []string{
+					"CREATE TABLE events (id INTEGER PRIMARY KEY, day DATE, at TIMESTAMP, at_zone TIMESTAMPTZ)",
+					"INSERT INTO events VALUES (1, '2020-03-01', '2020-03-01 12:00:00', '2020-03-01 12:00:00+00')",
+				}
+				want = `[[1,"2020-03-01","2020-03-01 12:00:00","2020-03-01T12:00:00Z"]]`
+			}
+			for _, stmt := range stmts {
+				if _, err := e.admin.Exec(stmt); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
+			s := e.open(t, Limits{})
+			res, err := s.Query(ctx, "SELECT * FROM events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := json.Marshal(res.Rows); string(b) != want {
+				t.Errorf("rows\n got %s\nwant %s", b, want)
+			}
+		})
+	}
+}
+
+// TestRowidNotNullable: SQLite's INTEGER PRIMARY KEY is the rowid, which
+// is never null; a primary key of another type may be (SQLite's quirk).
+func TestRowidNotNullable(t *testing.T) {
+	e := sqliteEngine(t)
+	if _, err := e.admin.Exec("CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE codes (code TEXT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	s := e.open(t, Limits{})
+	for name, nullable := range map[string]bool{"tags": false, "codes": true, "customers": false} {
+		tb, err := s.Describe(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tb.Columns[0].Nullable != nullable {
+			t.Errorf("%s.%s nullable %v, want %v", name, tb.Columns[0].Name, tb.Columns[0].Nullable, nullable)
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ func TestWithoutModel(t *testing.T) {
 	}{
 		{"list tables", []string{"shop has 6 tables and views:", "- customers (200 rows)", "- order_items (3733 rows)"}},
 		{"有哪些表？", []string{"shop 共有 6 个表和视图", "- orders（1500 行）"}},
-		{"describe orders", []string{"Table orders (1500 rows)\n", "| customer_id | INTEGER | no | → customers.id |", "| id | INTEGER | yes | PK |"}},
+		{"describe orders", []string{"Table orders (1500 rows)\n", "| customer_id | INTEGER | no | → customers.id |", "| id | INTEGER | no | PK |"}},
 		{"products 表结构", []string{"表 products（60 行）\n", "| category_id | INTEGER | 否 | → categories.id |"}},
 		{"SELECT status, count(*) AS n FROM orders GROUP BY status ORDER BY n DESC LIMIT 1", []string{"Here is the result.", "| status | n |", "| delivered |"}},
 		{"select count(*) from payments", []string{"| 1064 |"}},
