@@ -109,6 +109,18 @@ type Config struct {
 	// RoundStatus is the status line each model round streams (default
 	// "round N"), for agents that speak another language.
 	RoundStatus func(round int) string
+	// Status, when set, is each model round's status line given the
+	// loop's state (st.Rounds is the round), used instead of RoundStatus:
+	// for agents that answer in the language of the user's question.
+	Status func(st *State) string
+	// SummaryRequest, when set, is the message that asks the model for
+	// its progress summary at the round budget, given the loop's state
+	// (default: an English request for what was done, found and left).
+	SummaryRequest func(st *State) string
+	// GiveUp, when set, ends a turn whose model answered malformed too
+	// many times in a row with the text it returns as the answer,
+	// instead of failing the run with the MalformedError.
+	GiveUp func(ctx context.Context, st *State, err *MalformedError) string
 }
 
 // Node names, after the prefix given to AddTo.
@@ -250,7 +262,10 @@ func (r *react) think(ctx context.Context, st *State) error {
 	st.Rounds++
 	st.Stretch++
 	status := fmt.Sprintf("round %d", st.Rounds)
-	if r.RoundStatus != nil {
+	switch {
+	case r.Status != nil:
+		status = r.Status(st)
+	case r.RoundStatus != nil:
 		status = r.RoundStatus(st.Rounds)
 	}
 	graph.Emit(ctx, graph.KindStatus, status)
@@ -283,7 +298,14 @@ func (r *react) think(ctx context.Context, st *State) error {
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning},
 			llm.User(contract.Feedback[Decision](err)))
 		if st.Corrections > r.maxCorrections {
-			return &MalformedError{Answers: lastAnswers(st.Messages, st.Corrections), Err: err}
+			merr := &MalformedError{Answers: lastAnswers(st.Messages, st.Corrections), Err: err}
+			if r.GiveUp == nil {
+				return merr
+			}
+			st.Corrections = 0
+			st.Answer = orDefault(r.GiveUp(ctx, st, merr), "(no answer)")
+			st.Messages = append(st.Messages, llm.Assistant(st.Answer))
+			graph.Emit(ctx, graph.KindToken, st.Answer)
 		}
 		return nil
 	}
@@ -482,7 +504,11 @@ func (r *react) pause(ctx context.Context, st *State) error {
 }
 
 func (r *react) summarise(ctx context.Context, st *State) (string, error) {
-	msgs, err := r.messages(ctx, st, llm.User("You have used your step budget for now. Summarise in a few sentences what you did, what you found, and what is left to do. Answer in plain text, not JSON."))
+	request := "You have used your step budget for now. Summarise in a few sentences what you did, what you found, and what is left to do. Answer in plain text, not JSON."
+	if r.SummaryRequest != nil {
+		request = r.SummaryRequest(st)
+	}
+	msgs, err := r.messages(ctx, st, llm.User(request))
 	if err != nil {
 		return "", err
 	}
