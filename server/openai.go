@@ -74,47 +74,14 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request, _ string) erro
 }
 
 type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Stream        bool `json:"stream"`
+	Model         string          `json:"model"`
+	Messages      json.RawMessage `json:"messages"`
+	Stream        bool            `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User     string `json:"user"`
 	ThreadID string `json:"thread_id"`
-}
-
-// lastUserText returns the text of the last user message: a string, or
-// the text parts of an array of content parts.
-func (req *chatRequest) lastUserText() (string, error) {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			return text, nil
-		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(m.Content, &parts); err != nil {
-			return "", errorf(http.StatusBadRequest, "invalid_messages", "message %d: content must be a string or an array of content parts", i)
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Type == "text" {
-				b.WriteString(p.Text)
-			}
-		}
-		return b.String(), nil
-	}
-	return "", errorf(http.StatusBadRequest, "invalid_messages", "messages: no user message")
 }
 
 // ext is a Loom event in a chat completion chunk.
@@ -245,10 +212,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	if err != nil {
 		return err
 	}
-	text, err := req.lastUserText()
+	msgs, err := parseChatMessages(req.Messages)
 	if err != nil {
-		return err
+		return errorf(http.StatusBadRequest, "invalid_messages", "%v", err)
 	}
+	last := lastHuman(msgs)
+	if last < 0 {
+		return errorf(http.StatusBadRequest, "invalid_messages", "messages: no user message")
+	}
+	text := msgs[last].Text
 	ctx := r.Context()
 	tid := r.Header.Get("X-Loom-Thread")
 	if tid == "" {
@@ -273,38 +245,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		case t.Agent != "" && t.Agent != a.Name:
 			return errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", tid, t.Agent, a.Name)
 		}
+	} else if t, err = s.continuedThread(ctx, owner, a, msgs[:last]); err != nil {
+		return err
 	}
-	var in graph.JSONInput
-	var head *checkpoint.Interrupt
-	var state json.RawMessage
-	if t != nil && t.Status != StatusBusy && (s.jobs != nil || !s.busy(t.ID)) {
-		cp, err := s.head(ctx, t.ID)
-		if err != nil {
+	if t != nil {
+		if err := s.settleReply(ctx, a, t); err != nil {
 			return err
 		}
-		if cp != nil {
-			head, state = cp.Interrupt, cp.State
-		}
 	}
-	if head != nil {
-		resume, err := a.answer(text, head)
-		if err == nil {
-			err = graph.CheckAnswer(head, resume)
+	in, head, state, unanswered, err := s.chatInput(ctx, a, t, text)
+	if err != nil {
+		return err
+	}
+	if unanswered != nil {
+		asked := s.askAgain(w, r, req, a, t.ID, head, a.reply(state, head), text, unanswered)
+		if err := s.records.appendMessages(context.WithoutCancel(ctx), t.ID, owner, false,
+			chatMessage{Role: roleHuman, Text: text, ID: msgs[last].ID}, chatMessage{Role: roleAI, Text: asked}); err != nil {
+			s.log.WarnContext(ctx, "chat message not recorded", "thread", t.ID, "err", err)
 		}
-		if err != nil {
-			s.askAgain(w, r, req, a, t.ID, head, a.reply(state, head), text, err)
-			return nil
-		}
-		in.Resume, in.Interrupt = resume, head.ID
-	} else {
-		if in.Update, err = a.fromChat(text); err != nil {
-			return errorf(http.StatusUnprocessableEntity, "invalid_input", "message as input of agent %s: %v", a.Name, err)
-		}
-		if a.schema != nil {
-			if err := a.schema.Validate(in.Update); err != nil {
-				return errorf(http.StatusUnprocessableEntity, "invalid_input", "message as input of agent %s: %v", a.Name, err)
-			}
-		}
+		return nil
 	}
 	if err := s.admitRun(ctx, owner, t, strategyReject, in, nil); err != nil {
 		return err
@@ -317,6 +276,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
 	if err := s.submit(ctx, run); err != nil {
 		return err
+	}
+	if err := s.records.appendMessages(ctx, t.ID, owner, false, chatMessage{Role: roleHuman, Text: text, ID: msgs[last].ID}); err != nil {
+		s.log.WarnContext(ctx, "chat message not recorded", "thread", t.ID, "err", err)
 	}
 	w.Header().Set("X-Loom-Thread", publicID(t.ID))
 	w.Header().Set("X-Loom-Run", run.id)
@@ -362,6 +324,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		}
 		return errorf(status, failed.ErrCode, "run %s on thread %s: %s", run.id, publicID(t.ID), failed.Err)
 	}
+	s.recordReply(ctx, run, turn.text.String())
 	stop := "stop"
 	resp.Object = "chat.completion"
 	resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: turn.text.String(), ReasoningContent: turn.reason.String()}, FinishReason: &stop}}
@@ -375,8 +338,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 // — neither a yes nor a no (intent.ErrUnclear), refused by the agent's
 // Answer, or not of the shape the question asks for — by asking it again:
 // 200, no run started, the question still pending. The text is in the
-// language the question is asked in, Chinese or English.
-func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatRequest, a *builtAgent, thread string, pending *checkpoint.Interrupt, asked, reply string, why error) {
+// language the question is asked in, Chinese or English; askAgain returns
+// it.
+func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatRequest, a *builtAgent, thread string, pending *checkpoint.Interrupt, asked, reply string, why error) string {
 	s.log.DebugContext(r.Context(), "chat reply does not answer the question; asking again", "thread", thread, "node", pending.Node, "err", why)
 	q := question(asked)
 	zh := speaksChinese(q)
@@ -405,7 +369,7 @@ func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatReques
 		resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: text}, FinishReason: &stop}}
 		resp.Usage, resp.Ext = &chatUsage{}, []ext{x}
 		writeJSON(w, http.StatusOK, resp)
-		return
+		return text
 	}
 	sw := startStream(w, r, nil, `{"object":"heartbeat"}`)
 	resp.Object = "chat.completion.chunk"
@@ -427,6 +391,7 @@ func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatReques
 		sw.done()
 		sw.flush()
 	}
+	return text
 }
 
 // question returns what a pending question asks, for people: the agent's
@@ -481,8 +446,13 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, r *http.
 	if chunk(chatDelta{Role: "assistant"}, nil, turn.answer) != nil {
 		return
 	}
+	var said strings.Builder
 	err := s.pump(ctx, sw, run.feed, 0, func(e *event) error {
 		content, reasoning, x := turn.step(e)
+		said.WriteString(content)
+		if e.Kind == graph.KindRunEnd {
+			s.recordReply(ctx, run, said.String())
+		}
 		if e.Kind == graph.KindError {
 			return sw.data(map[string]any{"error": errorDetail{Code: e.ErrCode, Message: e.Err}, "ext": x, "thread_id": publicID(run.thread), "run_id": run.id})
 		}

@@ -161,7 +161,7 @@ ALTER TABLE loom_runs ADD COLUMN recoveries integer NOT NULL DEFAULT 0;
 ALTER TABLE loom_runs ADD COLUMN recovered_from text NOT NULL DEFAULT '';
 CREATE TABLE loom_probe (id integer NOT NULL PRIMARY KEY, at bigint NOT NULL);
 `,
-}}
+}, chatMigration}
 
 // threadKey is the id under which the server keeps owner's thread id: its
 // record, runs and checkpoints. Each API key has its own thread ids, so
@@ -384,7 +384,7 @@ func (s *records) setThreadStatus(ctx context.Context, id, agent, status string)
 
 func (s *records) deleteThread(ctx context.Context, id string) error {
 	return s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {
+		for _, q := range []string{`DELETE FROM loom_runs WHERE thread = ?`, `DELETE FROM loom_chat_messages WHERE thread = ?`, `DELETE FROM loom_threads WHERE id = ?`} {
 			if _, err := tx.ExecContext(ctx, s.q(q), id); err != nil {
 				return fmt.Errorf("delete thread %s: %w", id, err)
 			}
