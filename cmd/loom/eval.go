@@ -7,11 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/intent/dataset"
 	"github.com/loomkit/loom/llm/openai"
@@ -19,7 +22,7 @@ import (
 
 // evalAbout says what `loom eval intent` and `loom eval schema-recall`
 // measure, in the help of `loom eval`.
-var evalAbout = evalIntentAbout + "\n\n" + evalSchemaHelp()
+var evalAbout = evalIntentAbout + "\n\n" + evalSchemaHelp() + "\n\n" + evalConversationAbout
 
 // evalIntentAbout says what `loom eval intent` measures.
 const evalIntentAbout = `Trains the intent engine on FILE and reports in-scope accuracy, macro-F1,
@@ -48,13 +51,15 @@ func formatNames() []string {
 func runEval(ctx context.Context, args []string, out io.Writer) error {
 	switch {
 	case len(args) == 0:
-		return usageErrorf("eval: name what to evaluate: intent or schema-recall %s", usage)
+		return usageErrorf("eval: name what to evaluate: intent, schema-recall or conversation %s", usage)
 	case args[0] == "intent":
 		args = args[1:]
 	case args[0] == "schema-recall":
 		return runEvalSchema(ctx, args[1:], out)
+	case args[0] == "conversation":
+		return runEvalConversation(ctx, args[1:], out)
 	case !isHelp(args[0]):
-		return usageErrorf("eval: unknown evaluation %q; there are intent and schema-recall %s", args[0], usage)
+		return usageErrorf("eval: unknown evaluation %q; there are intent, schema-recall and conversation %s", args[0], usage)
 	}
 	fs := flag.NewFlagSet("eval intent", flag.ContinueOnError)
 	trainPath := fs.String("train", "", "the labelled `FILE` to train on")
@@ -218,3 +223,86 @@ func evalData(trainPath, testPath string, f dataset.Format) (train, test []inten
 	train, test = intent.HoldOut(train, 0.2, splitSeed)
 	return train, test, fmt.Sprintf("%s (seeded 80/20 split, seed %d)", trainPath, splitSeed), nil
 }
+
+// evalConversationAbout says what `loom eval conversation` measures.
+const evalConversationAbout = `conversation [--cases FILE] [--json]: plays labelled multi-turn
+conversations against the cabin assistant, without a server or a model,
+and prints the share of conversations that did what they must, per group
+(zh, en, mixed, multi, slot, service), every failed conversation turn by
+turn, and every action whose opposite was asked for. Without --cases it
+plays the cabin's own set (apps/cabin/testdata/understanding.yml, which
+says how to write a case). It exits 1 when a conversation failed or an
+opposite action ran.`
+
+// runEvalConversation is `loom eval conversation`.
+func runEvalConversation(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("eval conversation", flag.ContinueOnError)
+	casesPath := fs.String("cases", "", "a YAML `FILE` of labelled conversations by group (default: the cabin's own set)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags("eval conversation", fs, args, out); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("eval conversation: unexpected argument %q %s", fs.Arg(0), usage)
+	}
+	set := cabin.DefaultConversations()
+	source := "the cabin's own set"
+	if *casesPath != "" {
+		b, err := os.ReadFile(*casesPath)
+		if err != nil {
+			return fmt.Errorf("eval conversation: %w", err)
+		}
+		if set, err = cabin.ParseConversations(b); err != nil {
+			return fmt.Errorf("eval conversation: %s: %w", *casesPath, err)
+		}
+		source = *casesPath
+	}
+	app, err := cabin.New(ctx, cabin.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("eval conversation: %w", err)
+	}
+	start := time.Now()
+	rep, err := app.PlayConversations(ctx, set)
+	if err != nil {
+		return fmt.Errorf("eval conversation: %w", err)
+	}
+	took := time.Since(start)
+	failed := len(rep.Failures) > 0 || len(rep.Opposites) > 0
+	if *asJSON {
+		acc := map[string]float64{"all": rep.Accuracy("")}
+		for _, g := range cabin.ConversationGroups {
+			if rep.Total[g] > 0 {
+				acc[g] = rep.Accuracy(g)
+			}
+		}
+		if err := json.NewEncoder(out).Encode(map[string]any{"accuracy": acc, "passed": rep.Passed, "total": rep.Total, "failures": rep.Failures, "opposites": rep.Opposites, "seconds": took.Seconds()}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "conversations  %d, %s: %.2fs\n", set.Len(), source, took.Seconds())
+		all, total := 0, 0
+		for _, g := range cabin.ConversationGroups {
+			if rep.Total[g] == 0 {
+				continue
+			}
+			all, total = all+rep.Passed[g], total+rep.Total[g]
+			fmt.Fprintf(out, "%-8s %4d/%-4d %6.1f%%\n", g, rep.Passed[g], rep.Total[g], 100*rep.Accuracy(g))
+		}
+		fmt.Fprintf(out, "%-8s %4d/%-4d %6.1f%%\n", "all", all, total, 100*rep.Accuracy(""))
+		fmt.Fprintf(out, "opposite actions %d\n", len(rep.Opposites))
+		for _, o := range rep.Opposites {
+			fmt.Fprintln(out, "opposite: "+o)
+		}
+		for _, f := range rep.Failures {
+			fmt.Fprintln(out, "failed: "+f)
+		}
+	}
+	if failed {
+		return errConversationsFailed
+	}
+	return nil
+}
+
+// errConversationsFailed makes loom exit 1 when a conversation failed;
+// the report says which.
+var errConversationsFailed = errors.New("eval conversation: some conversations failed")

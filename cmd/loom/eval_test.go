@@ -209,3 +209,47 @@ func TestEvalIntentStages(t *testing.T) {
 		}
 	})
 }
+
+// TestEvalConversation plays the cabin's own labelled conversations and a
+// file of one's own: accuracy per group, every failure, and an error when
+// a conversation failed.
+func TestEvalConversation(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "conversation"}, &out); err != nil {
+		t.Fatalf("the cabin's own set: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"zh ", "en ", "mixed ", "multi ", "slot ", "service ", "all ", "100.0%", "opposite actions 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	cases := filepath.Join(t.TempDir(), "cases.yml")
+	if err := os.WriteFile(cases, []byte("en:\n  - [\"open the windows => cabin_window_open\"]\n  - [\"open the windows => cabin_window_close\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err := run(context.Background(), []string{"eval", "conversation", "--cases", cases, "--json"}, &out)
+	if err == nil {
+		t.Error("a failed conversation is no error")
+	}
+	var rep struct {
+		Accuracy map[string]float64 `json:"accuracy"`
+		Failures []string           `json:"failures"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if rep.Accuracy["en"] != 0.5 || len(rep.Failures) != 1 || !strings.Contains(rep.Failures[0], "open the windows") {
+		t.Errorf("report %+v, want en at 50%% and the failure", rep)
+	}
+
+	for _, args := range [][]string{
+		{"eval", "conversation", "--cases", filepath.Join(t.TempDir(), "missing.yml")},
+		{"eval", "conversation", "extra"},
+	} {
+		if err := run(context.Background(), args, &out); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
