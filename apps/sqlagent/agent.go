@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"unicode"
@@ -85,8 +86,12 @@ func New(cfg Config) (*Agent, error) {
 		Tools:  a.tools,
 		System: strings.Replace(systemPrompt, "{{sources}}", cfg.Sources.describe(), 1),
 		Budget: cfg.Budget,
-		// The third malformed answer in a row ends the run.
+		// The third malformed answer in a row ends the turn with a plain
+		// answer (the model's answers are logged, not shown).
 		MaxCorrections: 2,
+		GiveUp:         giveUp,
+		Status:         roundStatus,
+		SummaryRequest: summaryRequest,
 		View: convo.Config{
 			Window:          cfg.Window,
 			MaxChars:        cfg.MaxLength,
@@ -364,4 +369,61 @@ func describeText(q string, t datasource.Table) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Name, c.Type, null, key)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// turnQuestion returns the question of the loop's current turn: the last
+// user message that is neither the feedback on a malformed answer nor the
+// reply to a pause (which follows the progress summary), and where it is.
+func turnQuestion(st *agent.State) (string, int) {
+	for i := len(st.Messages) - 1; i >= 0; i-- {
+		m := st.Messages[i]
+		if m.Role != llm.RoleUser || strings.HasPrefix(m.Content, "Your previous answer") {
+			continue
+		}
+		if i > 0 && st.Messages[i-1].Role == llm.RoleAssistant && strings.HasPrefix(st.Messages[i-1].Content, "Progress so far: ") {
+			continue
+		}
+		return m.Content, i
+	}
+	return "", 0
+}
+
+// roundStatus is the status line of a model round, in the question's
+// language.
+func roundStatus(st *agent.State) string {
+	q, _ := turnQuestion(st)
+	return say(q, fmt.Sprintf("round %d", st.Rounds), fmt.Sprintf("第 %d 轮", st.Rounds))
+}
+
+// summaryRequest asks the model for its progress summary at the round
+// budget: it restates the turn's question and the problems its tool
+// calls hit, so that the summary answers them, in the question's
+// language.
+func summaryRequest(st *agent.State) string {
+	q, at := turnQuestion(st)
+	var k Known
+	k.learn(st.Messages[at:], true)
+	var b strings.Builder
+	b.WriteString("You have used your step budget for now. The question was:\n")
+	b.WriteString(oneLine(q, 1000) + "\n")
+	if len(k.Errors) > 0 {
+		b.WriteString("Problems hit on the way (say which are solved and which are not):\n")
+		for _, e := range k.Errors[max(0, len(k.Errors)-5):] {
+			fmt.Fprintf(&b, "- %s %s: %s\n", e.Tool, oneLine(e.Input, 200), oneLine(strings.TrimPrefix(e.Error, "tool "+e.Tool+": "), 200))
+		}
+	}
+	b.WriteString("Summarise in a few sentences what you did, what you found towards answering the question, and what is left to do. Answer in plain text, not JSON")
+	b.WriteString(say(q, ".", ", in Chinese (简体中文)."))
+	return b.String()
+}
+
+// giveUp answers a turn whose model gave three malformed answers in a row
+// with a plain sentence; the answers are logged for whoever runs the
+// server.
+func giveUp(ctx context.Context, st *agent.State, err *agent.MalformedError) string {
+	slog.WarnContext(ctx, "sqlagent: the model's answers could not be used; the turn ends without an answer", "err", err)
+	q, _ := turnQuestion(st)
+	return say(q,
+		"I could not get a usable answer from the language model this time: it answered three times in a form I could not read. Please ask again, perhaps in other words.",
+		"这次没能从语言模型得到可用的回答：它连续三次给出了无法解析的答复。请再问一次，或换个说法。")
 }

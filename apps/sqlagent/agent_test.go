@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
@@ -108,7 +107,9 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 }
 
 // TestMalformedAnswers: malformed answers are fed back with the format;
-// the third in a row ends the run with an error carrying all three.
+// the third in a row ends the turn with a plain sentence in the
+// question's language (no error chain), and the thread goes on. Each
+// round's status line is in the question's language too.
 func TestMalformedAnswers(t *testing.T) {
 	model := llmtest.New(t,
 		llmtest.Text("I think the answer is 42."),
@@ -126,14 +127,41 @@ func TestMalformedAnswers(t *testing.T) {
 		t.Errorf("feedback lacks the raw answer or the format:\n%s", fb)
 	}
 
-	model.Add(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), finish("never"))
-	_, err = g.Invoke(ctx, "bad", ask("How many tables?"))
-	var me *agent.MalformedError
-	if !errors.As(err, &me) || strings.Join(me.Answers, ",") != "one,two,three" {
-		t.Fatalf("err = %v, want a MalformedError with the three answers", err)
+	for _, c := range []struct {
+		q, want, status string
+	}{
+		{"How many tables?", "I could not get a usable answer from the language model", "round 3"},
+		{"有几张表？", "这次没能从语言模型得到可用的回答", "第 6 轮"},
+	} {
+		model.Add(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"))
+		var status []string
+		for e, err := range g.Stream(ctx, "bad", graph.Input[sqlagent.State]{Update: ask(c.q)}) {
+			if err != nil {
+				t.Fatalf("%q: %v, want a plain answer", c.q, err)
+			}
+			if e.Kind == graph.KindStatus {
+				status = append(status, fmt.Sprint(e.Data))
+			}
+		}
+		if model.Pending() != 0 {
+			t.Errorf("%d replies left", model.Pending())
+		}
+		cp, err := g.Saver().Get(ctx, "bad", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply := sqlagent.Reply(cp.State, cp.Interrupt)
+		if !strings.Contains(reply, c.want) || strings.Contains(reply, "react:") || strings.Contains(reply, "malformed") {
+			t.Errorf("%q: reply %q, want %q", c.q, reply, c.want)
+		}
+		if len(status) != 3 || status[2] != c.status {
+			t.Errorf("%q: status lines %q, want the third %q", c.q, status, c.status)
+		}
 	}
-	if model.Pending() != 1 {
-		t.Errorf("%d replies left, want the fourth unasked", model.Pending())
+	// The thread goes on.
+	model.Add(finish("Six tables."))
+	if res, err := g.Invoke(ctx, "bad", ask("How many tables?")); err != nil || res.State.Answer.Text != "Six tables." {
+		t.Errorf("after giving up: %+v %v", res, err)
 	}
 }
 

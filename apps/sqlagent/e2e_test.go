@@ -171,6 +171,7 @@ func TestBudgetPauseSurvivesRestart(t *testing.T) {
 	for i := range 12 {
 		replies = append(replies, callTool("sample_rows", map[string]any{"table": "products", "n": i%3 + 1}))
 	}
+	replies[0] = callTool("sample_rows", map[string]any{"table": "goods"})
 	replies = append(replies, llmtest.Text("Question: the dearest product. Sampled products twelve times; found prices up to 99. Left: one query for the maximum."))
 	model := llmtest.New(t, replies...)
 	l := serve(t, model, db, opts)
@@ -180,6 +181,12 @@ func TestBudgetPauseSurvivesRestart(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 13 {
 		t.Fatalf("%d model requests before the pause, want 12 rounds and a summary", n)
+	}
+	// The summary request restates the question and the problems hit, and
+	// asks for Chinese.
+	if req := model.Requests()[12]; !strings.Contains(allText(req), "The question was:\n哪个商品最贵？") ||
+		!strings.Contains(allText(req), "sample_rows {\"table\":\"goods\"}: no such table: goods") || !strings.Contains(allText(req), "in Chinese") {
+		t.Errorf("summary request:\n%s", allText(req))
 	}
 	code, b := l.Do(keyA, "GET", "/threads/budget-1", nil)
 	if code != 200 || !strings.Contains(string(b), `"status":"interrupted"`) {
