@@ -222,13 +222,19 @@ func (a *Answer) tail(question string) string {
 	return b.String()
 }
 
+// escapeCells makes values safe in Markdown table cells: a pipe does not
+// end the cell, a line break does not end the row, and a value that looks
+// like HTML ("Widget <Pro>") is shown as written instead of being taken
+// for markup and left out.
 func escapeCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(c)
+		out[i] = cellEscaper.Replace(c)
 	}
 	return out
 }
+
+var cellEscaper = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", `\<`)
 
 // cellText shows a value in a table cell; null is NULL.
 func cellText(v any) string {

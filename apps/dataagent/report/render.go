@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"regexp"
 	"strings"
 
 	"github.com/loomkit/loom/datasource"
@@ -236,7 +237,49 @@ func (st *renderState) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 	r.Register(ast.KindLink, st.renderLink)
 	r.Register(ast.KindAutoLink, st.renderAutoLink)
 	r.Register(ast.KindImage, st.renderImage)
+	r.Register(ast.KindRawHTML, st.renderRawHTML)
 }
+
+// renderRawHTML leaves out inline HTML markup (a tag of an HTML element,
+// a comment) and writes anything else that only looks like a tag as the
+// text it is: a value such as "Widget <Pro>" or "<unknown>" in a table
+// the model copied stays whole.
+func (st *renderState) renderRawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkSkipChildren, nil
+	}
+	n := node.(*ast.RawHTML)
+	var raw strings.Builder
+	for i := range n.Segments.Len() {
+		seg := n.Segments.At(i)
+		raw.Write(seg.Value(source))
+	}
+	if m := tagRE.FindStringSubmatch(raw.String()); m == nil || htmlElements[strings.ToLower(m[1])] {
+		_, _ = w.WriteString("<!-- raw HTML omitted -->")
+		return ast.WalkSkipChildren, nil
+	}
+	_, _ = w.WriteString(html.EscapeString(raw.String()))
+	return ast.WalkSkipChildren, nil
+}
+
+// tagRE is the name of an inline tag, opening or closing.
+var tagRE = regexp.MustCompile(`^</?([A-Za-z][A-Za-z0-9-]*)`)
+
+// htmlElements are the names of HTML and SVG elements (and a few of
+// obsolete HTML), the tags left out as markup.
+var htmlElements = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range strings.Fields(`a abbr acronym address applet area article aside audio b base basefont bdi bdo bgsound big blink
+		blockquote body br button canvas caption center circle cite code col colgroup data datalist dd del details dfn dialog dir div dl dt
+		ellipse em embed fieldset figcaption figure font footer form frame frameset g h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe
+		image img input ins isindex kbd keygen label legend li line link listing main map mark marquee math menu menuitem meta meter nav
+		nobr noembed noframes noscript object ol optgroup option output p param path picture plaintext polygon polyline portal pre progress
+		q rect rp rt rtc ruby s samp script search section select slot small source spacer span strike strong style sub summary sup svg
+		table tbody td template text textarea tfoot th thead time title tr track tt u ul use var video wbr xmp`) {
+		m[name] = true
+	}
+	return m
+}()
 
 func (st *renderState) renderChart(w util.BufWriter, _ []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
 	if !entering {
