@@ -468,6 +468,11 @@ func (a *App) answerPending(s *State) Answered {
 	return answerNone
 }
 
+// contextSlots are the slots a request without them takes from what the
+// conversation talked about: the order ("取消它", "cancel it" after
+// "查订单A123"). A risky action on it still asks first, naming it.
+var contextSlots = []string{"order_id"}
+
 // abandonWords, said alone while a slot is asked for, abandon the
 // pending action ("导航" / "取消"), rather than start one of their own.
 var abandonWords = []string{"取消", "取消吧", "取消了", "算了", "算了吧", "不用了", "不用", "不要了", "不了", "不去了", "cancel", "cancel it", "never mind", "nevermind", "forget it", "no thanks"}
@@ -864,6 +869,12 @@ func (a *App) execute(_ context.Context, s State) (State, error) {
 			if _, ok := slots[k]; !ok && !a.slots.fresh(k) && k != bad {
 				slots[k] = v
 			}
+		}
+	}
+	// "查订单A123" / "取消它": the order talked about is the one meant.
+	for _, k := range contextSlots {
+		if v := sess.Memory[k]; v != "" && slots[k] == "" && slices.Contains(a.slots.names(id), k) {
+			slots[k] = v
 		}
 	}
 	sess.Workflow = &Workflow{Kind: workflowSingle, Source: "single", Steps: []Step{a.newStep(1, id, slots)}}
