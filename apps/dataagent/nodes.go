@@ -189,15 +189,9 @@ func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s.fail(err.Error()), nil
 	}
-	queries := []string{s.Enhanced.Canonical}
-	for _, q := range append(slices.Clone(s.Enhanced.Expanded), s.Query) {
-		if q = strings.TrimSpace(q); q != "" && !slices.Contains(queries, q) {
-			queries = append(queries, q)
-		}
-	}
 	var tables []datasource.Table
 	if a.cfg.Schema != nil {
-		tables, s.SchemaText, err = a.cfg.Schema.Recall(ctx, src.Name, queries, a.cfg.SchemaBudget)
+		tables, s.SchemaText, err = a.cfg.Schema.Recall(ctx, src.Name, recallQueries(s), a.cfg.SchemaBudget)
 	} else {
 		tables, err = src.Schema(ctx)
 	}
@@ -214,6 +208,59 @@ func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
 	return s, nil
 }
 
+// recallQueries are the queries of schema recall: the canonical
+// question, the expanded ones and the question as asked.
+func recallQueries(s State) []string {
+	if s.Enhanced == nil {
+		return []string{s.Query}
+	}
+	queries := []string{s.Enhanced.Canonical}
+	for _, q := range append(slices.Clone(s.Enhanced.Expanded), s.Query) {
+		if q = strings.TrimSpace(q); q != "" && !slices.Contains(queries, q) {
+			queries = append(queries, q)
+		}
+	}
+	return queries
+}
+
+// schemaForgetter is a SchemaRecaller that keeps what it read and can be
+// told that a source's tables changed.
+type schemaForgetter interface {
+	Forget(source string)
+}
+
+// refreshSchema reads source's tables again after a table or column that
+// was recalled turned out not to be there (renamed, dropped), and
+// recalls the question's tables from them. It reports whether it did.
+func (a *Agent) refreshSchema(ctx context.Context, s *State, source string) bool {
+	f, ok := a.cfg.Schema.(schemaForgetter)
+	if !ok {
+		return false
+	}
+	f.Forget(source)
+	tables, text, err := a.cfg.Schema.Recall(ctx, source, recallQueries(*s), a.cfg.SchemaBudget)
+	if err != nil || len(tables) == 0 {
+		return false
+	}
+	s.Tables, s.SchemaText = tables, text
+	return true
+}
+
+// schemaError reports whether a database error says a table or column
+// is not there (SQLite, PostgreSQL, MySQL and MariaDB wordings).
+func schemaError(err error) bool {
+	if errors.Is(err, datasource.ErrNoTable) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, w := range []string{"no such table", "no such column", "does not exist", "doesn't exist", "unknown column", "unknown table"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // tableRelation describes the recalled tables afresh and finds the joins
 // between them: their foreign keys, and logical keys (a column
 // TABLE_id or TABLEid naming another recalled table's one-column primary
@@ -225,10 +272,21 @@ func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 	}
 	s.RelationsReady, s.RelationError, s.RelationRetry = false, "", false
 	tables := make([]datasource.Table, 0, len(s.Tables))
-	for _, t := range s.Tables {
+	refreshed := false
+	for i := 0; i < len(s.Tables); i++ {
+		t := s.Tables[i]
 		d, err := src.Describe(ctx, t.Name)
 		if s, ok := a.unavailable(s, src.Name, err); ok {
 			return s, nil
+		}
+		// A table recalled but gone (renamed, dropped): the tables are
+		// read again and recalled afresh, once.
+		if errors.Is(err, datasource.ErrNoTable) && !refreshed && ctx.Err() == nil {
+			refreshed = true
+			if a.refreshSchema(ctx, &s, src.Name) {
+				tables, i = tables[:0], -1
+				continue
+			}
 		}
 		if err != nil {
 			s.RelationTries++
@@ -672,6 +730,11 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 		}
 		s.SQLOK = false
 		s.RetryReason = "the database answered with an error: " + err.Error()
+		// A table or column that is not there: the tables may have
+		// changed since they were read; the retry sees them afresh.
+		if schemaError(err) && a.refreshSchema(ctx, &s, src.Name) {
+			s.RetryReason += " (the tables were read again; use only the tables and columns now listed)"
+		}
 		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
 		return s, nil
 	}

@@ -1,6 +1,7 @@
 package dataagent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,22 +127,47 @@ func (k storeKnowledge) Evidence(ctx context.Context, owner, source, query strin
 }
 
 // schemaRecall recalls tables with the schema index of each source: its
-// tables (read once), a few distinct values of each text column, and the
-// caller's semantic model, rebuilt when the semantic model changes.
+// tables, a few distinct values of each text column, and the caller's
+// semantic model, rebuilt when the semantic model or the tables change.
+// The tables are read again when they are older than ttl and after
+// Forget (a query that failed on a missing table or column); the sample
+// values only when the tables changed.
 type schemaRecall struct {
 	sources map[string]*datasource.Source
 	ks      *knowledge.Store // nil: no semantic model
 	emb     llm.Embedder
 	log     *slog.Logger
+	ttl     time.Duration // 0: SchemaTTL
+	now     func() time.Time
 
 	mu    sync.Mutex
 	bases map[string]*schemaBase
 	cache *cache[*schemaIndex]
 }
 
+// SchemaTTL is how long the analyst uses a source's tables as read before
+// reading them again, so that tables created, renamed or dropped while
+// the server runs are seen.
+const SchemaTTL = 5 * time.Minute
+
 type schemaBase struct {
 	tables  []datasource.Table
 	samples map[string][]string
+	// print identifies the tables as read; read is when; stale says
+	// they are to be read again before the next use.
+	print string
+	read  time.Time
+	stale bool
+}
+
+// Forget marks source's tables to be read again before the next recall:
+// a query failed on a table or column that is not there.
+func (r *schemaRecall) Forget(source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.bases[source]; ok {
+		b.stale = true
+	}
 }
 
 type schemaIndex struct {
@@ -166,7 +193,7 @@ func (r *schemaRecall) Recall(ctx context.Context, source string, queries []stri
 	}
 	b, _ := json.Marshal(meanings)
 	sum := sha256.Sum256(b)
-	print, key := string(sum[:]), server.Caller(ctx)+"\x00"+source
+	print, key := base.print+string(sum[:]), server.Caller(ctx)+"\x00"+source
 	ix, ok := r.cache.Get(key)
 	if !ok || ix.print != print {
 		s, err := recall.NewSchema(ctx, recall.Source{Tables: base.tables, Meanings: meanings, Samples: base.samples}, r.emb)
@@ -191,22 +218,45 @@ func (r *schemaRecall) Recall(ctx context.Context, source string, queries []stri
 // before the budget packs them.
 const SchemaTables = 8
 
-// base reads a source's tables and sample values, once.
+// base reads a source's tables and sample values: the tables when they
+// were never read, are older than the TTL or were forgotten, the sample
+// values when the tables changed.
 func (r *schemaRecall) base(ctx context.Context, source string) (*schemaBase, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if b, ok := r.bases[source]; ok {
-		return b, nil
+	now := time.Now
+	if r.now != nil {
+		now = r.now
 	}
-	src, ok := r.sources[source]
-	if !ok {
+	ttl := cmp.Or(r.ttl, SchemaTTL)
+	old, ok := r.bases[source]
+	if ok && !old.stale && now().Sub(old.read) < ttl {
+		return old, nil
+	}
+	src, known := r.sources[source]
+	if !known {
 		return nil, fmt.Errorf("no data source %q", source)
 	}
 	tables, err := src.Schema(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the schema of %s: %w", source, err)
 	}
-	b := &schemaBase{tables: tables, samples: samples(ctx, src, tables, r.log)}
+	// The print is of the tables' structure, not their row counts.
+	shape := slices.Clone(tables)
+	for i := range shape {
+		shape[i].Rows, shape[i].RowsEstimated = 0, false
+	}
+	j, _ := json.Marshal(shape)
+	sum := sha256.Sum256(j)
+	b := &schemaBase{tables: tables, print: string(sum[:]), read: now()}
+	if ok && old.print == b.print {
+		b.samples = old.samples
+	} else {
+		if ok {
+			r.log.Info("dataagent: the tables of a source changed; its schema index is rebuilt", "source", source, "tables", len(tables))
+		}
+		b.samples = samples(ctx, src, tables, r.log)
+	}
 	r.bases[source] = b
 	return b, nil
 }
