@@ -279,3 +279,55 @@ func TestReadSources(t *testing.T) {
 		}
 	}
 }
+
+// TestPinnedSQLNamesTheSource: with two sources, the statements pinned
+// for the model say which source each ran on, a statement run again
+// counts once, and the last five are kept.
+func TestPinnedSQLNamesTheSource(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var cfgs []sqlagent.SourceConfig
+	for _, name := range []string{"shop", "branch"} {
+		path := filepath.Join(dir, name+".db")
+		if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, sqlagent.SourceConfig{Name: name, URL: path})
+	}
+	ss, err := sqlagent.OpenSources(ctx, cfgs, sqlagent.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	run := func(source, sql string) llmtest.Reply {
+		return callTool("run_sql", map[string]any{"sql": sql, "source": source})
+	}
+	model := llmtest.New(t,
+		run("shop", "SELECT 1"), run("shop", "SELECT 2"), run("branch", "SELECT 2"), run("shop", "SELECT 3"),
+		run("shop", "SELECT 4"), run("shop", "SELECT  1"), run("branch", "SELECT 5"), finish("Done."),
+		finish("Again."),
+	)
+	m, err := openai.New(openai.Config{BaseURL: model.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sqlagent.New(sqlagent.Config{Sources: ss, Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := a.Graph().Compile(graph.WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"Run some queries.", "And again?"} {
+		if _, err := g.Invoke(ctx, "t", ask(q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := model.Requests()
+	text := allText(reqs[len(reqs)-1])
+	want := "SQL that ran:\n- [branch] SELECT 2 → 1 rows\n- [shop] SELECT 3 → 1 rows\n- [shop] SELECT 4 → 1 rows\n- [shop] SELECT 1 → 1 rows\n- [branch] SELECT 5 → 1 rows\n"
+	if !strings.Contains(text, want) {
+		t.Errorf("the pinned SQL is not\n%s\nin:\n%s", want, text)
+	}
+}

@@ -1,6 +1,7 @@
 package sqlagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,6 +65,9 @@ type Sample struct {
 
 // SQLRun is one statement run_sql ran.
 type SQLRun struct {
+	// Source is the data source it ran on (empty in threads from before
+	// it was kept).
+	Source    string `json:"source,omitempty"`
 	SQL       string `json:"sql"`
 	Rows      int    `json:"rows"`
 	Truncated bool   `json:"truncated,omitempty"`
@@ -166,11 +170,15 @@ func (k *Known) learnCall(c llm.ToolCall, result string, multi bool) {
 		}
 		k.Samples[qualify(decodeArgs[sampleArgs](c.Arguments).Source, s.Table)] = Sample{s.Columns, s.Rows[:min(len(s.Rows), 5)]}
 	case ToolRunSQL:
-		var r datasource.Result
+		var r struct {
+			Source string `json:"source"`
+			datasource.Result
+		}
 		if json.Unmarshal([]byte(result), &r) != nil {
 			return
 		}
-		k.SQL = appendBounded(k.SQL, SQLRun{SQL: decodeArgs[sqlArgs](c.Arguments).SQL, Rows: len(r.Rows), Truncated: r.Truncated})
+		a := decodeArgs[sqlArgs](c.Arguments)
+		k.SQL = appendBounded(k.SQL, SQLRun{Source: cmp.Or(r.Source, a.Source), SQL: a.SQL, Rows: len(r.Rows), Truncated: r.Truncated})
 	}
 }
 
@@ -226,10 +234,18 @@ func (k *Known) render(maxChars int) string {
 		}
 		b.WriteString(line)
 	}
-	if n := len(k.SQL); n > 0 {
+	if runs := k.lastSQL(pinnedSQL); len(runs) > 0 {
 		b.WriteString("SQL that ran:\n")
-		for _, r := range k.SQL[max(0, n-3):] {
-			fmt.Fprintf(&b, "- %s → %d rows\n", oneLine(r.SQL, 200), r.Rows)
+		for _, r := range runs {
+			on := ""
+			if r.Source != "" {
+				on = "[" + r.Source + "] "
+			}
+			more := ""
+			if r.Truncated {
+				more = "+"
+			}
+			fmt.Fprintf(&b, "- %s%s → %d%s rows\n", on, oneLine(r.SQL, 200), r.Rows, more)
 		}
 	}
 	if n := len(k.Errors); n > 0 {
@@ -239,6 +255,28 @@ func (k *Known) render(maxChars int) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// pinnedSQL is how many statements the model is reminded of.
+const pinnedSQL = 5
+
+// lastSQL returns the last n different statements that ran, oldest
+// first: a statement run again on the same source counts once, where it
+// last ran.
+func (k *Known) lastSQL(n int) []SQLRun {
+	var out []SQLRun
+	seen := map[string]bool{}
+	for i := len(k.SQL) - 1; i >= 0 && len(out) < n; i-- {
+		r := k.SQL[i]
+		key := r.Source + "\x00" + strings.Join(strings.Fields(r.SQL), " ")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, r)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // schemaLine writes a table in one line: name(col type PK, col type →

@@ -43,6 +43,13 @@ type tableList struct {
 	Tables  []datasource.Table `json:"tables"`
 }
 
+// sqlResult is what run_sql returns: the result, with the source it ran
+// on.
+type sqlResult struct {
+	Source string `json:"source"`
+	*datasource.Result
+}
+
 // sampleResult is what sample_rows returns.
 type sampleResult struct {
 	Table string `json:"table"`
@@ -87,13 +94,13 @@ func newTools(ss *Sources) (*tool.Registry, error) {
 				return sampleResult{a.Table, res}, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolRunSQL, "Run one read-only SQL statement and return columns and rows (capped; truncated says when there were more).", tool.Read,
-			func(ctx context.Context, a sqlArgs) (*datasource.Result, error) {
+			func(ctx context.Context, a sqlArgs) (sqlResult, error) {
 				s, err := ss.get(a.Source)
 				if err != nil {
-					return nil, err
+					return sqlResult{}, err
 				}
 				res, err := s.Query(ctx, a.SQL)
-				return res, ss.unavailable(s.Name, err)
+				return sqlResult{s.Name, res}, ss.unavailable(s.Name, err)
 			}),
 		tool.New(ToolExplainSQL, "Show the database's plan for a read-only query without running it.", tool.Read,
 			func(ctx context.Context, a sqlArgs) (*datasource.Result, error) {
