@@ -561,10 +561,13 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, fmt.Errorf("understand %q: %w", s.Turn.Text, err)
 	}
-	if mi.Kind == workflowSingle {
-		return s, nil
+	// The engine calls it single when fewer than two clauses are
+	// understood on their own; "关闭车窗和天窗" is two once "天窗" takes
+	// the verb before it, so the clauses are routed here in any case.
+	kind := mi.Kind
+	if kind == workflowSingle {
+		kind = workflowSequence
 	}
-	d.ClauseKind = mi.Kind
 	var took time.Duration
 	verb, subject := "", ""
 	for i, c := range mi.Clauses {
@@ -595,9 +598,17 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 		took += res.Elapsed
 	}
 	lat.Clauses = ms(took)
-	if len(d.Clauses) < 2 { // the clauses were one request after all
-		d.Clauses, d.ClauseKind = nil, ""
+	matched := 0
+	for _, c := range d.Clauses {
+		if c.Decision == intent.Execute || c.Decision == intent.Clarify {
+			matched++
+		}
 	}
+	if matched < 2 { // one request after all
+		d.Clauses = nil
+		return s, nil
+	}
+	d.ClauseKind = kind
 	return s, nil
 }
 

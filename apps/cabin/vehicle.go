@@ -296,10 +296,10 @@ func play(v *Vehicle, s map[string]string) (map[string]any, error) {
 	case q == "":
 	default:
 		v.Media.Index, v.Media.Track = -1, q
-		for i, t := range Playlist {
-			if matchesTrack(t, q) {
-				v.Media.Index, v.Media.Track = i, t
-				break
+		best := 0
+		for i, t := range Playlist { // "周杰伦的稻香": the title counts over the artist
+			if n := trackScore(t, q); n > best {
+				best, v.Media.Index, v.Media.Track = n, i, t
 			}
 		}
 	}
@@ -307,17 +307,21 @@ func play(v *Vehicle, s map[string]string) (map[string]any, error) {
 	return map[string]any{"track": v.Media.Track, "music": q}, nil
 }
 
-// matchesTrack reports whether the query names the track: its title, its
-// artist, or "artist的title".
-func matchesTrack(track, q string) bool {
+// trackScore is how well the query names the track: 2 for each part of
+// it ("artist的title") in the title, 1 for each in the artist, 0 for none.
+func trackScore(track, q string) int {
 	title, artist, _ := strings.Cut(track, " - ")
-	q = strings.ToLower(q)
-	for _, part := range strings.Split(q, "的") {
-		if part != "" && (strings.Contains(strings.ToLower(title), part) || strings.Contains(strings.ToLower(artist), part)) {
-			return true
+	n := 0
+	for _, part := range strings.Split(strings.ToLower(q), "的") {
+		switch {
+		case part == "":
+		case strings.Contains(strings.ToLower(title), part):
+			n += 2
+		case strings.Contains(strings.ToLower(artist), part):
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func skip(v *Vehicle, d int) map[string]any {
