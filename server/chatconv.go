@@ -281,7 +281,6 @@ func (s *records) conversationThread(ctx context.Context, owner, hash string) (s
 	return thread, nil
 }
 
-
 // messageID names message seq of thread when its client gave no id: the
 // same on every read.
 func messageID(thread string, seq int, role string) string {
@@ -385,13 +384,38 @@ func schemaHas(schema json.RawMessage, name string) bool {
 	return ok
 }
 
-// withMessages returns values, a state's fields, with "messages": thread's
-// conversation as LangChain messages, the reply to its last message taken
-// from state and pending when it is not recorded yet. Values of an agent
-// whose state has messages of its own, or of a thread without a
-// conversation, are returned as they are.
-func (s *Server) withMessages(ctx context.Context, a *builtAgent, thread string, values, state json.RawMessage, pending *checkpoint.Interrupt) json.RawMessage {
-	if a == nil || !present(values) {
+// chatView shows a thread's conversation in the values of its state.
+type chatView struct {
+	a      *builtAgent
+	thread string
+	rows   []chatRow
+}
+
+// chatView reads thread's conversation for showing it; nil when the
+// thread has none, or when it cannot be read (logged: the values are
+// shown without it).
+func (s *Server) chatView(ctx context.Context, a *builtAgent, thread string) *chatView {
+	if a == nil {
+		return nil
+	}
+	rows, err := s.records.conversation(ctx, thread)
+	if err != nil {
+		s.log.WarnContext(ctx, "conversation not shown in values", "thread", thread, "err", err)
+		return nil
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return &chatView{a: a, thread: thread, rows: rows}
+}
+
+// values returns values, a state's fields, with "messages": the
+// conversation as LangChain messages, and, with reply, the agent's reply
+// to its last message taken from state and pending when it is not
+// recorded yet. Values of an agent whose state has messages of its own
+// are returned as they are, and so is everything when v is nil.
+func (v *chatView) values(values, state json.RawMessage, pending *checkpoint.Interrupt, reply bool) json.RawMessage {
+	if v == nil || !present(values) {
 		return values
 	}
 	var fields map[string]json.RawMessage
@@ -401,20 +425,12 @@ func (s *Server) withMessages(ctx context.Context, a *builtAgent, thread string,
 	if _, own := fields["messages"]; own {
 		return values
 	}
-	rows, err := s.records.conversation(ctx, thread)
-	if err != nil {
-		s.log.WarnContext(ctx, "conversation not shown in values", "thread", thread, "err", err)
-		return values
-	}
-	if len(rows) == 0 {
-		return values
-	}
-	msgs := make([]lcMessage, 0, len(rows)+1)
-	for _, r := range rows {
+	msgs := make([]lcMessage, 0, len(v.rows)+1)
+	for _, r := range v.rows {
 		msgs = append(msgs, lcMessage{Type: r.Role, Content: r.Text, ID: r.ID, AdditionalKwargs: map[string]any{}, ResponseMetadata: map[string]any{}})
 	}
-	if last := rows[len(rows)-1]; last.Role == roleHuman && present(state) {
-		msgs = append(msgs, lcMessage{Type: roleAI, Content: strings.TrimSpace(a.reply(state, pending)), ID: messageID(thread, last.seq+1, roleAI),
+	if last := v.rows[len(v.rows)-1]; reply && last.Role == roleHuman && present(state) {
+		msgs = append(msgs, lcMessage{Type: roleAI, Content: strings.TrimSpace(v.a.reply(state, pending)), ID: messageID(v.thread, last.seq+1, roleAI),
 			AdditionalKwargs: map[string]any{}, ResponseMetadata: map[string]any{}})
 	}
 	b, err := json.Marshal(msgs)
@@ -490,4 +506,62 @@ func (s *Server) continuedThread(ctx context.Context, owner string, a *builtAgen
 		return nil, err
 	}
 	return t, nil
+}
+
+// withConversation returns end, a run's end on thread for agent, with
+// the thread's conversation in its values (see chatView.values).
+func (s *Server) withConversation(ctx context.Context, agent, thread string, end event) event {
+	if end.Kind == graph.KindError {
+		return end
+	}
+	if v := s.chatView(ctx, s.agents[agent], thread); v != nil {
+		end.Data = v.values(end.Data, end.Data, end.Interrupt, true)
+	}
+	return end
+}
+
+// chatRunInput turns the messages of a LangGraph run's input in the chat
+// convention into the run's input on thread t (nil for a new thread): the
+// last human message, as a chat message is (chatInput). A message that
+// does not answer the question the thread waits on is a 422 that repeats
+// the question.
+func (s *Server) chatRunInput(ctx context.Context, a *builtAgent, t *Thread, msgs []chatMessage) (graph.JSONInput, error) {
+	if t != nil {
+		if err := s.settleReply(ctx, a, t); err != nil {
+			return graph.JSONInput{}, err
+		}
+	}
+	in, head, state, unanswered, err := s.chatInput(ctx, a, t, msgs[lastHuman(msgs)].Text)
+	if err != nil {
+		return in, err
+	}
+	if unanswered != nil {
+		s.log.DebugContext(ctx, "message does not answer the question", "thread", t.ID, "node", head.Node, "err", unanswered)
+		return in, errorf(http.StatusUnprocessableEntity, "invalid_answer", "the message does not answer the question the thread waits on: %s", question(a.reply(state, head)))
+	}
+	return in, nil
+}
+
+// recordChatInput records the messages of a run's input in the chat
+// convention on thread t: all of them on a thread without a conversation
+// (a client that starts with some history), else the last human one.
+func (s *Server) recordChatInput(ctx context.Context, t *Thread, msgs []chatMessage) {
+	ctx = context.WithoutCancel(ctx)
+	rows, err := s.records.conversation(ctx, t.ID)
+	if err == nil {
+		var add []chatMessage
+		if len(rows) == 0 {
+			for _, m := range msgs[:lastHuman(msgs)+1] {
+				if m.Role == roleHuman || m.Role == roleAI {
+					add = append(add, m)
+				}
+			}
+		} else {
+			add = []chatMessage{msgs[lastHuman(msgs)]}
+		}
+		err = s.records.appendMessages(ctx, t.ID, t.Owner, false, add...)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "chat message not recorded", "thread", t.ID, "err", err)
+	}
 }

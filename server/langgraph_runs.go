@@ -55,6 +55,11 @@ type runRequest struct {
 	InterruptAfter    json.RawMessage `json:"interrupt_after"`
 	Webhook           string          `json:"webhook"`
 	AfterSeconds      float64         `json:"after_seconds"`
+
+	// chat holds the messages of an input in the chat convention
+	// ({"messages": [...]}), which prepareRun turns into the agent's
+	// input or an answer once it knows the thread.
+	chat []chatMessage
 }
 
 func present(b json.RawMessage) bool { return len(b) > 0 && string(b) != "null" }
@@ -88,6 +93,14 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	}
 	if !present(req.Input) {
 		return in, nil // continue where the thread stopped
+	}
+	msgs, isChat, err := chatConvention(a, req.Input)
+	if err != nil {
+		return in, unprocessable("%v", err)
+	}
+	if isChat {
+		req.chat = msgs
+		return in, nil
 	}
 	if err := checkInput(a.Agent, a.schema, req.Input); err != nil {
 		return in, unprocessable("%v", err)
@@ -158,6 +171,11 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 			return nil, errorf(http.StatusConflict, "wrong_agent", "thread %s holds runs of agent %s, not %s", tid, t.Agent, a.Name)
 		}
 	}
+	if req.chat != nil {
+		if in, err = s.chatRunInput(ctx, a, t, req.chat); err != nil {
+			return nil, err
+		}
+	}
 	if t != nil && from != "" && t.Status != StatusBusy {
 		if _, err := s.saver.Get(ctx, t.ID, from); err != nil {
 			return nil, err
@@ -187,6 +205,9 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 			s.removeThread(context.WithoutCancel(ctx), t.ID)
 		}
 		return nil, err
+	}
+	if req.chat != nil {
+		s.recordChatInput(ctx, t, req.chat)
 	}
 	return run, nil
 }
@@ -255,7 +276,7 @@ func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run
 		}
 		return nil // the client went away; the run goes on
 	}
-	writeJSON(w, http.StatusOK, resultValues(end))
+	writeJSON(w, http.StatusOK, resultValues(s.withConversation(r.Context(), run.agent, run.thread, end)))
 	return nil
 }
 
@@ -416,7 +437,7 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request, owner string) e
 	if cp != nil {
 		end.Data, end.Interrupt = cp.State, cp.Interrupt
 	}
-	writeJSON(w, http.StatusOK, resultValues(end))
+	writeJSON(w, http.StatusOK, resultValues(s.withConversation(r.Context(), rec.Agent, rec.Thread, end)))
 	return nil
 }
 
@@ -525,6 +546,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, mod
 		return nil
 	}
 	lr := newLGRender(run, modes, sw)
+	lr.chat = s.chatView(r.Context(), s.agents[run.agent], run.thread)
 	if err := s.pump(r.Context(), sw, run.feed, after, lr.render); err != nil && r.Context().Err() == nil && store.IsUnavailable(err) {
 		ae := toAPI(err)
 		sw.event("error", 0, map[string]string{"error": ae.code, "message": ae.message})

@@ -27,6 +27,10 @@ func (s *Server) writeState(w http.ResponseWriter, r *http.Request, owner, id st
 		return err
 	}
 	st := stateJSON(t.ID, cp)
+	if id == "" && cp != nil {
+		// The latest state shows the thread's conversation (see chatconv.go).
+		st.Values = s.chatView(r.Context(), s.agents[t.Agent], t.ID).values(st.Values, cp.State, cp.Interrupt, t.Status != StatusBusy)
+	}
 	// A thread that has no checkpoint yet (made by POST /threads, or by an
 	// agent's own endpoint such as an upload) has empty values and no
 	// reply.

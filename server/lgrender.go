@@ -12,7 +12,9 @@ import (
 // modes one client asked for:
 //
 //   - values: the state after every step; at an interrupt the state, then
-//     {"__interrupt__": [{value, id}]}.
+//     {"__interrupt__": [{value, id}]}. On a thread with a conversation
+//     (see chatconv.go) the state carries "messages", and the run's end
+//     repeats it with the agent's reply.
 //   - updates: {node: state} after every step; {"__interrupt__": …}.
 //   - messages-tuple: model output pieces as [AIMessageChunk, metadata].
 //   - messages: messages/metadata, messages/partial (the text so far) and
@@ -30,6 +32,10 @@ type lgRender struct {
 	sw    *streamWriter
 	// text accumulates the "messages" mode's partial messages by id.
 	text map[string]*lgMessage
+	// chat, when set, is the thread's conversation, shown as "messages"
+	// in the values: the run's input at every step, and the agent's reply
+	// at the end.
+	chat *chatView
 }
 
 type lgMessage struct {
@@ -98,7 +104,7 @@ func (l *lgRender) render(e *event) error {
 			delete(l.text, mid)
 		}
 	case graph.KindState:
-		try("values", "values", e.Data)
+		try("values", "values", l.chat.values(e.Data, nil, nil, false))
 		try("updates", "updates", map[string]json.RawMessage{e.Node: e.Data})
 		try("tasks", "tasks", map[string]any{"id": e.Node + ":" + itoa(e.Step), "name": e.Node, "interrupts": []any{},
 			"result": [][]any{{e.Node, e.Data}}})
@@ -139,9 +145,13 @@ func (l *lgRender) render(e *event) error {
 		try("tasks", "tasks", map[string]any{"id": e.Node + ":" + itoa(e.Step+1), "name": e.Node,
 			"interrupts": interruptsJSON(e.Interrupt)["__interrupt__"], "result": [][]any{}})
 	case graph.KindRunEnd:
-		if e.Interrupt != nil {
-			try("values", "values", e.Data)
+		switch {
+		case e.Interrupt != nil:
+			try("values", "values", l.chat.values(e.Data, e.Data, e.Interrupt, true))
 			try("values", "values", interruptsJSON(e.Interrupt))
+		case l.chat != nil && present(e.Data):
+			// The last step's values, now with the agent's reply.
+			try("values", "values", l.chat.values(e.Data, e.Data, nil, true))
 		}
 		try("events", "events", l.chainEvent("on_chain_end", l.run.agent, e, map[string]any{"output": e.Data}))
 	case graph.KindError:

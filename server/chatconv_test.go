@@ -1,0 +1,180 @@
+package server_test
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/loomkit/loom/server"
+)
+
+type lcMsg struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	ID      string `json:"id"`
+}
+
+// messagesOf returns the "messages" of a run's values or a state's.
+func messagesOf(t *testing.T, b []byte) []lcMsg {
+	t.Helper()
+	var v struct {
+		Messages []lcMsg `json:"messages"`
+		Values   *struct {
+			Messages []lcMsg `json:"messages"`
+		} `json:"values"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if v.Values != nil {
+		return v.Values.Messages
+	}
+	return v.Messages
+}
+
+func types(msgs []lcMsg) string {
+	var ts []string
+	for _, m := range msgs {
+		ts = append(ts, m.Type)
+	}
+	return strings.Join(ts, ",")
+}
+
+// A LangGraph chat client sends {"messages": [...]}: the last human
+// message is the demo's input, then the answer to its question, and the
+// values carry the conversation as LangChain messages.
+func TestChatConvention(t *testing.T) {
+	const key = "k"
+	ts := startServer(t, server.Options{Keys: []string{key}})
+	st, b := call(t, "POST", ts.URL+"/threads", key, map[string]any{"thread_id": "chat"})
+	if st != 200 {
+		t.Fatalf("create thread: %d %s", st, b)
+	}
+	st, b = call(t, "POST", ts.URL+"/threads/chat/runs/wait", key, map[string]any{"assistant_id": "demo",
+		"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "launch", "id": "m1"}}}})
+	if st != 200 || !strings.Contains(string(b), "__interrupt__") {
+		t.Fatalf("first turn: %d %s", st, b)
+	}
+	msgs := messagesOf(t, b)
+	if types(msgs) != "human,ai" || msgs[0].Content != "launch" || msgs[0].ID != "m1" || !strings.Contains(msgs[1].Content, "Approve?") || msgs[1].ID == "" {
+		t.Fatalf("first turn's messages %+v", msgs)
+	}
+
+	// Not an answer: the question is asked again, nothing runs.
+	st, b = call(t, "POST", ts.URL+"/threads/chat/runs/wait", key, map[string]any{"assistant_id": "demo",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "maybe"}}}})
+	if st != 422 || !strings.Contains(string(b), "Approve?") {
+		t.Fatalf("unclear answer: %d %s", st, b)
+	}
+
+	// OpenAI's shape and content parts work too; "yes" answers the question.
+	st, b = call(t, "POST", ts.URL+"/threads/chat/runs/wait", key, map[string]any{"assistant_id": "demo",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "yes"}}}}}})
+	if st != 200 || !strings.Contains(string(b), `"approved":true`) {
+		t.Fatalf("answer: %d %s", st, b)
+	}
+	st, b = call(t, "GET", ts.URL+"/threads/chat/state", key, nil)
+	if st != 200 {
+		t.Fatalf("state: %d %s", st, b)
+	}
+	msgs = messagesOf(t, b)
+	if types(msgs) != "human,ai,human,ai" || msgs[2].Content != "yes" || msgs[1].ID == msgs[3].ID {
+		t.Fatalf("state's messages %+v", msgs)
+	}
+	again := messagesOf(t, func() []byte { _, b := call(t, "GET", ts.URL+"/threads/chat/state", key, nil); return b }())
+	if again[3].ID != msgs[3].ID {
+		t.Fatalf("the reply's id changed between reads: %s, %s", msgs[3].ID, again[3].ID)
+	}
+
+	// A streamed run's values carry the conversation too.
+	resp := do(t, "POST", ts.URL+"/threads/chat/runs/stream", key, map[string]any{"assistant_id": "demo", "stream_mode": "values",
+		"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "release"}}}})
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, `"content":"release"`) || !strings.Contains(body, `Checklist \"release\"`) {
+		t.Fatalf("stream: %s", body)
+	}
+
+	// The agent's own input still works; a wrong message is refused.
+	st, b = call(t, "POST", ts.URL+"/runs/wait", key, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "typed"}})
+	if st != 200 || strings.Contains(string(b), `"messages"`) {
+		t.Fatalf("typed input: %d %s", st, b)
+	}
+	for _, in := range []map[string]any{
+		{"messages": []any{map[string]any{"type": "human", "content": "x"}}, "title": "x"},
+		{"messages": []any{map[string]any{"type": "robot", "content": "x"}}},
+		{"messages": []any{map[string]any{"type": "ai", "content": "x"}}},
+		{"messages": "launch"},
+	} {
+		if st, b := call(t, "POST", ts.URL+"/runs/wait", key, map[string]any{"assistant_id": "demo", "input": in}); st != 422 {
+			t.Errorf("input %v: %d %s", in, st, b)
+		}
+	}
+}
+
+// chatSend posts messages to /v1/chat/completions as role, text pairs and
+// returns the reply and its thread.
+func chatSend(t *testing.T, url, key, model string, pairs ...string) (reply, thread string) {
+	t.Helper()
+	var msgs []map[string]string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		msgs = append(msgs, map[string]string{"role": pairs[i], "content": pairs[i+1]})
+	}
+	st, b := call(t, "POST", url+"/v1/chat/completions", key, map[string]any{"model": model, "messages": msgs})
+	if st != 200 {
+		t.Fatalf("chat %v: %d %s", pairs, st, b)
+	}
+	var res struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+		ThreadID string `json:"thread_id"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Choices) != 1 {
+		t.Fatalf("chat %v: %v %s", pairs, err, b)
+	}
+	return res.Choices[0].Message.Content, res.ThreadID
+}
+
+// An OpenAI chat client that sends the whole conversation and no thread
+// id continues the thread whose conversation it extends.
+func TestChatContinuesConversation(t *testing.T) {
+	const key, other = "k1", "k2"
+	ts := startServer(t, server.Options{Keys: []string{key, other}})
+	card, t1 := chatSend(t, ts.URL, key, "demo", "user", "launch")
+	if !strings.Contains(card, "Approve?") || t1 == "" {
+		t.Fatalf("first turn %q on %q", card, t1)
+	}
+	// The same conversation from another key is not that thread.
+	if reply, t2 := chatSend(t, ts.URL, other, "demo", "user", "launch", "assistant", card, "user", "yes"); t2 == t1 || !strings.Contains(reply, `\"yes\"`) {
+		t.Fatalf("another key's turn %q on %q", reply, t2)
+	}
+	reply, t2 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", card, "user", "yes")
+	if t2 != t1 || !strings.Contains(reply, `"approved":true`) {
+		t.Fatalf("second turn %q on %q, want the answer on %q", reply, t2, t1)
+	}
+	// The third turn extends the second: same thread, a new checklist
+	// (spaces in the sent history do not matter).
+	reply3, t3 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", "  "+card, "user", "yes", "assistant", reply+"\n", "user", "release")
+	if t3 != t1 || !strings.Contains(reply3, `Checklist \"release\"`) {
+		t.Fatalf("third turn %q on %q, want %q", reply3, t3, t1)
+	}
+	// An edited earlier message, or a regenerated first one, is a new
+	// conversation.
+	if reply, t4 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", "something else", "user", "yes"); t4 == t1 || !strings.Contains(reply, `\"yes\"`) {
+		t.Fatalf("edited history: %q on %q", reply, t4)
+	}
+	if _, t5 := chatSend(t, ts.URL, key, "demo", "user", "launch"); t5 == t1 {
+		t.Fatalf("a regenerated first turn continued %q", t1)
+	}
+	// The LangGraph API sees the same conversation.
+	st, b := call(t, "GET", ts.URL+"/threads/"+t1+"/state", key, nil)
+	if msgs := messagesOf(t, b); st != 200 || types(msgs) != "human,ai,human,ai,human,ai" {
+		t.Fatalf("state: %d %s", st, b)
+	}
+}
