@@ -121,6 +121,11 @@ type Config struct {
 	// many times in a row with the text it returns as the answer,
 	// instead of failing the run with the MalformedError.
 	GiveUp func(ctx context.Context, st *State, err *MalformedError) string
+	// ModelFailed, when set, ends a turn whose model call failed (the
+	// endpoint unreachable, an error status after the client's retries)
+	// with the text it returns as the answer, instead of failing the run
+	// with the error. A run whose context ended still fails.
+	ModelFailed func(ctx context.Context, st *State, err error) string
 }
 
 // Node names, after the prefix given to AddTo.
@@ -275,7 +280,13 @@ func (r *react) think(ctx context.Context, st *State) error {
 	}
 	resp, err := r.ask(ctx, st, msgs, r.NativeTools, llm.WithTools(r.Tools.Definitions(st.Tools)...))
 	if err != nil {
-		return err
+		if r.ModelFailed == nil || ctx.Err() != nil || graph.IsInterrupt(err) {
+			return err
+		}
+		st.Answer = orDefault(r.ModelFailed(ctx, st, err), "(no answer)")
+		st.Messages = append(st.Messages, llm.Assistant(st.Answer))
+		graph.Emit(ctx, graph.KindToken, st.Answer)
+		return nil
 	}
 	m := resp.Message
 	if len(m.ToolCalls) > 0 || r.NativeTools {
