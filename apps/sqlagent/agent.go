@@ -90,6 +90,7 @@ func New(cfg Config) (*Agent, error) {
 		// answer (the model's answers are logged, not shown).
 		MaxCorrections: 2,
 		GiveUp:         giveUp,
+		ModelFailed:    modelFailed,
 		Status:         roundStatus,
 		SummaryRequest: summaryRequest,
 		View: convo.Config{
@@ -426,4 +427,14 @@ func giveUp(ctx context.Context, st *agent.State, err *agent.MalformedError) str
 	return say(q,
 		"I could not get a usable answer from the language model this time: it answered three times in a form I could not read. Please ask again, perhaps in other words.",
 		"这次没能从语言模型得到可用的回答：它连续三次给出了无法解析的答复。请再问一次，或换个说法。")
+}
+
+// modelFailed answers a turn whose model call failed with a plain
+// sentence; the error, which may name the endpoint, is logged.
+func modelFailed(ctx context.Context, st *agent.State, err error) string {
+	slog.WarnContext(ctx, "sqlagent: the model call failed; the turn ends without an answer", "err", err)
+	q, _ := turnQuestion(st)
+	return say(q,
+		"The language model could not be reached just now, so I could not answer. Please try again in a moment.",
+		"暂时无法连接语言模型，所以没能回答这个问题。请稍后再试。")
 }

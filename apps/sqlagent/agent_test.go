@@ -158,6 +158,16 @@ func TestMalformedAnswers(t *testing.T) {
 			t.Errorf("%q: status lines %q, want the third %q", c.q, status, c.status)
 		}
 	}
+	// A model that cannot be reached: a plain sentence, not the
+	// client's error chain (the endpoint is not named).
+	model.Add(llmtest.ServerError(), llmtest.ServerError(), llmtest.ServerError()) // the client tries three times
+	res, err = g.Invoke(ctx, "bad", ask("有几张表？"))
+	if err != nil {
+		t.Fatalf("model down: %v, want a plain answer", err)
+	}
+	if got := sqlagent.Reply(mustJSON(t, res.State), nil); got != "暂时无法连接语言模型，所以没能回答这个问题。请稍后再试。" {
+		t.Errorf("model down: reply %q", got)
+	}
 	// The thread goes on.
 	model.Add(finish("Six tables."))
 	if res, err := g.Invoke(ctx, "bad", ask("How many tables?")); err != nil || res.State.Answer.Text != "Six tables." {
