@@ -38,12 +38,14 @@ const slotTemperatureChange = "temperature_change"
 var (
 	// zhChange: a direction, then how many degrees ("调低两度", "升高3度",
 	// "调低一点"); "调低到20度" is a value, not a change.
-	zhChange = regexp.MustCompile(`(调低|降低|下调|调小|低|降|减|调高|升高|提高|上调|调大|高|升|加)\s*(?:个)?\s*([0-9]+(?:\.[0-9])?|[一二两三四五六七八九十]{1,2})\s*(?:度|℃)|(调低|降低|调高|升高|低|高)\s*(?:一点|一些|点)`)
+	zhChange = regexp.MustCompile(`(调低|降低|下调|调小|低|降|减|调高|升高|提高|上调|调大|高|升|加)\s*(?:个)?\s*([0-9]+(?:\.[0-9])?|[一二两三四五六七八九十]{1,2})\s*(?:度|℃)|(调低|降低|调高|升高|低|高|暖和|凉快|热|凉)\s*(?:一点|一些|点)`)
 	// enChange: a direction and a number of degrees, with no value
 	// ("turn the temperature down 2 degrees", "raise it by 3 degrees").
 	enChange  = regexp.MustCompile(`\b(down|lower|decrease|reduce|drop|cooler|colder|up|raise|increase|warmer|hotter|higher)\b`)
 	enDegrees = regexp.MustCompile(`\b([0-9]+(?:\.[0-9])?|one|two|three|four|five|six|seven|eight|nine|ten)\s*(?:degrees?|deg|°c?)(?:\s|$|[,.!?])`)
 	enValue   = regexp.MustCompile(`\b(?:to|at)\s+[0-9]`)
+	// enWarmer: warmer or cooler without a number ("make it warmer").
+	enWarmer  = regexp.MustCompile(`\b(warmer|hotter|cooler|colder)\b|\bheat (up|down)\b`)
 	enNumbers = map[string]string{"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
 )
 
@@ -60,10 +62,16 @@ func relativeChange(norm string) (float64, bool) {
 		if !ok || x <= 0 {
 			return 0, false
 		}
-		if strings.ContainsAny(dir, "低降减小下") {
+		if strings.ContainsAny(dir, "低降减小下凉") {
 			x = -x
 		}
 		return x, true
+	}
+	if m := enWarmer.FindStringSubmatch(norm); m != nil && !enDegrees.MatchString(norm) && !enValue.MatchString(norm) {
+		if m[1] == "cooler" || m[1] == "colder" || m[1] == "down" {
+			return -1, true
+		}
+		return 1, true // "make it warmer", "turn the heat up": a degree
 	}
 	dir := enChange.FindString(norm)
 	m := enDegrees.FindStringSubmatch(norm)
