@@ -3,9 +3,11 @@ package server_test
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/server"
 )
 
@@ -176,5 +178,42 @@ func TestChatContinuesConversation(t *testing.T) {
 	st, b := call(t, "GET", ts.URL+"/threads/"+t1+"/state", key, nil)
 	if msgs := messagesOf(t, b); st != 200 || types(msgs) != "human,ai,human,ai,human,ai" {
 		t.Fatalf("state: %d %s", st, b)
+	}
+}
+
+// The cabin's confirmation, answered by a client that resends the whole
+// conversation: [解锁车门, its question, 确定] unlocks, and the same
+// conversation through the LangGraph API's chat convention does too,
+// with the same replies.
+func TestChatContinuesCabin(t *testing.T) {
+	const key = "k"
+	var reg server.Registry
+	if err := reg.Register(cabin.ServerAgent(cabin.ServerOptions{Logger: slog.New(slog.DiscardHandler)})); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, server.Options{Keys: []string{key}, Agents: &reg})
+	asked, t1 := chatSend(t, ts.URL, key, "cabin", "user", "解锁车门")
+	if asked == "" || t1 == "" {
+		t.Fatalf("first turn %q on %q", asked, t1)
+	}
+	done, t2 := chatSend(t, ts.URL, key, "cabin", "user", "解锁车门", "assistant", asked, "user", "确定")
+	t.Logf("asked %q, then %q", asked, done)
+	if t2 != t1 || strings.Contains(done, "帮不了") || !strings.Contains(done, "解锁") || done == asked {
+		t.Fatalf("confirmation %q on %q, want the unlock on %q (asked %q)", done, t2, t1, asked)
+	}
+
+	// A new server, whose car's doors are locked again.
+	ts = startServer(t, server.Options{Keys: []string{key}, Agents: &reg})
+	st, b := call(t, "POST", ts.URL+"/threads/lg/runs/wait", key, map[string]any{"assistant_id": "cabin", "if_not_exists": "create",
+		"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "解锁车门"}}}})
+	msgs := messagesOf(t, b)
+	if st != 200 || types(msgs) != "human,ai" || msgs[1].Content != strings.TrimSpace(asked) {
+		t.Fatalf("LangGraph first turn: %d %s", st, b)
+	}
+	st, b = call(t, "POST", ts.URL+"/threads/lg/runs/wait", key, map[string]any{"assistant_id": "cabin",
+		"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "确定"}}}})
+	msgs = messagesOf(t, b)
+	if st != 200 || types(msgs) != "human,ai,human,ai" || strings.TrimSpace(msgs[3].Content) != strings.TrimSpace(done) {
+		t.Fatalf("LangGraph confirmation: %d %s\nwant the reply %q", st, b, done)
 	}
 }
