@@ -565,3 +565,24 @@ func (s *Server) recordChatInput(ctx context.Context, t *Thread, msgs []chatMess
 		s.log.WarnContext(ctx, "chat message not recorded", "thread", t.ID, "err", err)
 	}
 }
+
+// inputView is the conversation of a run's input in the chat convention
+// on a temporary thread, which is not recorded: its messages, human and
+// ai, up to the last human one.
+func (s *Server) inputView(agent, thread string, msgs []chatMessage) *chatView {
+	a := s.agents[agent]
+	if a == nil {
+		return nil
+	}
+	v := &chatView{a: a, thread: thread}
+	for _, m := range msgs[:lastHuman(msgs)+1] {
+		if m.Role != roleHuman && m.Role != roleAI {
+			continue
+		}
+		if m.ID == "" {
+			m.ID = messageID(thread, len(v.rows), m.Role)
+		}
+		v.rows = append(v.rows, chatRow{seq: len(v.rows), chatMessage: m})
+	}
+	return v
+}

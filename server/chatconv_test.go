@@ -102,6 +102,16 @@ func TestChatConvention(t *testing.T) {
 		t.Fatalf("stream: %s", body)
 	}
 
+	// A run without a thread answers with the conversation it was sent
+	// (its thread goes with it), every time.
+	for i := range 3 {
+		st, b = call(t, "POST", ts.URL+"/runs/wait", key, map[string]any{"assistant_id": "demo",
+			"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": "launch"}}}})
+		if msgs := messagesOf(t, b); st != 200 || types(msgs) != "human,ai" || !strings.Contains(msgs[1].Content, "Approve?") {
+			t.Fatalf("stateless run %d: %d %s", i, st, b)
+		}
+	}
+
 	// The agent's own input still works; a wrong message is refused.
 	st, b = call(t, "POST", ts.URL+"/runs/wait", key, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "typed"}})
 	if st != 200 || strings.Contains(string(b), `"messages"`) {

@@ -206,7 +206,9 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 		return nil, err
 	}
-	if req.chat != nil {
+	if req.chat != nil && !run.temp {
+		// A temporary thread goes with its run: its conversation is not
+		// recorded (see createRun).
 		s.recordChatInput(ctx, t, req.chat)
 	}
 	return run, nil
@@ -234,11 +236,15 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 		return err
 	}
 	w.Header().Set("Content-Location", runLocation(run))
+	var view *chatView // nil: the thread's recorded conversation
+	if run.temp && req.chat != nil {
+		view = s.inputView(run.agent, run.thread, req.chat)
+	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/wait"):
-		return s.writeRunResult(w, r, run)
+		return s.writeRunResultWith(w, r, run, view)
 	case strings.HasSuffix(r.URL.Path, "/stream"):
-		err := s.streamRun(w, r, run, modes, 0)
+		err := s.streamRun(w, r, run, modes, 0, view)
 		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
 			return s.cancelRun(context.WithoutCancel(r.Context()), run)
 		}
@@ -269,6 +275,12 @@ func resultValues(end event) any {
 // writeRunResult waits for run and writes its result. A client that goes
 // away before does not stop the run.
 func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run) error {
+	return s.writeRunResultWith(w, r, run, nil)
+}
+
+// writeRunResultWith is writeRunResult whose values show view, or when
+// nil the thread's recorded conversation.
+func (s *Server) writeRunResultWith(w http.ResponseWriter, r *http.Request, run *run, view *chatView) error {
 	end, err := s.result(r.Context(), run)
 	if err != nil {
 		if r.Context().Err() == nil {
@@ -276,7 +288,12 @@ func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run
 		}
 		return nil // the client went away; the run goes on
 	}
-	writeJSON(w, http.StatusOK, resultValues(s.withConversation(r.Context(), run.agent, run.thread, end)))
+	if view != nil && end.Kind != graph.KindError {
+		end.Data = view.values(end.Data, end.Data, end.Interrupt, true)
+	} else {
+		end = s.withConversation(r.Context(), run.agent, run.thread, end)
+	}
+	writeJSON(w, http.StatusOK, resultValues(end))
 	return nil
 }
 
@@ -493,7 +510,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 	if len(modes) == 0 {
 		modes = run.modes
 	}
-	err = s.streamRun(w, r, run, modes, lastEventID(r))
+	err = s.streamRun(w, r, run, modes, lastEventID(r), nil)
 	if cancelOnDisconnect && r.Context().Err() != nil {
 		return s.cancelRun(context.WithoutCancel(r.Context()), run)
 	}
@@ -539,14 +556,18 @@ func parseModes(raw string, dflt bool) ([]string, error) {
 }
 
 // streamRun streams run's events after seq after, in LangGraph's SSE
-// events for the stream modes asked.
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, modes []string, after int) error {
+// events for the stream modes asked; the values show view, or when nil
+// the thread's recorded conversation.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, modes []string, after int, view *chatView) error {
 	sw := startStream(w, r, map[string]string{"Content-Location": runLocation(run), "Location": runLocation(run) + "/stream"}, `{"event":"heartbeat"}`)
 	if err := sw.event("metadata", 0, map[string]string{"run_id": run.id, "thread_id": publicID(run.thread)}); err != nil {
 		return nil
 	}
 	lr := newLGRender(run, modes, sw)
-	lr.chat = s.chatView(r.Context(), s.agents[run.agent], run.thread)
+	lr.chat = view
+	if lr.chat == nil {
+		lr.chat = s.chatView(r.Context(), s.agents[run.agent], run.thread)
+	}
 	if err := s.pump(r.Context(), sw, run.feed, after, lr.render); err != nil && r.Context().Err() == nil && store.IsUnavailable(err) {
 		ae := toAPI(err)
 		sw.event("error", 0, map[string]string{"error": ae.code, "message": ae.message})
