@@ -66,7 +66,7 @@ func TestHelpExitsZero(t *testing.T) {
 		}
 	}
 	_, stdout, _ = loom(t, "", "eval", "intent", "--help")
-	for _, want := range []string{"usage: loom eval intent --train FILE [flags]", "Trains the intent engine", "-format FORMAT", "clinc150, smp2019, banking77, csv", "-remote URL"} {
+	for _, want := range []string{"usage: loom eval intent|schema-recall|conversation … [flags]", "loom eval conversation", "Trains the intent engine", "-format FORMAT", "clinc150, smp2019, banking77, csv", "-remote URL"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("loom eval intent --help lacks %q:\n%s", want, stdout)
 		}

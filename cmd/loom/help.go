@@ -33,7 +33,7 @@ func commands() []command {
 		{name: "graph", args: "mermaid|scenarios AGENT", does: "draw an agent's graph as a Mermaid flowchart, or list its paths", run: graphCommand},
 		{name: "run", args: "AGENT", does: "run an agent on the command line, checkpointed in a SQLite file: give one of --input, --resume or --continue", run: runAgent},
 		{name: "report", args: "check|render|ocr|skeleton", after: "PATH...", does: "check JasperReports templates (parse, round trip, structural checks, XSD validation) and render them to PNG and PDF", about: reportAbout, run: runReport},
-		{name: "eval", args: "intent --train FILE", does: "measure the intent engine on a labelled data set (" + strings.Join(formatNames(), ", ") + ")", about: evalAbout, run: runEval},
+		{name: "eval", args: "intent|schema-recall|conversation …", does: "measure the intent engine on a labelled data set (" + strings.Join(formatNames(), ", ") + "), the analyst's schema recall, or the cabin on labelled conversations", about: evalAbout, run: runEval},
 		{name: "bench", does: "measure a running server: turns/s and latency of concurrent conversations with an agent, from this process", about: benchAbout, run: runBench},
 		{name: "sql", after: `"STATEMENT"`, does: "run one read-only SQL statement through the guard the agents' tools use", run: runSQL},
 		{name: "version", does: "print loom's version", run: printVersion},
