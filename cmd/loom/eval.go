@@ -20,8 +20,8 @@ import (
 	"github.com/loomkit/loom/llm/openai"
 )
 
-// evalAbout says what `loom eval intent` and `loom eval schema-recall`
-// measure, in the help of `loom eval`.
+// evalAbout says what `loom eval intent`, `loom eval schema-recall` and
+// `loom eval conversation` measure, in the help of `loom eval`.
 var evalAbout = evalIntentAbout + "\n\n" + evalSchemaHelp() + "\n\n" + evalConversationAbout
 
 // evalIntentAbout says what `loom eval intent` measures.
@@ -225,8 +225,8 @@ func evalData(trainPath, testPath string, f dataset.Format) (train, test []inten
 }
 
 // evalConversationAbout says what `loom eval conversation` measures.
-const evalConversationAbout = `conversation [--cases FILE] [--json]: plays labelled multi-turn
-conversations against the cabin assistant, without a server or a model,
+const evalConversationAbout = `loom eval conversation [--cases FILE] [--json] plays labelled
+multi-turn conversations against the cabin assistant, without a server or a model,
 and prints the share of conversations that did what they must, per group
 (zh, en, mixed, multi, slot, service), every failed conversation turn by
 turn, and every action whose opposite was asked for. Without --cases it
