@@ -270,8 +270,9 @@ func (s *records) appendMessages(ctx context.Context, thread, owner string, repl
 // conversation hashes to hash, the latest such, or "" when there is none.
 func (s *records) conversationThread(ctx context.Context, owner, hash string) (string, error) {
 	var thread string
-	err := s.db.SQL().QueryRowContext(ctx, s.q(`SELECT m.thread FROM loom_chat_messages m WHERE m.owner = ? AND m.conv_hash = ?
- AND m.seq = (SELECT MAX(seq) FROM loom_chat_messages WHERE thread = m.thread) ORDER BY m.seq DESC LIMIT 1`), owner, hash).Scan(&thread)
+	err := s.db.SQL().QueryRowContext(ctx, s.q(`SELECT m.thread FROM loom_chat_messages m JOIN loom_threads t ON t.id = m.thread
+ WHERE m.owner = ? AND m.conv_hash = ? AND m.seq = (SELECT MAX(seq) FROM loom_chat_messages WHERE thread = m.thread)
+ ORDER BY t.updated DESC, m.thread LIMIT 1`), owner, hash).Scan(&thread)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
