@@ -176,11 +176,13 @@ func (a *Agent) Graph() *graph.Graph[State] {
 	g.Edge(nodeUndo, nodeSave)   // R5
 	// R6: preview and export skip validation.
 	g.Route(nodeSave, routeAfterSave, nodeValidate, nodeFinalize)
-	// R7: pass or explain.
-	g.Route(nodeValidate, routeAfterValidate, nodeFinalize, nodeExplain)
+	// R7: pass or explain; a failure once the retries are spent ends the
+	// turn.
+	g.Route(nodeValidate, a.routeAfterValidate, nodeFinalize, nodeExplain)
 	g.Edge(nodeExplain, nodeCorrect) // R8
-	// R9: validate again until the retries are spent (a correction that
-	// changed nothing spends two); the loop's bound says the same.
+	// R9: a correction that changed the template is always validated, the
+	// last one too; one that changed nothing (it spends two retries) ends
+	// the loop once they are spent. The loop's bound says the same.
 	g.Route(nodeCorrect, a.routeAfterCorrect, nodeValidate, nodeFinalize)
 	g.Loop(nodeCorrect, nodeValidate, a.cfg.MaxRetry, nodeFinalize)
 	g.Edge(nodeConsult, nodeFinalize)
@@ -246,17 +248,21 @@ func routeAfterSave(s State) string {
 	return nodeValidate
 }
 
-// routeAfterValidate is R7.
-func routeAfterValidate(s State) string {
-	if s.Turn.Status == statusPass {
+// routeAfterValidate is R7: a pass ends the turn, and so does a failure
+// once the corrections have spent the retries.
+func (a *Agent) routeAfterValidate(s State) string {
+	if s.Turn.Status == statusPass || s.Turn.Retry >= a.cfg.MaxRetry {
 		return nodeFinalize
 	}
 	return nodeExplain
 }
 
-// routeAfterCorrect is R9.
+// routeAfterCorrect is R9: a correction that changed the template is
+// validated, even the last one the retries allow, so a fix that arrives
+// last is not thrown away; one that changed nothing ends the loop when
+// the retries are spent.
 func (a *Agent) routeAfterCorrect(s State) string {
-	if s.Turn.Retry >= a.cfg.MaxRetry {
+	if s.Turn.Retry >= a.cfg.MaxRetry && s.Turn.Unfixed {
 		return nodeFinalize
 	}
 	return nodeValidate

@@ -352,7 +352,7 @@ func (a *Agent) explainError(ctx context.Context, s State) (State, error) {
 func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	if a.model == nil {
 		// The loop ends; finalize still records the version and its problems.
-		s.Turn.Retry = a.cfg.MaxRetry
+		s.Turn.Retry, s.Turn.Unfixed = a.cfg.MaxRetry, true
 		s.Turn.modelNeeded(s.Turn.say("Correcting the template", "自动修正模板"), "")
 		return s, nil
 	}
@@ -377,7 +377,8 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	}
 	fixed := extractXML(out)
 	s.Turn.Corrections++
-	if strings.TrimSpace(fixed) == strings.TrimSpace(s.JRXML) || !strings.Contains(fixed, "<jasperReport") {
+	s.Turn.Unfixed = strings.TrimSpace(fixed) == strings.TrimSpace(s.JRXML) || !strings.Contains(fixed, "<jasperReport")
+	if s.Turn.Unfixed {
 		s.Turn.Retry += 2
 	} else {
 		s.Turn.Retry++

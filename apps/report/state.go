@@ -110,6 +110,8 @@ type Turn struct {
 	Retry int `json:"retry_count"`
 	// Corrections is how many corrections ran.
 	Corrections int `json:"corrections,omitempty"`
+	// Unfixed says the last correction returned no changed template.
+	Unfixed bool `json:"last_correction_unchanged,omitempty"`
 	// LastError is the last correction: what was wrong and what fixed it.
 	LastError *ErrorCase `json:"last_error_case,omitempty"`
 	// Windows and RolledBack count refine_layout's windows and those
