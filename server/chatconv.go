@@ -164,19 +164,30 @@ func lastHuman(msgs []chatMessage) int {
 func normalText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // convHash is the hash of a conversation: each message's role and
-// normalised text, in order. System and tool messages do not count:
+// normalised text, in order, chained (the hash of a conversation one
+// message longer is extendHash of its hash), so that recording a message
+// needs only the hash before it. System and tool messages do not count:
 // clients add and drop them freely.
 func convHash(msgs []chatMessage) string {
-	h := sha256.New()
+	h := ""
 	for _, m := range msgs {
-		if m.Role != roleHuman && m.Role != roleAI {
-			continue
-		}
-		h.Write([]byte(m.Role))
-		h.Write([]byte{0})
-		h.Write([]byte(normalText(m.Text)))
-		h.Write([]byte{0})
+		h = extendHash(h, m)
 	}
+	return h
+}
+
+// extendHash is the hash of the conversation whose hash is prior ("" for
+// none) followed by m.
+func extendHash(prior string, m chatMessage) string {
+	if m.Role != roleHuman && m.Role != roleAI {
+		return prior
+	}
+	h := sha256.New()
+	h.Write([]byte(prior))
+	h.Write([]byte{0})
+	h.Write([]byte(m.Role))
+	h.Write([]byte{0})
+	h.Write([]byte(normalText(m.Text)))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -214,8 +225,8 @@ func (s *records) conversation(ctx context.Context, thread string) ([]chatRow, e
 // the same reply record it once.
 func (s *records) appendMessages(ctx context.Context, thread, owner string, reply bool, msgs ...chatMessage) error {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		seq, last := -1, ""
-		err := tx.QueryRowContext(ctx, s.q(`SELECT seq, role FROM loom_chat_messages WHERE thread = ? ORDER BY seq DESC LIMIT 1`), thread).Scan(&seq, &last)
+		seq, last, hash := -1, "", ""
+		err := tx.QueryRowContext(ctx, s.q(`SELECT seq, role, conv_hash FROM loom_chat_messages WHERE thread = ? ORDER BY seq DESC LIMIT 1`), thread).Scan(&seq, &last, &hash)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = nil
 		}
@@ -225,36 +236,15 @@ func (s *records) appendMessages(ctx context.Context, thread, owner string, repl
 		if reply && last != roleHuman {
 			return nil
 		}
-		// The hash of a longer conversation is computed from all of it;
-		// read it back only when there is something to extend.
-		var prior []chatMessage
-		if seq >= 0 {
-			rows, err := tx.QueryContext(ctx, s.q(`SELECT role, content FROM loom_chat_messages WHERE thread = ? ORDER BY seq`), thread)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var m chatMessage
-				if err := rows.Scan(&m.Role, &m.Text); err != nil {
-					rows.Close()
-					return err
-				}
-				prior = append(prior, m)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-		}
 		for _, m := range msgs {
 			seq++
-			prior = append(prior, m)
+			hash = extendHash(hash, m)
 			id := m.ID
 			if id == "" {
 				id = messageID(thread, seq, m.Role)
 			}
 			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO loom_chat_messages (thread, seq, owner, role, msg_id, content, conv_hash) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-				thread, seq, owner, m.Role, id, m.Text, convHash(prior)); err != nil {
+				thread, seq, owner, m.Role, id, m.Text, hash); err != nil {
 				return err
 			}
 		}
