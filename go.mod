@@ -32,6 +32,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/hbollon/go-edlib v1.7.0
+
 require (
 	github.com/go-analyze/bulk v0.1.6 // indirect
 	github.com/go-analyze/charts v0.6.4

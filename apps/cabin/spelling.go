@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hbollon/go-edlib"
+
 	"github.com/loomkit/loom/intent"
 )
 
@@ -164,7 +166,7 @@ func (sp *speller) nearest(w string) string {
 		if d := len(c) - len(w); d > limit || -d > limit {
 			continue
 		}
-		switch d := editDistance(w, c); {
+		switch d := edlib.OSADamerauLevenshteinDistance(w, c); {
 		case d < bestD, d == bestD && sp.words[c] > sp.words[best]:
 			best, bestD, tie = c, d, false
 		case d == bestD && sp.words[c] == sp.words[best]:
@@ -190,32 +192,6 @@ func flipsPolarity(orig, fixed string) bool {
 }
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
-// editDistance is the optimal string alignment distance of a and b:
-// insertions, deletions, substitutions and swaps of neighbours ("opne").
-func editDistance(a, b string) int {
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
-}
 
 // sortedKeys are m's keys, longest first, then in order.
 func sortedKeys(m map[string]string) []string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hbollon/go-edlib"
+
 	"github.com/loomkit/loom/intent"
 )
 
@@ -14,8 +16,8 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		want int
 	}{{"opne", "open", 1}, {"windw", "window", 1}, {"clsoe", "close", 1}, {"lights", "lights", 0}, {"heat", "seat", 1}, {"abc", "", 3}} {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		if got := edlib.OSADamerauLevenshteinDistance(c.a, c.b); got != c.want {
+			t.Errorf("OSADamerauLevenshteinDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 }

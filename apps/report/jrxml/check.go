@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/hbollon/go-edlib"
 )
 
 // Sizes the checks accept, so that what a template asks to draw stays
@@ -276,31 +278,11 @@ func (c *checker) crosstabTotal(name string) bool {
 func nearest(name string, known map[string]bool) string {
 	best, bestD := "", len(name)/3+1
 	for k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD || d == bestD && best != "" && k < best {
+		if d := edlib.LevenshteinDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD || d == bestD && best != "" && k < best {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (c *checker) query() {
