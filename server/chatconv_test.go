@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/apps/schedule"
+	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 )
 
@@ -225,5 +230,37 @@ func TestChatContinuesCabin(t *testing.T) {
 	msgs = messagesOf(t, b)
 	if st != 200 || types(msgs) != "human,ai,human,ai" || strings.TrimSpace(msgs[3].Content) != strings.TrimSpace(done) {
 		t.Fatalf("LangGraph confirmation: %d %s\nwant the reply %q", st, b, done)
+	}
+}
+
+// Every agent loom serve has takes the chat convention: a human message
+// in, the conversation (the message and the agent's reply) in the values.
+func TestChatConventionEveryAgent(t *testing.T) {
+	const key = "k"
+	reg := testAgents(t)
+	quiet := slog.New(slog.DiscardHandler)
+	for _, a := range []server.Agent{
+		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
+		schedule.ServerAgent(schedule.ServerOptions{Logger: quiet}),
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		dataagent.ServerAgent(dataagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		report.ServerAgent(report.ServerOptions{Logger: quiet}),
+	} {
+		if err := reg.Register(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := startServer(t, server.Options{Agents: reg, Keys: []string{key}})
+	for agent, text := range map[string]string{
+		"demo": "launch", "cabin": "打开车窗", "schedule": "明天下午三点和王总开会",
+		"sqlagent": "how many orders are there", "dataagent": "how many orders are there", "report": "make a sales report",
+	} {
+		st, b := call(t, "POST", ts.URL+"/threads/"+agent+"/runs/wait", key, map[string]any{"assistant_id": agent, "if_not_exists": "create",
+			"input": map[string]any{"messages": []any{map[string]any{"type": "human", "content": text}}}})
+		msgs := messagesOf(t, b)
+		if st != 200 || types(msgs) != "human,ai" || msgs[0].Content != text || strings.TrimSpace(msgs[1].Content) == "" {
+			t.Errorf("%s: %d %.600s", agent, st, b)
+		}
+		t.Logf("%s: %q → %.200q", agent, text, msgs[len(msgs)-1].Content)
 	}
 }
