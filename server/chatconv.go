@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS loom_chat_messages (
 	msg_id    text    NOT NULL,
 	content   text    NOT NULL,
 	conv_hash text    NOT NULL,
+	checkpnt  text    NOT NULL DEFAULT '',
 	PRIMARY KEY (thread, seq)
 );
 CREATE INDEX IF NOT EXISTS loom_chat_messages_hash ON loom_chat_messages (owner, conv_hash);
@@ -69,6 +70,9 @@ type chatMessage struct {
 	Role string
 	Text string
 	ID   string
+	// Checkpoint, of a recorded reply, is the checkpoint its turn ended
+	// with, where a conversation that goes another way from there forks.
+	Checkpoint string
 }
 
 // lcMessage is a message as LangChain's clients read it in a state's
@@ -243,8 +247,8 @@ func (s *records) appendMessages(ctx context.Context, thread, owner string, repl
 			if id == "" {
 				id = messageID(thread, seq, m.Role)
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO loom_chat_messages (thread, seq, owner, role, msg_id, content, conv_hash) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-				thread, seq, owner, m.Role, id, m.Text, hash); err != nil {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO loom_chat_messages (thread, seq, owner, role, msg_id, content, conv_hash, checkpnt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+				thread, seq, owner, m.Role, id, m.Text, hash, m.Checkpoint); err != nil {
 				return err
 			}
 		}
@@ -272,6 +276,32 @@ func (s *records) conversationThread(ctx context.Context, owner, hash string) (s
 	return thread, nil
 }
 
+// forkPoint returns the latest thread of owner with a reply, not its
+// last message, that ends a conversation hashing to hash, and the
+// checkpoint that reply's turn ended with, and the conversation up to it;
+// thread is "" when there is none.
+func (s *records) forkPoint(ctx context.Context, owner, hash string) (thread, cp string, upto []chatMessage, err error) {
+	var seq int
+	err = s.db.SQL().QueryRowContext(ctx, s.q(`SELECT m.thread, m.seq, m.checkpnt FROM loom_chat_messages m JOIN loom_threads t ON t.id = m.thread
+ WHERE m.owner = ? AND m.conv_hash = ? AND m.role = ? AND m.checkpnt <> '' ORDER BY t.updated DESC, m.thread LIMIT 1`), owner, hash, roleAI).Scan(&thread, &seq, &cp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil, nil
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("find where a conversation goes another way: %w", err)
+	}
+	rows, err := s.conversation(ctx, thread)
+	if err != nil {
+		return "", "", nil, err
+	}
+	for _, r := range rows {
+		if r.seq <= seq {
+			upto = append(upto, r.chatMessage)
+		}
+	}
+	return thread, cp, upto, nil
+}
+
 // messageID names message seq of thread when its client gave no id: the
 // same on every read.
 func messageID(thread string, seq int, role string) string {
@@ -291,7 +321,7 @@ func (s *Server) settleReply(ctx context.Context, a *builtAgent, t *Thread) erro
 	if err != nil || cp == nil {
 		return err
 	}
-	return s.records.appendMessages(ctx, t.ID, t.Owner, true, chatMessage{Role: roleAI, Text: strings.TrimSpace(a.reply(cp.State, cp.Interrupt))})
+	return s.records.appendMessages(ctx, t.ID, t.Owner, true, chatMessage{Role: roleAI, Text: strings.TrimSpace(a.reply(cp.State, cp.Interrupt)), Checkpoint: cp.ID})
 }
 
 // chatInput turns a person's message on thread t (nil for a new thread)
@@ -439,9 +469,45 @@ func (v *chatView) values(values, state json.RawMessage, pending *checkpoint.Int
 // recordReply records text as the agent's reply on run's thread, once
 // the run ended, unless the reply is recorded already.
 func (s *Server) recordReply(ctx context.Context, r *run, text string) {
-	if err := s.records.appendMessages(context.WithoutCancel(ctx), r.thread, r.owner, true, chatMessage{Role: roleAI, Text: strings.TrimSpace(text)}); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	m := chatMessage{Role: roleAI, Text: strings.TrimSpace(text)}
+	if cp, err := s.head(ctx, r.thread); err == nil && cp != nil {
+		m.Checkpoint = cp.ID
+	}
+	if err := s.records.appendMessages(ctx, r.thread, r.owner, true, m); err != nil {
 		s.log.WarnContext(ctx, "chat reply not recorded", "thread", r.thread, "err", err)
 	}
+}
+
+// forkConversation returns a new thread for a client that sends a
+// thread's conversation up to one of its replies and then goes another
+// way (a regenerated or edited message after it): a copy of that thread
+// as the reply's turn ended (checkpoint.Fork), with the conversation up
+// to it; nil when no thread has that reply.
+func (s *Server) forkConversation(ctx context.Context, owner string, a *builtAgent, earlier []chatMessage, fits func(string) (*Thread, error)) (*Thread, error) {
+	key, cp, upto, err := s.records.forkPoint(ctx, owner, convHash(earlier))
+	if err != nil || key == "" {
+		return nil, err
+	}
+	src, err := fits(key)
+	if src == nil || err != nil {
+		return nil, err
+	}
+	c, err := s.newThread(ctx, "", owner, src.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkpoint.Fork(ctx, s.saver, src.ID, cp, c.ID, nil); err != nil {
+		return nil, fmt.Errorf("fork thread %s for a conversation that goes another way: %w", publicID(src.ID), err)
+	}
+	for i := range upto {
+		upto[i].ID = "" // the copy's messages are its own
+	}
+	if err := s.records.appendMessages(ctx, c.ID, owner, false, upto...); err != nil {
+		return nil, err
+	}
+	s.log.DebugContext(ctx, "chat forks a thread where its conversation goes another way", "from", src.ID, "checkpoint", cp, "thread", c.ID)
+	return c, nil
 }
 
 // continuedThread returns the thread of owner, for agent a, whose
@@ -481,6 +547,9 @@ func (s *Server) continuedThread(ctx context.Context, owner string, a *builtAgen
 	n := len(earlier)
 	if n == 0 || earlier[n-1].Role != roleAI {
 		return nil, nil
+	}
+	if t, err := s.forkConversation(ctx, owner, a, earlier, fits); t != nil || err != nil {
+		return t, err
 	}
 	if key, err = s.records.conversationThread(ctx, owner, convHash(earlier[:n-1])); err != nil {
 		return nil, err

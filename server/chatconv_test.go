@@ -181,8 +181,23 @@ func TestChatContinuesConversation(t *testing.T) {
 	if t3 != t1 || !strings.Contains(reply3, `Checklist \"release\"`) {
 		t.Fatalf("third turn %q on %q, want %q", reply3, t3, t1)
 	}
-	// An edited earlier message, or a regenerated first one, is a new
-	// conversation.
+	// A regenerated second turn, or an edited one, goes another way from
+	// the card: a copy of the thread as the card left it answers it.
+	regen, t6 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", card, "user", "yes")
+	if t6 == t1 || t6 == "" || !strings.Contains(regen, `"approved":true`) {
+		t.Fatalf("regenerated second turn %q on %q (first thread %q)", regen, t6, t1)
+	}
+	edited, t7 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", card, "user", "no")
+	if t7 == t1 || t7 == t6 || !strings.Contains(edited, `"approved":false`) {
+		t.Fatalf("edited second turn %q on %q", edited, t7)
+	}
+	// and the copy goes on from there.
+	if reply, t8 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", card, "user", "no", "assistant", edited, "user", "release"); t8 != t7 || !strings.Contains(reply, `Checklist \"release\"`) {
+		t.Fatalf("after the edit: %q on %q, want %q", reply, t8, t7)
+	}
+
+	// An assistant message the client changed, or a regenerated first
+	// turn, is a new conversation.
 	if reply, t4 := chatSend(t, ts.URL, key, "demo", "user", "launch", "assistant", "something else", "user", "yes"); t4 == t1 || !strings.Contains(reply, `\"yes\"`) {
 		t.Fatalf("edited history: %q on %q", reply, t4)
 	}
