@@ -22,8 +22,12 @@ const (
 	// each, 2 when one changes nothing.
 	DefaultMaxRetry = 5
 	// DefaultSSIM is the similarity a rendering must reach against the
-	// uploaded image to pass validation.
-	DefaultSSIM = 0.5
+	// uploaded image to pass validation, measured over the form's ink
+	// (compare.Form), each region of a 3×3 grid at least half of it.
+	// Calibrated on the invoice form of the tests: the toolkit's skeleton
+	// scores 0.69 (its weakest region 0.24, where sample values stand for
+	// the form's), the skeleton without its table 0.15, a blank page 0.09.
+	DefaultSSIM = 0.35
 	// MaxContinuations is how often a generation cut at the model's length
 	// limit is continued.
 	MaxContinuations = 3

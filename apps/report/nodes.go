@@ -314,15 +314,18 @@ func (a *Agent) validate(ctx context.Context, s State) (State, error) {
 		ps = append(ps, jrxml.Errors(xs)...)
 	}
 	if len(ps) == 0 && s.Source != nil && s.Source.Kind == KindImage {
-		score, worst, err := a.similarity(ctx, s)
+		res, worst, err := a.similarity(ctx, s)
 		if err != nil {
 			a.log.Warn("report: comparing with the upload", "err", err)
 		} else {
-			s.Turn.SSIM = score
-			if score < a.cfg.SSIM {
+			s.Turn.SSIM = res.SSIM
+			if !res.Passes(a.cfg.SSIM) {
+				msg := fmt.Sprintf("the rendering looks too unlike the uploaded form: SSIM %.2f over the form, below %.2f; the %s differs most", res.SSIM, a.cfg.SSIM, worst)
+				if res.SSIM >= a.cfg.SSIM {
+					msg = fmt.Sprintf("part of the uploaded form is missing from the rendering: the %s of the form scores below %.2f", worst, a.cfg.SSIM/2)
+				}
 				ps = append(ps, jrxml.Problem{Element: "jasperReport", Line: 1, Severity: jrxml.Error, Check: "ssim",
-					Message: fmt.Sprintf("the rendering looks too unlike the uploaded form: SSIM %.2f, below %.2f; the %s differs most", score, a.cfg.SSIM, worst),
-					Hint:    "move and size the elements like the form's boxes"})
+					Message: msg, Hint: "draw every part of the form (its title, labels and tables) where the form has it"})
 			}
 		}
 	}

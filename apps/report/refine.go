@@ -216,26 +216,27 @@ func fieldName(label string) string {
 }
 
 // similarity renders the template's first page and compares it with the
-// uploaded image: the SSIM and the part of the page that differs most.
-func (a *Agent) similarity(ctx context.Context, s State) (float64, string, error) {
+// uploaded image over the form's area (compare.Form): the result and the
+// part of the form that differs most.
+func (a *Agent) similarity(ctx context.Context, s State) (compare.Result, string, error) {
 	u, err := a.store.Upload(ctx, graph.Thread(ctx), s.Source.ID)
 	if err != nil {
-		return 0, "", err
+		return compare.Result{}, "", err
 	}
 	// Measured before it is decoded: a picture is refused on what it
 	// would take in memory, not only on its pixels.
 	if err := layout.CheckPicture(u.Data); err != nil {
-		return 0, "", fmt.Errorf("reading the uploaded image: %w", err)
+		return compare.Result{}, "", fmt.Errorf("reading the uploaded image: %w", err)
 	}
 	want, _, err := image.Decode(bytes.NewReader(u.Data))
 	if err != nil {
-		return 0, "", fmt.Errorf("reading the uploaded image: %w", err)
+		return compare.Result{}, "", fmt.Errorf("reading the uploaded image: %w", err)
 	}
 	got, _, err := a.pageImage(s.JRXML, 0, 72)
 	if err != nil {
-		return 0, "", err
+		return compare.Result{}, "", err
 	}
-	r := compare.SSIM(got, want, 3, 3)
+	r := compare.Form(got, want, 3, 3)
 	row, col := r.Worst()
-	return r.SSIM, [3]string{"top", "middle", "bottom"}[row] + " " + [3]string{"left", "centre", "right"}[col], nil
+	return r, [3]string{"top", "middle", "bottom"}[row] + " " + [3]string{"left", "centre", "right"}[col], nil
 }

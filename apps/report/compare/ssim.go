@@ -65,14 +65,99 @@ func SSIM(a, b image.Image, rows, cols int) Result {
 	}
 	ga := gray(a, size)
 	gb := gray(b, size)
-	w, h := ga.Rect.Dx(), ga.Rect.Dy()
+	return measure(ga, gb, nil, nil, ga.Rect, rows, cols)
+}
+
+// Ink is the grey level below which a pixel is taken as ink, the marks of
+// a form: text, rules and boxes.
+const Ink = 160
+
+// Form compares a rendering a with the picture of a form b over the
+// form's area: b is scaled to a's size (both scaled down past
+// MaxPixels), both are cropped to the bounding box of b's ink, blurred by
+// a few pixels so that a glyph drawn by another font or a rule a pixel
+// away still matches, and only the windows where either image has ink
+// count. White paper matching white paper proves nothing, so a blank
+// page, or one that lacks a table of the form, scores low, where SSIM
+// over the whole page would call it alike. A picture with no ink is
+// compared as SSIM does.
+func Form(a, b image.Image, rows, cols int) Result {
+	size := a.Bounds().Size()
+	if px := float64(size.X) * float64(size.Y); px > MaxPixels {
+		f := math.Sqrt(MaxPixels / px)
+		size = image.Pt(max(int(float64(size.X)*f), 1), max(int(float64(size.Y)*f), 1))
+	}
+	ga := gray(a, size)
+	gb := gray(b, size)
+	box := inkBounds(gb)
+	if box.Empty() {
+		return measure(ga, gb, nil, nil, ga.Rect, rows, cols)
+	}
+	box = box.Inset(-Window).Intersect(ga.Rect)
+	r := max(1, min(size.X, size.Y)/200) // 2 px on an A4 page at 72 dpi
+	return measure(blur(ga, r), blur(gb, r), ga, gb, box, rows, cols)
+}
+
+// inkBounds is the smallest rectangle holding every pixel of g darker
+// than Ink.
+func inkBounds(g *image.Gray) image.Rectangle {
+	var box image.Rectangle
+	for y := g.Rect.Min.Y; y < g.Rect.Max.Y; y++ {
+		row := g.Pix[(y-g.Rect.Min.Y)*g.Stride:]
+		for x := range g.Rect.Dx() {
+			if row[x] < Ink {
+				box = box.Union(image.Rect(x, y, x+1, y+1))
+			}
+		}
+	}
+	return box
+}
+
+// blur is g with a box blur of radius r, done as two passes.
+func blur(g *image.Gray, r int) *image.Gray {
+	w, h := g.Rect.Dx(), g.Rect.Dy()
+	tmp := image.NewGray(g.Rect)
+	out := image.NewGray(g.Rect)
+	for y := range h {
+		src, dst := g.Pix[y*g.Stride:y*g.Stride+w], tmp.Pix[y*tmp.Stride:]
+		for x := range w {
+			sum, n := 0, 0
+			for k := max(0, x-r); k <= min(w-1, x+r); k++ {
+				sum += int(src[k])
+				n++
+			}
+			dst[x] = uint8(sum / n)
+		}
+	}
+	for x := range w {
+		for y := range h {
+			sum, n := 0, 0
+			for k := max(0, y-r); k <= min(h-1, y+r); k++ {
+				sum += int(tmp.Pix[k*tmp.Stride+x])
+				n++
+			}
+			out.Pix[y*out.Stride+x] = uint8(sum / n)
+		}
+	}
+	return out
+}
+
+// measure is SSIM of ga and gb (the same size) over rect, with a
+// rows×cols grid of regions over rect; with ia and ib (the same size),
+// only the windows where either has a pixel darker than Ink count.
+func measure(ga, gb, ia, ib *image.Gray, rect image.Rectangle, rows, cols int) Result {
+	inked := ia != nil
+	w, h := rect.Dx(), rect.Dy()
 	// sums of x, y, x², y² and xy over Stride×Stride blocks: a window is
-	// Window/Stride blocks a side
+	// Window/Stride blocks a side; ink marks the blocks with ink
 	bw, bh := w/Stride, h/Stride
 	blocks := make([][5]float64, bw*bh)
+	ink := make([]bool, bw*bh)
 	for y := 0; y < bh*Stride; y++ {
-		pa, pb := ga.Pix[y*ga.Stride:], gb.Pix[y*gb.Stride:]
+		pa := ga.Pix[(rect.Min.Y+y)*ga.Stride+rect.Min.X:]
+		pb := gb.Pix[(rect.Min.Y+y)*gb.Stride+rect.Min.X:]
 		row := blocks[(y/Stride)*bw:]
+		irow := ink[(y/Stride)*bw:]
 		for x := 0; x < bw*Stride; x++ {
 			p, q := float64(pa[x]), float64(pb[x])
 			s := &row[x/Stride]
@@ -81,6 +166,9 @@ func SSIM(a, b image.Image, rows, cols int) Result {
 			s[2] += p * p
 			s[3] += q * q
 			s[4] += p * q
+			if inked && (ia.Pix[(rect.Min.Y+y)*ia.Stride+rect.Min.X+x] < Ink || ib.Pix[(rect.Min.Y+y)*ib.Stride+rect.Min.X+x] < Ink) {
+				irow[x/Stride] = true
+			}
 		}
 	}
 	const k = Window / Stride
@@ -95,13 +183,18 @@ func SSIM(a, b image.Image, rows, cols int) Result {
 	for by := 0; by+k <= bh; by++ {
 		for bx := 0; bx+k <= bw; bx++ {
 			var s [5]float64
+			use := !inked
 			for dy := range k {
 				for dx := range k {
-					b := &blocks[(by+dy)*bw+bx+dx]
+					j := (by+dy)*bw + bx + dx
 					for i := range 5 {
-						s[i] += b[i]
+						s[i] += blocks[j][i]
 					}
+					use = use || ink[j]
 				}
+			}
+			if !use {
+				continue
 			}
 			y, x := by*Stride, bx*Stride
 			mx, my := s[0]/n, s[1]/n
@@ -151,4 +244,21 @@ func gray(img image.Image, size image.Point) *image.Gray {
 	}
 	xdraw.ApproxBiLinear.Scale(g, g.Rect, img, img.Bounds(), draw.Src, nil)
 	return g
+}
+
+// Passes says whether r reaches threshold: its SSIM, and every region's
+// at least half of it, so that a form half of which is missing fails
+// even when the half drawn matches.
+func (r Result) Passes(threshold float64) bool {
+	if r.SSIM < threshold {
+		return false
+	}
+	for _, row := range r.Regions {
+		for _, v := range row {
+			if v < threshold/2 {
+				return false
+			}
+		}
+	}
+	return true
 }

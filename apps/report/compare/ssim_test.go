@@ -83,3 +83,43 @@ func TestSSIMLarge(t *testing.T) {
 		t.Errorf("an image against itself: SSIM %.3f, regions %v", r.SSIM, r.Regions)
 	}
 }
+
+// shifted is img moved right and down by d pixels.
+func shifted(img *image.RGBA, d int) *image.RGBA {
+	out := image.NewRGBA(img.Rect)
+	draw.Draw(out, out.Rect, image.White, image.Point{}, draw.Src)
+	draw.Draw(out, out.Rect.Add(image.Pt(d, d)), img, image.Point{}, draw.Src)
+	return out
+}
+
+// TestForm: over the form's ink, a blank page and one missing half the
+// boxes score low, where SSIM over the whole page calls them alike; the
+// same page drawn a pixel away scores high.
+func TestForm(t *testing.T) {
+	form := page(image.Pt(-1, -1))
+	blank := image.NewRGBA(form.Rect)
+	draw.Draw(blank, blank.Rect, image.White, image.Point{}, draw.Src)
+	half := page(image.Pt(-1, -1))
+	draw.Draw(half, image.Rect(0, 900, 1240, 1754), image.White, image.Point{}, draw.Src)
+	near := shifted(form, 1)
+
+	faithful := compare.Form(near, form, 3, 3).SSIM
+	if faithful < 0.8 {
+		t.Errorf("the form a pixel away: %.3f", faithful)
+	}
+	for name, img := range map[string]*image.RGBA{"blank": blank, "half": half} {
+		whole, f := compare.SSIM(img, form, 1, 1).SSIM, compare.Form(img, form, 3, 3)
+		t.Logf("%s: SSIM %.3f over the page, %.3f over the form's ink (faithful %.3f)", name, whole, f.SSIM, faithful)
+		if f.SSIM > 0.6 || f.SSIM >= faithful-0.3 {
+			t.Errorf("%s page scores %.3f over the form", name, f.SSIM)
+		}
+	}
+	// the missing half is where the difference is
+	if row, _ := compare.Form(half, form, 3, 3).Worst(); row != 2 {
+		t.Errorf("worst row %d, want the bottom", row)
+	}
+	// a picture with no ink is compared as SSIM does
+	if s := compare.Form(blank, blank, 1, 1).SSIM; math.Abs(s-1) > 1e-9 {
+		t.Errorf("blank against blank: %v", s)
+	}
+}
