@@ -18,8 +18,11 @@ import (
 // This file serves the OpenAI chat completions API: every agent is a model.
 //
 // A chat names its thread with the X-Loom-Thread header, or the body's
-// "thread_id" or "user" field; a thread that does not exist is created
-// (without any of them, a new thread is made). The response names the
+// "thread_id" or "user" field; a thread that does not exist is created.
+// Without any of them the chat continues the thread of the same key whose
+// recorded conversation is the messages sent before the last user one
+// (see continuedThread in chatconv.go), or a copy of a thread forked at
+// the reply where they go another way; else a new thread is made. The response names the
 // thread in the X-Loom-Thread header and the "thread_id" field. The last
 // user message is the turn: on a thread that waits for a person it
 // answers the pending question (see Agent.Answer and DefaultAnswer), else
