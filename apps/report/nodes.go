@@ -70,6 +70,9 @@ func (a *Agent) processInput(ctx context.Context, s State) (State, error) {
 // retrieve looks up the knowledge bases: past corrections of similar
 // problems, similar templates and their fields.
 func (a *Agent) retrieve(ctx context.Context, s State) (State, error) {
+	if s.Turn.Intent == "" { // a fallback: R1 took it for a new design
+		s.Turn.Intent = IntentGenerate
+	}
 	query := s.Turn.Text
 	if s.Layout != nil {
 		query += " " + strings.Join(s.Layout.Labels, " ")
@@ -163,6 +166,9 @@ func (a *Agent) mapFields(_ context.Context, s State) (State, error) {
 
 // modify changes the current template as the user asks.
 func (a *Agent) modify(ctx context.Context, s State) (State, error) {
+	if s.Turn.Intent == "" { // a fallback: R1 took it for a change
+		s.Turn.Intent = IntentModify
+	}
 	if s.JRXML == "" && s.Template != "" {
 		s.JRXML = s.Template
 	}
@@ -388,7 +394,7 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 		s.Turn.LastError = &ErrorCase{Error: firstProblem(s.Turn.Problems), Fix: s.Turn.Explanation}
 		s.JRXML = fixed
 	}
-	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (retry count %d of %d)", s.Turn.Corrections, s.Turn.Retry, a.cfg.MaxRetry))
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (%d of %d retries spent)", s.Turn.Corrections, min(s.Turn.Retry, a.cfg.MaxRetry), a.cfg.MaxRetry))
 	return s, nil
 }
 
@@ -408,7 +414,7 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 		}
 	default:
 		if t.Status == statusFail {
-			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: t.Retry}
+			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: t.Retry, Corrections: t.Corrections}
 		} else {
 			s.Final = s.JRXML
 			if t.LastError != nil && t.Corrections > 0 {
@@ -418,11 +424,15 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 				a.errorKB.Add(Doc{Title: t.LastError.Error, Text: t.LastError.Fix})
 			}
 		}
-		v, err := a.store.AddVersion(ctx, graph.StepKey(ctx), Version{Thread: thread, Created: time.Now(), Intent: t.Intent, Status: t.Status, SSIM: t.SSIM, JRXML: s.JRXML})
-		if err != nil {
-			return s, err
+		// One version per change: a template already recorded as the
+		// last version is not recorded again.
+		if h := hash(s.JRXML); h != s.Versioned || s.Version == 0 {
+			v, err := a.store.AddVersion(ctx, graph.StepKey(ctx), Version{Thread: thread, Created: time.Now(), Intent: t.Intent, Status: t.Status, SSIM: t.SSIM, JRXML: s.JRXML})
+			if err != nil {
+				return s, err
+			}
+			s.Version, s.Versioned = v, h
 		}
-		s.Version = v
 		t.Reply = strings.TrimSpace(t.Reply + "\n\n" + a.resultReply(s, thread))
 	}
 	if t.Reply != "" {
@@ -439,6 +449,9 @@ func (a *Agent) resultReply(s State, thread string) string {
 		en, zh := fmt.Sprintf("Version %d does not pass validation", s.Version), fmt.Sprintf("第 %d 版未通过验证", s.Version)
 		if t.Corrections > 0 {
 			en, zh = fmt.Sprintf("Version %d does not pass validation after %d corrections", s.Version, t.Corrections), fmt.Sprintf("第 %d 版经过 %d 次修正仍未通过验证", s.Version, t.Corrections)
+			if t.Corrections == 1 {
+				en = fmt.Sprintf("Version %d does not pass validation after 1 correction", s.Version)
+			}
 		}
 		return t.say(fmt.Sprintf("%s:\n%s\nYour next message will take this into account.\nPreview: %s/preview.png", en, problemText(t.Problems), base),
 			fmt.Sprintf("%s：\n%s\n下一条消息会带上这些问题。\n预览：%s/preview.png", zh, problemText(t.Problems), base))
@@ -497,8 +510,15 @@ func (a *Agent) messages(ctx context.Context, s *State, system string, pins conv
 func (a *Agent) contextPins(s State) convo.Pins {
 	var pins convo.Pins
 	if s.Turn.Carry != nil {
-		pins = append(pins, convo.Pin{Key: "pending_failure_context", Content: "The last attempt did not pass validation after " +
-			fmt.Sprint(s.Turn.Carry.Retry) + " corrections. Its problems:\n" + s.Turn.Carry.Error})
+		after := "."
+		switch n := s.Turn.Carry.Corrections; n {
+		case 0:
+		case 1:
+			after = " after 1 correction."
+		default:
+			after = fmt.Sprintf(" after %d corrections.", n)
+		}
+		pins = append(pins, convo.Pin{Key: "pending_failure_context", Content: "The last attempt did not pass validation" + after + " Its problems:\n" + s.Turn.Carry.Error})
 	}
 	if s.Layout != nil && len(s.Layout.Labels) > 0 {
 		pins = append(pins, convo.Pin{Key: "form_labels", Content: strings.Join(s.Layout.Labels, " | ")})

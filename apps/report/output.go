@@ -50,7 +50,7 @@ func (a *Agent) pageImage(src string, p int, dpi float64) (image.Image, int, err
 		return nil, 0, err
 	}
 	if p < 0 || p >= len(res.Pages) {
-		return nil, len(res.Pages), fmt.Errorf("the report has %d pages, not page %d", len(res.Pages), p+1)
+		return nil, len(res.Pages), &PageError{Pages: len(res.Pages), Page: p + 1}
 	}
 	r, err := a.raster.get()
 	if err != nil {
@@ -83,4 +83,16 @@ func (a *Agent) PDF(src string) ([]byte, error) {
 		return nil, fmt.Errorf("writing the PDF: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// PageError is asking for a page a report does not have.
+type PageError struct {
+	// Pages is how many pages the report has; Page the one asked for,
+	// from 1.
+	Pages, Page int
+}
+
+// Error says how many pages there are.
+func (e *PageError) Error() string {
+	return fmt.Sprintf("the report has %d pages, not page %d", e.Pages, e.Page)
 }

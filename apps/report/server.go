@@ -297,6 +297,11 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *serve
 			return
 		}
 		b, err := a.PNG(src, page-1)
+		var pe *PageError
+		if errors.As(err, &pe) {
+			server.WriteError(w, http.StatusNotFound, "no_page", pe.Error())
+			return
+		}
 		if err != nil {
 			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return

@@ -57,6 +57,9 @@ type State struct {
 	Saved string `json:"saved,omitempty"`
 	// Version is the number of the last version recorded.
 	Version int `json:"version,omitempty"`
+	// Versioned is a hash of the template of that version: a turn that
+	// leaves the template as it is records no new one.
+	Versioned string `json:"versioned,omitempty"`
 	// PendingFailure is what the last failed correction loop left: the
 	// next message carries it into the model's prompt.
 	PendingFailure *FailureContext `json:"pending_failure_context,omitempty"`
@@ -160,6 +163,8 @@ type FailureContext struct {
 	// JRXML is the template that did not pass.
 	JRXML string `json:"bad_jrxml,omitempty"`
 	Retry int    `json:"retry_count"`
+	// Corrections is how many corrections ran.
+	Corrections int `json:"corrections,omitempty"`
 }
 
 // ErrorCase is one correction: the error and the fix, for the error
