@@ -99,6 +99,9 @@ function headers(json) {
   const h = { Accept: 'application/json' };
   if (json) h['Content-Type'] = 'application/json';
   if (app.key) h.Authorization = 'Bearer ' + app.key;
+  // The agent's own words (status lines, replies) follow the page's
+  // language, not the browser's.
+  h['Accept-Language'] = lang() === 'zh' ? 'zh-CN,zh;q=0.9' : 'en';
   return h;
 }
 
@@ -272,7 +275,48 @@ function rawView(v) {
 function showMarkdown(e, text) {
   e.raw = text;
   e.replaceChildren(renderMarkdown(text));
+  serverLinks(e);
   return e;
+}
+
+// linkKind is what a path of this server holds, as a message key.
+function linkKind(path) {
+  if (/\.(png|jpe?g|svg|webp)$/i.test(path) || /preview/i.test(path)) return 'link.preview';
+  if (/\.pdf$/i.test(path)) return 'link.pdf';
+  if (/report/i.test(path)) return 'link.report';
+  return 'link.file';
+}
+
+// serverLinks makes the links in root to this server's paths absolute,
+// names the bare ones by what they hold (a preview, a PDF, a report), and
+// opens them with the API key: a plain link would send none, so a click
+// fetches the file and opens it as a blob.
+function serverLinks(root) {
+  for (const a of root.querySelectorAll('a[href^="/"]')) {
+    const path = a.getAttribute('href');
+    a.href = new URL(path, location.origin).href;
+    a.dataset.path = path;
+    a.target = '_blank';
+    a.rel = 'noopener';
+    if (a.textContent === path) {
+      a.replaceChildren(el('span', { i18n: linkKind(path) }));
+      a.title = a.href;
+    }
+    a.addEventListener('click', (ev) => {
+      if (!app.key) return; // on loopback with no key, the link opens as it is
+      ev.preventDefault();
+      const tab = window.open('', '_blank');
+      fetchBlob(path).then((b) => {
+        const url = URL.createObjectURL(b);
+        if (tab) tab.location.href = url;
+        else saveBlob(b, decodeURIComponent(path.split('/').pop()));
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
+      }).catch((e) => {
+        tab?.close();
+        note('link.failed', 'error', { error: e.message });
+      });
+    });
+  }
 }
 
 // rowsView shows a list of rows (lists of values) as a table: the
@@ -374,11 +418,14 @@ class Run {
 
   nodeStart(node, key) {
     if (!this.trail) {
+      // The nodes' names are the code's: they fold under a count of the
+      // steps, which says which step is running.
       this.trail = el('ol', { class: 'trail', i18nLabel: 'run.steps' });
-      this.body.append(this.trail);
+      this.body.append(el('details', { class: 'steps' }, el('summary', { class: 'steps-count' }), this.trail));
     }
     const chip = el('li', { class: 'chip', dataset: { node, state: 'running' }, text: node });
     this.trail.append(chip);
+    this.countSteps(this.trail);
     this.chips.set(key, chip);
     this.running.add(node);
     this.lastNode = node;
@@ -386,11 +433,20 @@ class Run {
     scrollDown();
   }
 
+  // countSteps says in trail's summary how many steps it holds, and
+  // whether one is running.
+  countSteps(trail) {
+    const chips = trail.children;
+    const running = [...chips].some((c) => c.dataset.state === 'running');
+    setMsg(trail.previousSibling, running ? 'run.stepsNow' : 'run.stepsCount', { n: chips.length });
+  }
+
   nodeEnd(node, key, ms) {
     const chip = this.chips.get(key);
     if (chip) {
       chip.dataset.state = 'done';
       if (ms != null) chip.title = `${node}: ${ms} ms`;
+      this.countSteps(chip.parentElement);
     }
     this.fold(key);
     this.foldStreams(key);
@@ -402,8 +458,8 @@ class Run {
   reason(key, node, text) {
     let d = this.reasoning.get(key);
     if (!d) {
-      d = el('details', { class: 'reasoning', open: true, dataset: { state: 'streaming' } },
-        el('summary', {}, el('span', { i18n: ['run.reasoning', { node }] }), el('span', { class: 'count' })),
+      d = el('details', { class: 'reasoning', open: true, dataset: { state: 'streaming', node: node ?? '' } },
+        el('summary', {}, el('span', { i18n: 'run.reasoning' }), el('span', { class: 'count' })),
         el('div', { class: 'reasoning-text' }));
       this.reasoning.set(key, d);
       this.add(d);
@@ -594,6 +650,7 @@ class Run {
     for (const key of this.reasoning.keys()) this.fold(key);
     this.foldStreams();
     for (const chip of this.chips.values()) if (chip.dataset.state === 'running') chip.dataset.state = 'stopped';
+    for (const trail of this.body.querySelectorAll('ol.trail')) this.countSteps(trail);
     this.running.clear();
     if (this.statusLine) this.statusLine.classList.add('done');
   }
@@ -653,7 +710,7 @@ class Run {
       this.setBadge('done', this.kind === 'run' ? 'status.done' : 'status.restored');
     } else {
       this.add(el('div', { class: 'card next' },
-        el('p', { i18n: ['run.goesOn', { nodes: st.next.join(', ') }] }),
+        el('p', { i18n: 'run.goesOnPlain', title: st.next.join(', ') }),
         el('button', { type: 'button', class: 'primary continue', i18n: 'run.continue', onclick: (e) => { e.target.disabled = true; runStream({}); } })));
       this.setBadge('stopped', this.kind === 'run' ? 'status.stopped' : 'status.restored');
     }
@@ -683,11 +740,15 @@ function toolCard(d) {
   }
   else view = valueView(shown);
   const big = JSON.stringify(shown ?? null).length > BIG;
-  return el('div', { class: `card tool ${call ? 'tool-call' : 'tool-result'}`, dataset: { node: d.node } },
+  // The tool's name and its JSON are the code's words: they fold under
+  // one toggle.
+  const json = isScalar(shown) || (call && isEmpty(shown)) ? null : el('pre', { class: 'json', text: JSON.stringify(shown, null, 2) });
+  const more = name || json ? el('details', { class: 'raw' }, el('summary', { i18n: json ? 'run.raw' : 'run.details' }),
+    name ? el('p', { class: 'tool-name muted small' }, el('span', { i18n: 'run.tool' }), ' ', el('code', { text: name })) : null, json) : null;
+  return el('div', { class: `card tool ${call ? 'tool-call' : 'tool-result'}`, dataset: { node: d.node, tool: name } },
     el('div', { class: 'card-title' }, el('span', { class: 'icon', 'aria-hidden': 'true', text: call ? '→' : '←' }),
-      el('span', { i18n: call ? 'run.toolCall' : 'run.toolResult' }), name ? el('code', { text: name }) : null),
-    big ? el('details', { class: 'tool-body' }, el('summary', { i18n: 'run.details' }), view) : view,
-    isScalar(shown) || (call && isEmpty(shown)) ? null : rawView(shown));
+      el('span', { i18n: call ? 'run.toolCall' : 'run.toolResult' })),
+    big ? el('details', { class: 'tool-body' }, el('summary', { i18n: 'run.details' }), view) : view, more);
 }
 
 // confirmCard is a question with accept and reject. It shows the question
@@ -1234,15 +1295,14 @@ function historyRow(s, head, seqOf) {
   const from = m.from ? seqOf.get(m.from) : undefined;
   const when = s.created_at ? new Date(s.created_at).toLocaleTimeString(lang() === 'zh' ? 'zh-CN' : 'en') : '';
   const dot = () => el('span', { class: 'sep', text: ' · ' });
-  const sub = [s.next?.length ? el('span', { i18n: ['history.next', { nodes: s.next.join(', ') }] }) : el('span', { i18n: 'history.done' })];
+  const sub = [s.next?.length ? el('span', { i18n: 'history.more', title: s.next.join(', ') }) : el('span', { i18n: 'history.done' })];
   if (from !== undefined) sub.push(dot(), el('span', { i18n: ['history.copyOf', { seq: from }] }));
   else if (m.from) sub.push(dot(), el('span', { i18n: 'history.copyOfOlder' }));
   if (when) sub.push(dot(), el('span', { text: when }));
   return el('li', { class: head ? 'cp head' : 'cp', dataset: { checkpoint: id, seq: m.seq, source } },
     el('div', { class: 'cp-main' },
       el('span', { class: 'seq', text: `#${m.seq}` }),
-      el('span', { class: 'src', text: source }),
-      m.node ? el('code', { text: m.node }) : null,
+      source ? el('span', { class: 'src', title: m.node || null, i18n: t('source.' + source) === 'source.' + source ? 'history.from' : 'source.' + source }) : null,
       head ? el('span', { class: 'tag head', i18n: 'history.head' }) : null,
       waiting ? el('span', { class: 'tag waiting', i18n: 'history.waiting' }) : null),
     el('div', { class: 'cp-sub muted small' }, sub),
@@ -1330,14 +1390,49 @@ async function copyThread() {
 
 // ---- agents and threads ----
 
+// TITLE_KEYS are the fields of a state that name what a thread is about.
+const TITLE_KEYS = ['title', 'question', 'goal', 'request', 'topic', 'input', 'message', 'query', 'prompt'];
+
+// firstWords is text's first line, cut to n characters.
+function firstWords(text, n = 48) {
+  const line = String(text).trim().split('\n')[0].trim();
+  return line.length > n ? line.slice(0, n - 1) + '…' : line;
+}
+
+// threadTitle is what a thread is about: the title the page gave it,
+// else the first thing the person said in its messages (a chat, a
+// session), else its state's title or question (a thread made over the
+// API).
+function threadTitle(th) {
+  if (th.metadata?.title) return firstWords(th.metadata.title);
+  const v = isObject(th.values) ? th.values : {};
+  for (const m of Array.isArray(v.messages) ? v.messages : []) {
+    const who = m?.role ?? m?.type;
+    const text = typeof m?.content === 'string' ? m.content : Array.isArray(m?.content) ? m.content.map((c) => c?.text || '').join(' ') : '';
+    if ((who === 'user' || who === 'human') && text.trim()) return firstWords(text);
+  }
+  for (const k of TITLE_KEYS) if (typeof v[k] === 'string' && v[k].trim()) return firstWords(v[k]);
+  return '';
+}
+
+// threadLabel is a thread's line in the menu: its title and when it last
+// changed (or, untitled, its id's end).
 function threadLabel(th) {
-  const title = th.metadata?.title || t('thread.untitled');
-  return `${title} · ${th.thread_id.slice(-6)}`;
+  const title = threadTitle(th);
+  const at = th.updated_at || th.created_at;
+  const when = at ? new Date(at).toLocaleString(lang() === 'zh' ? 'zh-CN' : 'en', { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' }) : '';
+  return t('thread.made', { title: title || `${t('thread.untitled')} ${th.thread_id.slice(-6)}`, when: when || th.thread_id.slice(-6) });
+}
+
+function threadOption(th) {
+  const o = el('option', { value: th.thread_id, text: threadLabel(th), dataset: { title: threadTitle(th) } });
+  o.thread = th;
+  return o;
 }
 
 function addThreadOption(th) {
   if ([...ui.thread.options].some((o) => o.value === th.thread_id)) return;
-  ui.thread.insertBefore(el('option', { value: th.thread_id, text: threadLabel(th) }), ui.thread.options[1] || null);
+  ui.thread.insertBefore(threadOption(th), ui.thread.options[1] || null);
 }
 
 function setThread(id) {
@@ -1363,14 +1458,85 @@ async function openThread(id, message) {
   await refreshThread(new Run(['run.saved'], 'saved'));
 }
 
+// THREADS is how many of the key's threads, most recently changed
+// first, the menu looks through.
+const THREADS = 100;
+
+// agentOf is the agent a thread's metadata names, if any.
+const agentOf = (th) => th.metadata?.assistant_id ?? th.metadata?.graph_id ?? null;
+
+// loadThreads lists the key's threads of the chosen agent, wherever they
+// were made: the page names the agent in the metadata of the threads it
+// starts; for the others (made over the API, by a chat, an upload or a
+// session) the thread's runs say which agent ran on it.
 async function loadThreads() {
+  const agent = app.agent;
   ui.thread.replaceChildren(el('option', { value: '', i18n: 'bar.newThread' }));
+  let list;
   try {
-    const list = await api('POST', '/threads/search', { metadata: { assistant_id: app.agent }, limit: 30 });
-    for (const th of list) ui.thread.append(el('option', { value: th.thread_id, text: threadLabel(th) }));
+    list = await api('POST', '/threads/search', { limit: THREADS, sort_by: 'updated_at', sort_order: 'desc' });
   } catch (e) {
     note(e.message, 'error');
+    return;
   }
+  const ofAgent = await Promise.all(list.map(async (th) => {
+    const named = agentOf(th);
+    if (named) return named === agent;
+    try {
+      const runs = await api('GET', `/threads/${enc(th.thread_id)}/runs?limit=1`);
+      return runs?.[0]?.assistant_id === agent;
+    } catch {
+      return false;
+    }
+  }));
+  if (agent !== app.agent) return;
+  for (const [i, th] of list.entries()) if (ofAgent[i]) ui.thread.append(threadOption(th));
+}
+
+// CJK is a character of Chinese, Japanese or Korean.
+const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3]/;
+
+// inPageLanguage says whether text an agent wrote reads in the page's
+// language: English has no CJK characters; Chinese has them and no
+// lowercase English words (names such as SQL or A123 may stay).
+const inPageLanguage = (text) => (lang() === 'zh' ? CJK.test(text) && !/\b[a-z]{2,}\b/.test(text) : !CJK.test(text));
+
+// ownWords is what an agent says of itself in the page's language: its
+// metadata's description_zh or description_en (or descriptions.zh), else
+// text when it is in that language, else null.
+function ownWords(meta, key, text) {
+  const own = meta?.[`${key}_${lang()}`] ?? meta?.[`${key}s`]?.[lang()];
+  if (typeof own === 'string' && own) return own;
+  return text && inPageLanguage(text) ? text : null;
+}
+
+// showDescription shows the agent's description in the page's language;
+// one the agent gives only in the other language is shown marked as
+// such (lang), so that it reads as the agent's words, not the page's.
+function showDescription() {
+  const a = app.agents.find((x) => x.assistant_id === app.agent);
+  const text = a?.description || '';
+  const own = ownWords(a?.metadata, 'description', text);
+  ui.agentDesc.textContent = own ?? text;
+  ui.agentDesc.title = own ?? text;
+  if (own == null && text) {
+    ui.agentDesc.lang = CJK.test(text) ? 'zh-CN' : 'en';
+    ui.agentDesc.dataset.content = 'agent';
+  } else {
+    ui.agentDesc.removeAttribute('lang');
+    delete ui.agentDesc.dataset.content;
+  }
+}
+
+// showPlaceholder invites a message to the agent, with the hint its input
+// schema gives when that hint is in the page's language.
+function showPlaceholder() {
+  const props = app.schema?.properties || {};
+  const p = Object.values(props).find((x) => x?.description);
+  const hint = p ? ownWords(p, 'x-description', p.description) : null;
+  ui.message.dataset.i18nPlaceholder = hint ? 'chat.placeholderHint' : 'chat.placeholder';
+  ui.message.dataset.i18nArgs = JSON.stringify({ agent: app.agent, hint });
+  ui.message.placeholder = t(ui.message.dataset.i18nPlaceholder, { agent: app.agent, hint });
 }
 
 // drawn draws the agent's graph in the page's language.
@@ -1384,9 +1550,7 @@ async function selectAgent(name) {
   app.agent = name;
   ui.agent.value = name;
   localStorage.setItem('loom.agent', name);
-  const a = app.agents.find((x) => x.assistant_id === name);
-  ui.agentDesc.textContent = a?.description || '';
-  ui.agentDesc.title = a?.description || '';
+  showDescription();
   ui.upload.hidden = name !== REPORT;
   ui.reportPanel.hidden = name !== REPORT;
   ui.knPanel.hidden = name !== ANALYST;
@@ -1403,11 +1567,7 @@ async function selectAgent(name) {
   } catch (e) {
     note(e.message, 'error');
   }
-  const props = app.schema?.properties || {};
-  const hint = Object.values(props).find((p) => p?.description)?.description;
-  ui.message.dataset.i18nPlaceholder = hint ? 'chat.placeholderHint' : 'chat.placeholder';
-  ui.message.dataset.i18nArgs = JSON.stringify({ agent: name, hint });
-  ui.message.placeholder = t(ui.message.dataset.i18nPlaceholder, { agent: name, hint });
+  showPlaceholder();
   await loadThreads();
   const saved = localStorage.getItem('loom.thread.' + name) || '';
   const known = [...ui.thread.options].some((o) => o.value === saved);
@@ -1437,6 +1597,9 @@ function downloadMermaid() {
 // whose labels are measured in it.
 function switchLang() {
   setLang(lang() === 'zh' ? 'en' : 'zh');
+  showDescription();
+  showPlaceholder();
+  for (const o of ui.thread.options) if (o.thread) o.textContent = threadLabel(o.thread);
   drawn();
 }
 

@@ -214,7 +214,8 @@ function highlightSQL(text, code) {
 }
 
 // INLINE finds the next inline element: `code`, **strong**, __strong__,
-// ~~struck~~, *em*, _em_, [text](href), a bare http(s) address.
+// ~~struck~~, *em*, _em_, [text](href), a bare http(s) address, a bare
+// path of this server's API (/api/…, /v1/…, /threads/…).
 const INLINE = new RegExp([
   /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.source,
   /\*\*(?=\S)([\s\S]*?\S)\*\*/.source,
@@ -224,6 +225,7 @@ const INLINE = new RegExp([
   /(?<![\p{L}\p{N}_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\p{L}\p{N}_])/.source,
   /\[([^\]\n]+)\]\(\s*([^()\s]+)\s*\)/.source,
   /(https?:\/\/[^\s<>"'`]*[^\s<>"'`.,;:!?)\]}，。；：！？）])/.source,
+  /(?<![\p{L}\p{N}_\/.:])(\/(?:api|v1|threads)\/[\w.~%!$&*+,;=:@\/?#-]*[\w~%$&*+=@\/#-])/.source,
 ].join('|'), 'gu');
 
 // inline renders text's inline Markdown into parent.
@@ -255,12 +257,14 @@ function inline(text, parent, opts) {
         parent.append(m[8]);
       }
     } else {
-      const a = link(m[10], opts);
+      // A bare address, or a bare path on this server.
+      const href = m[10] ?? m[11];
+      const a = link(href, opts);
       if (a) {
-        a.textContent = m[10];
+        a.textContent = href;
         parent.append(a);
       } else {
-        parent.append(m[10]);
+        parent.append(href);
       }
     }
   }

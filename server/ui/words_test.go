@@ -1,0 +1,211 @@
+package ui_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// pageWords are the ASCII words the Chinese page may show: names of
+// formats, protocols and units, which Chinese writes in Latin letters too.
+// The agents' names are added to them; anything else is an untranslated
+// string.
+var pageWords = []string{"API", "JSON", "SQL", "PDF", "PNG", "JPEG", "XLSX", "JRXML", "YAML", "HTML", "Mermaid", "mmd",
+	"Loom", "English", "Authorization", "Bearer", "SSIM", "ms"}
+
+// englishWordsJS walks every text node the page shows (and the
+// placeholders of its fields) and lists the ASCII words in them that are
+// not in the allowed list. Text the agents and the user wrote is theirs,
+// not the page's, and is left out: bubbles, values in views, questions,
+// status lines, reasoning and drafts, code, the graph's drawing (its node
+// names are the graph's), and anything marked data-content (an agent's
+// description it gives in one language only).
+const englishWordsJS = `((allowed) => {
+  const allow = new Set(allowed.map((w) => w.toLowerCase()));
+  const skip = 'script, style, code, pre, svg, [data-content], .bubble, .value, .question, .status-line, .reasoning-text, ' +
+    '.stream-text, .md, #thread option, .note-text, .kn-title, .kn-text, .card-said';
+  const found = [];
+  const check = (text, where) => {
+    for (const w of text.match(/[A-Za-z][A-Za-z0-9_.-]*/g) || []) {
+      if (!allow.has(w.toLowerCase().replace(/[.]+$/, ''))) found.push(w + ' in ' + where);
+    }
+  };
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const e = n.parentElement;
+    if (!n.textContent.trim() || e.closest(skip) || !e.checkVisibility()) continue;
+    check(n.textContent, e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''));
+  }
+  for (const e of document.querySelectorAll('[placeholder]')) if (e.checkVisibility()) check(e.placeholder, 'placeholder of #' + e.id);
+  return [...new Set(found)];
+})`
+
+// The Chinese page shows no English of its own: for each agent `loom
+// serve` registers, at rest and after a run (the demo's approval card,
+// the schedule's plan, tool results and answered card), every text the
+// page shows is Chinese, or a name, a unit or code. Nodes' and tools'
+// names are folded away; history sources are words. Screenshots at 1400
+// and 390 px go to the test's directory.
+func TestBrowserChineseWhole(t *testing.T) {
+	needChromium(t)
+	base := startAll(t)
+	b := openBrowser(t, screenshotDir(t))
+	b.do("open the page", browserLanguage("zh-CN,zh"), chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	agents := eval[[]string](b, `[...document.querySelectorAll('#agent option')].map(o => o.value)`)
+	allowed, _ := json.Marshal(append(slices.Clone(pageWords), agents...))
+	english := func(when string) {
+		t.Helper()
+		if words := eval[[]string](b, englishWordsJS+`(`+string(allowed)+`)`); len(words) > 0 {
+			t.Errorf("%s: the Chinese page shows English words: %q", when, words)
+		}
+	}
+	for _, name := range agents {
+		b.pickAgent(name)
+		english("agent " + name + " at rest")
+		if ph := eval[string](b, `document.querySelector('#message').placeholder`); !strings.HasPrefix(ph, "给 "+name+" 发消息") {
+			t.Errorf("%s: the message box's placeholder is %q", name, ph)
+		}
+	}
+
+	// The demo: its approval card; the steps fold under a count.
+	pending := `.card.confirm[data-state="pending"]`
+	b.pickAgent("demo")
+	b.send("发布")
+	b.do("wait for the demo's card", chromedp.WaitVisible(chromedp.CSS(pending)),
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+	english("the demo's approval card")
+	if got := b.text(`.run details.steps > summary`); got != "步骤：9 步" {
+		t.Errorf("the demo's steps are summed up as %q, want 步骤：9 步", got)
+	}
+	if open := eval[bool](b, `document.querySelector('.run details.steps').open`); open {
+		t.Error("the steps' node names are not folded away")
+	}
+	if srcs := eval[[]string](b, `[...document.querySelectorAll('#history .src')].map(e => e.textContent)`); len(srcs) == 0 || slices.ContainsFunc(srcs, func(s string) bool {
+		return strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyz")
+	}) {
+		t.Errorf("the history's sources read %q, want Chinese words", srcs)
+	}
+	b.noSideScroll("the demo's card in Chinese", "zh-demo")
+
+	// The schedule: a plan card, then tool results as tables.
+	b.pickAgent("schedule")
+	b.send("帮我安排下周的复习")
+	b.do("wait for the plan card", chromedp.WaitVisible(chromedp.CSS(pending)),
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+	english("the schedule's plan card")
+	b.do("accept the plan", chromedp.Click(chromedp.CSS(pending+` button.accept`)),
+		chromedp.WaitReady(chromedp.CSS(`.card.confirm[data-state="accepted"]`)),
+		chromedp.WaitVisible(chromedp.CSS(pending)))
+	english("the schedule's tool results")
+	if shown := eval[bool](b, `document.querySelector('.card.tool-call code').checkVisibility()`); shown {
+		t.Error("a tool's name shows outside its details")
+	}
+	b.noSideScroll("the schedule's run in Chinese", "zh-schedule")
+	b.checkConsole()
+}
+
+// A bare path of this server's API in a reply (a preview, a PDF) is a
+// link, not text.
+func TestBrowserServerLinks(t *testing.T) {
+	needChromium(t)
+	base := startServer(t, nil)
+	b := openBrowser(t, screenshotDir(t))
+	b.do("open the page", browserLanguage("zh-CN,zh"), chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	got := evalAwait[[]string](b, `(async () => {
+  const { renderMarkdown } = await import('/markdown.js');
+  const d = document.createElement('div');
+  d.append(renderMarkdown('预览（1 页）：/api/v1/report/threads/t1/preview.png，PDF：/api/v1/report/threads/t1/versions/2.pdf'));
+  return [...d.querySelectorAll('a')].map((a) => a.getAttribute('href'));
+})()`)
+	want := []string{"/api/v1/report/threads/t1/preview.png", "/api/v1/report/threads/t1/versions/2.pdf"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the bare paths in a reply link to %q, want %q", got, want)
+	}
+	b.checkConsole()
+}
+
+// The thread menu lists every thread of the chosen agent, wherever it
+// was made (the LangGraph API, the OpenAI chat API, the page), with a
+// title read from the thread, and none of another agent's.
+func TestBrowserThreadMenu(t *testing.T) {
+	needChromium(t)
+	base := startServer(t, nil)
+	post := func(path, body string) *http.Response {
+		t.Helper()
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode >= 300 {
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			t.Fatalf("POST %s: %s %s", path, resp.Status, buf.String())
+		}
+		return resp
+	}
+	// Over the LangGraph API: a thread with no metadata, then a run.
+	var th struct {
+		ID string `json:"thread_id"`
+	}
+	resp := post("/threads", `{}`)
+	json.NewDecoder(resp.Body).Decode(&th)
+	resp.Body.Close()
+	post("/threads/"+th.ID+"/runs/wait", `{"assistant_id":"demo","input":{"title":"从接口来的清单"}}`).Body.Close()
+	// Over the OpenAI chat API: the demo reads no title from a chat, so
+	// its checklist is the default one, "release".
+	resp = post("/v1/chat/completions", `{"model":"demo","messages":[{"role":"user","content":"聊天里的清单"}]}`)
+	chat := resp.Header.Get("X-Loom-Thread")
+	resp.Body.Close()
+	if chat == "" {
+		t.Fatal("the chat named no thread")
+	}
+	// Another agent's thread.
+	resp = post("/threads", `{}`)
+	var other struct {
+		ID string `json:"thread_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&other)
+	resp.Body.Close()
+	post("/threads/"+other.ID+"/runs/wait", `{"assistant_id":"tools","input":{"question":"weather"}}`).Body.Close()
+
+	b := openBrowser(t, screenshotDir(t))
+	b.do("open the page", browserLanguage("zh-CN,zh"), chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base+"/"),
+		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
+	b.pickAgent("tools")
+	b.pickAgent("demo")
+	type option struct {
+		ID    string `json:"id"`
+		Title string `json:"title"`
+		Text  string `json:"text"`
+	}
+	opts := eval[[]option](b, `[...document.querySelectorAll('#thread option')].filter(o => o.value).map(o => ({id: o.value, title: o.dataset.title, text: o.textContent}))`)
+	byID := map[string]option{}
+	for _, o := range opts {
+		byID[o.ID] = o
+	}
+	for id, title := range map[string]string{th.ID: "从接口来的清单", chat: "release"} {
+		o, ok := byID[id]
+		if !ok {
+			t.Errorf("the demo's thread menu %+v lacks thread %s (%s)", opts, id, title)
+			continue
+		}
+		if o.Title != title || !strings.HasPrefix(o.Text, title+" · ") {
+			t.Errorf("thread %s is listed as %q (title %q), want %q first", id, o.Text, o.Title, title)
+		}
+	}
+	if _, ok := byID[other.ID]; ok {
+		t.Errorf("the demo's thread menu lists the tools agent's thread %s", other.ID)
+	}
+	b.pickAgent("tools")
+	if ids := eval[[]string](b, `[...document.querySelectorAll('#thread option')].filter(o => o.value).map(o => o.value)`); !slices.Contains(ids, other.ID) || slices.Contains(ids, th.ID) {
+		t.Errorf("the tools agent's thread menu lists %q: want %s and none of the demo's", ids, other.ID)
+	}
+	b.checkConsole()
+}
