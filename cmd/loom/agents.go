@@ -49,6 +49,12 @@ type config struct {
 	// XSD files it validates against (LOOM_JRXML_XSD, separated as PATH is).
 	reportTemplates string
 	reportSchemas   []string
+	// reportMaxRetry bounds the report designer's correction loop
+	// (LOOM_REPORT_MAX_RETRY, loom serve --report-max-retry) and
+	// reportSSIM is the similarity a template drawn from a picture must
+	// reach (LOOM_REPORT_SSIM, loom serve --report-ssim); 0: the defaults.
+	reportMaxRetry int
+	reportSSIM     float64
 }
 
 // configFromEnv reads the agents' configuration from the environment.
@@ -57,12 +63,17 @@ func configFromEnv() config {
 		n, _ := strconv.Atoi(os.Getenv(name))
 		return max(n, 0)
 	}
+	fraction := func(name string) float64 {
+		f, _ := strconv.ParseFloat(os.Getenv(name), 64)
+		return min(max(f, 0), 1)
+	}
 	return config{
 		sqlSources: os.Getenv("LOOM_SQLAGENT_SOURCES"), sqlDemo: os.Getenv("LOOM_SQLAGENT_DEMO"),
 		sqlBudget: num("LOOM_SQLAGENT_BUDGET"), sqlWindow: num("MESSAGE_COMPRESS_RECENT_WINDOW"), sqlMaxLength: num("MESSAGE_COMPRESS_MAX_LENGTH"),
 		pythonTries: num("LOOM_DATAAGENT_PYTHON_TRIES"),
 		cabinLocale: os.Getenv("LOOM_CABIN_LOCALE"), cabinConfig: os.Getenv("LOOM_CABIN_CONFIG"),
 		reportTemplates: os.Getenv("LOOM_REPORT_TEMPLATES"), reportSchemas: xsd.SchemasFromEnv(),
+		reportMaxRetry: num("LOOM_REPORT_MAX_RETRY"), reportSSIM: fraction("LOOM_REPORT_SSIM"),
 	}
 }
 
@@ -93,7 +104,7 @@ func agentsFor(cfg config) *server.Registry {
 		// LOOM_EMBED_MODEL adds embeddings to its recall.
 		dataagent.ServerAgent(dataagent.ServerOptions{Model: model, Embedder: embedder, SourcesFile: cfg.sqlSources, DemoPath: cfg.sqlDemo,
 			PythonTries: cfg.pythonTries}),
-		report.ServerAgent(report.ServerOptions{Model: model, TemplatesDir: cfg.reportTemplates, Schemas: cfg.reportSchemas}),
+		report.ServerAgent(report.ServerOptions{Model: model, TemplatesDir: cfg.reportTemplates, Schemas: cfg.reportSchemas, MaxRetry: cfg.reportMaxRetry, SSIM: cfg.reportSSIM}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above
