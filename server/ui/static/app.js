@@ -360,7 +360,7 @@ class Run {
     this.li = push(el('li', { class: 'run', dataset: { status: kind === 'run' ? 'running' : 'restored', kind } },
       el('div', { class: 'run-head' }, el('span', { class: 'who', ...who }), this.badge), this.body));
     if (kind === 'run') setMsg(this.badge, 'status.running');
-    this.trail = null;        // the list of node chips being filled
+    this.trail = null;        // the list of the run's node chips
     this.chips = new Map();   // node:step → chip
     this.reasoning = new Map(); // node:step → <details>
     this.texts = new Map();   // message id → bubble
@@ -374,7 +374,6 @@ class Run {
   }
 
   add(node) {
-    this.trail = null;
     this.body.append(node);
     scrollDown();
     return node;
@@ -418,10 +417,10 @@ class Run {
 
   nodeStart(node, key) {
     if (!this.trail) {
-      // The nodes' names are the code's: they fold under a count of the
-      // steps, which says which step is running.
+      // The nodes' names are the code's: the run's steps fold, at its
+      // top, under their count, which says when one is running.
       this.trail = el('ol', { class: 'trail', i18nLabel: 'run.steps' });
-      this.body.append(el('details', { class: 'steps' }, el('summary', { class: 'steps-count' }), this.trail));
+      this.body.prepend(el('details', { class: 'steps' }, el('summary', { class: 'steps-count' }), this.trail));
     }
     const chip = el('li', { class: 'chip', dataset: { node, state: 'running' }, text: node });
     this.trail.append(chip);
