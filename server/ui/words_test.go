@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -9,6 +10,10 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/server"
 )
 
 // pageWords are the ASCII words the Chinese page may show: names of
@@ -110,23 +115,42 @@ func TestBrowserChineseWhole(t *testing.T) {
 	b.checkConsole()
 }
 
-// A bare path of this server's API in a reply (a preview, a PDF) is a
-// link, not text.
+// A bare path of this server's API in an agent's reply (a preview, a
+// PDF) is a link: absolute, named by what it opens, with its path kept
+// for the page to fetch with the key; text around it stays text.
 func TestBrowserServerLinks(t *testing.T) {
 	needChromium(t)
-	base := startServer(t, nil)
+	type doc struct {
+		Input string `json:"input"`
+	}
+	g := graph.New[doc]("linker")
+	g.Node("answer", func(ctx context.Context, s doc) (doc, error) { return s, nil }).
+		Edge(graph.Start, "answer").Edge("answer", graph.End)
+	reply := "预览（1 页）：/api/v1/report/threads/t1/preview.png，PDF：/api/v1/report/threads/t1/versions/2.pdf。"
+	base := serveAgents(t, t.TempDir(), nil, server.Agent{Name: "linker", Description: "replies with links",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"input":{"type":"string"}}}`), Build: server.Compile(g),
+		Reply: func(json.RawMessage, *checkpoint.Interrupt) string { return reply }})
 	b := openBrowser(t, screenshotDir(t))
 	b.do("open the page", browserLanguage("zh-CN,zh"), chromedp.EmulateViewport(1400, 900), chromedp.Navigate(base+"/"),
 		chromedp.WaitReady(chromedp.CSS(`body[data-ready="true"]`)))
-	got := evalAwait[[]string](b, `(async () => {
-  const { renderMarkdown } = await import('/markdown.js');
-  const d = document.createElement('div');
-  d.append(renderMarkdown('预览（1 页）：/api/v1/report/threads/t1/preview.png，PDF：/api/v1/report/threads/t1/versions/2.pdf'));
-  return [...d.querySelectorAll('a')].map((a) => a.getAttribute('href'));
-})()`)
-	want := []string{"/api/v1/report/threads/t1/preview.png", "/api/v1/report/threads/t1/versions/2.pdf"}
+	b.pickAgent("linker")
+	b.send("链接")
+	b.do("wait for the reply", chromedp.WaitVisible(chromedp.CSS(`.bubble.reply a`)))
+	type link struct {
+		Href string `json:"href"`
+		Path string `json:"path"`
+		Text string `json:"text"`
+	}
+	got := eval[[]link](b, `[...document.querySelectorAll('.bubble.reply a')].map((a) => ({href: a.getAttribute('href'), path: a.dataset.path, text: a.textContent}))`)
+	want := []link{
+		{base + "/api/v1/report/threads/t1/preview.png", "/api/v1/report/threads/t1/preview.png", "打开预览图"},
+		{base + "/api/v1/report/threads/t1/versions/2.pdf", "/api/v1/report/threads/t1/versions/2.pdf", "打开 PDF 文件"},
+	}
 	if !slices.Equal(got, want) {
-		t.Errorf("the bare paths in a reply link to %q, want %q", got, want)
+		t.Errorf("the reply's links are %+v, want %+v", got, want)
+	}
+	if text := b.text(`.bubble.reply`); !strings.HasPrefix(text, "预览（1 页）：") || !strings.Contains(text, "，PDF：") {
+		t.Errorf("the reply reads %q", text)
 	}
 	b.checkConsole()
 }
