@@ -236,9 +236,15 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 		return err
 	}
 	w.Header().Set("Content-Location", runLocation(run))
-	var view *chatView // nil: the thread's recorded conversation
-	if run.temp && req.chat != nil {
+	// A run sent in the chat convention answers with the conversation;
+	// one with the agent's own input does not look it up (the hot path).
+	var view *chatView
+	switch {
+	case req.chat == nil:
+	case run.temp: // its thread goes with it: the conversation sent
 		view = s.inputView(run.agent, run.thread, req.chat)
+	default:
+		view = s.chatView(r.Context(), s.agents[run.agent], run.thread)
 	}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/wait"):
@@ -275,11 +281,11 @@ func resultValues(end event) any {
 // writeRunResult waits for run and writes its result. A client that goes
 // away before does not stop the run.
 func (s *Server) writeRunResult(w http.ResponseWriter, r *http.Request, run *run) error {
-	return s.writeRunResultWith(w, r, run, nil)
+	return s.writeRunResultWith(w, r, run, s.chatView(r.Context(), s.agents[run.agent], run.thread))
 }
 
-// writeRunResultWith is writeRunResult whose values show view, or when
-// nil the thread's recorded conversation.
+// writeRunResultWith is writeRunResult whose values show view's
+// conversation (none when nil).
 func (s *Server) writeRunResultWith(w http.ResponseWriter, r *http.Request, run *run, view *chatView) error {
 	end, err := s.result(r.Context(), run)
 	if err != nil {
@@ -288,10 +294,8 @@ func (s *Server) writeRunResultWith(w http.ResponseWriter, r *http.Request, run 
 		}
 		return nil // the client went away; the run goes on
 	}
-	if view != nil && end.Kind != graph.KindError {
+	if end.Kind != graph.KindError {
 		end.Data = view.values(end.Data, end.Data, end.Interrupt, true)
-	} else {
-		end = s.withConversation(r.Context(), run.agent, run.thread, end)
 	}
 	writeJSON(w, http.StatusOK, resultValues(end))
 	return nil
@@ -510,7 +514,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 	if len(modes) == 0 {
 		modes = run.modes
 	}
-	err = s.streamRun(w, r, run, modes, lastEventID(r), nil)
+	err = s.streamRun(w, r, run, modes, lastEventID(r), s.chatView(r.Context(), s.agents[run.agent], run.thread))
 	if cancelOnDisconnect && r.Context().Err() != nil {
 		return s.cancelRun(context.WithoutCancel(r.Context()), run)
 	}
@@ -556,8 +560,8 @@ func parseModes(raw string, dflt bool) ([]string, error) {
 }
 
 // streamRun streams run's events after seq after, in LangGraph's SSE
-// events for the stream modes asked; the values show view, or when nil
-// the thread's recorded conversation.
+// events for the stream modes asked; the values show view's
+// conversation (none when nil).
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, modes []string, after int, view *chatView) error {
 	sw := startStream(w, r, map[string]string{"Content-Location": runLocation(run), "Location": runLocation(run) + "/stream"}, `{"event":"heartbeat"}`)
 	if err := sw.event("metadata", 0, map[string]string{"run_id": run.id, "thread_id": publicID(run.thread)}); err != nil {
@@ -565,9 +569,6 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *run, mod
 	}
 	lr := newLGRender(run, modes, sw)
 	lr.chat = view
-	if lr.chat == nil {
-		lr.chat = s.chatView(r.Context(), s.agents[run.agent], run.thread)
-	}
 	if err := s.pump(r.Context(), sw, run.feed, after, lr.render); err != nil && r.Context().Err() == nil && store.IsUnavailable(err) {
 		ae := toAPI(err)
 		sw.event("error", 0, map[string]string{"error": ae.code, "message": ae.message})
