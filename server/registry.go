@@ -66,6 +66,11 @@ type Agent struct {
 	// for the form around the file; other bodies stay JSON within the
 	// server's MaxBody.
 	UploadLimit int64
+	// UploadTypes are media types besides multipart/form-data (such as
+	// application/yaml) that Routes take as the body itself, up to
+	// UploadLimit bytes; with UploadLimit zero they are refused like any
+	// body that is not JSON.
+	UploadTypes []string
 	// Ready, when set, says whether what the agent depends on beyond the
 	// server's database (its data sources, say) can be used now: nil when
 	// it can, else an error naming what is down, in words a client may

@@ -273,7 +273,7 @@ func (s *Server) mountRoutes(a *builtAgent) (err error) {
 			err = fmt.Errorf("routes prefix %q: %v", prefix, r)
 		}
 	}()
-	s.handleAPI(prefix, a.Routes(s, a.runner), a.UploadLimit)
+	s.handleAPI(prefix, a.Routes(s, a.runner), a.UploadLimit, a.UploadTypes...)
 	return nil
 }
 
@@ -320,10 +320,11 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // Caller; an error it writes is its own.
 func (s *Server) HandleAPI(pattern string, h http.Handler) { s.handleAPI(pattern, h, 0) }
 
-// handleAPI is HandleAPI, taking multipart/form-data bodies of up to
-// uploads bytes (and 1 MiB for the form) when uploads is above zero.
-func (s *Server) handleAPI(pattern string, h http.Handler, uploads int64) {
-	s.mux.Handle(pattern, s.apiUploads(uploads, func(w http.ResponseWriter, r *http.Request, owner string) error {
+// handleAPI is HandleAPI, taking multipart/form-data bodies (and bodies
+// of the media types in types) of up to uploads bytes (and 1 MiB for
+// the form) when uploads is above zero.
+func (s *Server) handleAPI(pattern string, h http.Handler, uploads int64, types ...string) {
+	s.mux.Handle(pattern, s.apiUploads(uploads, types, func(w http.ResponseWriter, r *http.Request, owner string) error {
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, owner)))
 		return nil
 	}))
@@ -484,11 +485,12 @@ type handler func(w http.ResponseWriter, r *http.Request, owner string) error
 // api wraps h with the JSON Content-Type check, authentication, the rate
 // limit, the body size limit, the write deadline, panic recovery and
 // error responses.
-func (s *Server) api(h handler) http.Handler { return s.apiUploads(0, h) }
+func (s *Server) api(h handler) http.Handler { return s.apiUploads(0, nil, h) }
 
-// apiUploads is api, taking multipart/form-data bodies of up to uploads
-// bytes, and 1 MiB more for the form, when uploads is above zero.
-func (s *Server) apiUploads(uploads int64, h handler) http.Handler {
+// apiUploads is api, taking multipart/form-data bodies, and bodies of
+// the media types in types, of up to uploads bytes, and 1 MiB more for
+// the form, when uploads is above zero.
+func (s *Server) apiUploads(uploads int64, types []string, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), write: s.opts.WriteTimeout}
@@ -504,10 +506,13 @@ func (s *Server) apiUploads(uploads int64, h handler) http.Handler {
 		}()
 		owner, err := s.authenticate(r)
 		limit := s.opts.MaxBody
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); uploads > 0 && mt == "multipart/form-data" {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); uploads > 0 && (mt == "multipart/form-data" || slices.Contains(types, mt)) {
 			limit = uploads + 1<<20
 		} else if err == nil {
-			err = checkJSON(r)
+			if err = checkJSON(r); err != nil && uploads > 0 {
+				err = errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json, multipart/form-data%s, not %q",
+					strings.Join(append([]string{""}, types...), ", "), r.Header.Get("Content-Type"))
+			}
 		}
 		if err == nil {
 			err = s.quotas.allow(owner)
