@@ -112,6 +112,17 @@ func TestBrowserChineseWhole(t *testing.T) {
 		t.Error("a tool's name shows outside its details")
 	}
 	b.noSideScroll("the schedule's run in Chinese", "zh-schedule")
+
+	// The cabin: an order looked up, a card, a reply.
+	b.pickAgent("cabin")
+	b.send("查订单A123，如果没发货就取消")
+	b.do("wait for the cabin's card", chromedp.WaitVisible(chromedp.CSS(pending)),
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+	english("the cabin's card")
+	b.do("accept the cabin's card", chromedp.Click(chromedp.CSS(pending+` button.accept`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .bubble.reply`)))
+	english("the cabin's reply")
+	b.noSideScroll("the cabin's run in Chinese", "zh-cabin")
 	b.checkConsole()
 }
 

@@ -6,7 +6,7 @@
 // agent's own events), updates (interrupts) and values (states).
 
 import { drawGraph } from './graph.js';
-import { t, lang, setLang, translate, fieldName, countText } from './i18n.js';
+import { t, lang, setLang, translate, fieldName, wordFor, countText } from './i18n.js';
 import { renderMarkdown, looksLikeMarkdown } from './markdown.js';
 
 const MODES = ['events', 'custom', 'updates', 'values'];
@@ -224,6 +224,9 @@ function valueView(v, depth = 0) {
   if (v === null) return el('span', { class: 'value muted', text: '—' });
   if (typeof v === 'string') {
     if (v.includes('\n') && looksLikeMarkdown(v)) return showMarkdown(el('div', { class: 'value text md-value' }), v);
+    // A machine word the catalogue knows (cancelled) reads as a word;
+    // the word itself stays in the title.
+    if (wordFor(v)) return el('span', { class: 'value text word', title: v, field: v });
     return el('span', { class: 'value text', text: v });
   }
   if (typeof v === 'number') return el('span', { class: 'value num', text: String(v) });
@@ -259,7 +262,9 @@ function fieldsView(obj, depth = 0) {
   const dl = el('dl', { class: 'kv' });
   for (const [k, v] of Object.entries(obj)) {
     if (isEmpty(v)) continue;
-    dl.append(el('dt', { dataset: { key: k }, field: k }), el('dd', {}, valueView(v, depth + 1)));
+    // A mechanism's field (kind, node, an id) shows its value as it is.
+    const raw = typeof v === 'string' && internalKey.test(k);
+    dl.append(el('dt', { dataset: { key: k }, field: k }), el('dd', {}, raw ? el('span', { class: 'value text', text: v }) : valueView(v, depth + 1)));
   }
   return dl;
 }

@@ -409,6 +409,13 @@ const fields = {
     free_slots: '空闲时段', health_after: '调整后健康度', health_before: '调整前健康度', locked: '已锁定', moves: '调整',
     outcome: '结果', owner: '所有者', prefer: '偏好', rejected: '已拒绝', slots: '时段', start_day: '开始日', start_week: '开始周',
     strategy: '策略', subject: '科目', task_a: '任务 A', task_b: '任务 B', task_id: '任务编号', task_slots: '任务时段',
+    order: '订单', id: '编号', order_id: '订单号', success: '成功', amount: '金额', item: '商品', currency: '币种', refund: '退款',
+    tracking_no: '运单号', carrier: '承运商', eta_minutes: '预计分钟数', destination: '目的地', location: '位置', speed: '速度',
+    volume: '音量', windows: '车窗', sunroof: '天窗', lights: '车灯', doors_locked: '车门已锁', fan: '风量', ac: '空调',
+    seat_heat: '座椅加热', wipers: '雨刷', track: '曲目', playing: '正在播放', muted: '静音', logistics: '物流',
+    created_at: '创建时间', updated_at: '更新时间', label: '名称', channel: '频道', media: '媒体', user: '用户', at: '时间',
+    paid: '已付款', shipped: '已发货', cancelled: '已取消', reported: '已上报',
+    pending_shipment: '待发货', delivered: '已送达', refunded: '已退款', in_transit: '运输中', placed: '已安排',
     course_slots: '课程时段', window: '窗口', temperature: '温度', seat: '座椅', level: '档位', position: '位置', mode: '模式', on: '开启',
   },
 };
@@ -448,9 +455,24 @@ export function t(key, params = {}) {
   return m.replace(/\{(\w+)\}/g, (s, name) => (name in params ? String(params[name]) : s));
 }
 
+/**
+ * wordFor is a machine word an agent gives as a value (cancelled,
+ * pending_shipment) in the page's language, or null when the catalogue
+ * has none.
+ */
+export function wordFor(value) {
+  if (!/^[a-z]+(?:_[a-z]+)*$/.test(value)) return null;
+  return fields[current][value] ?? fields.en[value] ?? null;
+}
+
 /** fieldName is the name shown for a field key. */
 export function fieldName(key) {
-  return fields[current][key] ?? fields.en[key] ?? String(key).replaceAll('_', ' ');
+  const own = fields[current][key] ?? fields.en[key];
+  if (own) return own;
+  // A key of known words (order_status) is their names, one after another.
+  const parts = String(key).split('_');
+  if (current !== 'en' && parts.length > 1 && parts.every((p) => fields[current][p])) return parts.map((p) => fields[current][p]).join('');
+  return String(key).replaceAll('_', ' ');
 }
 
 // The attributes a key can translate, beside the text.
