@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/loomkit/loom/apps/dataagent/knowledge"
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/sqlagent"
@@ -97,6 +98,10 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		},
 		FromChat: FromChat,
 		Reply:    Reply,
+		// A knowledge file is imported as YAML up to its own limit,
+		// above the server's limit on JSON bodies.
+		UploadLimit: knowledge.MaxImport,
+		UploadTypes: knowledge.ImportTypes,
 		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
 			var p *parts
 			if ar, ok := r.(runner); ok {

@@ -63,6 +63,15 @@ func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *st
 			log.Debug("dataagent: the demo shop's knowledge is seeded for every key")
 		}
 	}
+	// Knowledge may be added for the served sources only, and an
+	// example's SQL must pass the guard in its source's dialect.
+	dialects := map[string]datasource.Dialect{}
+	for _, s := range sources {
+		if s.Source != nil {
+			dialects[s.Name] = s.Dialect()
+		}
+	}
+	ks.SetSources(dialects)
 	p.knowledge = storeKnowledge{s: ks, emb: opts.Embedder, cache: newCache[*evidenceIndex]()}
 	p.knowledgeAPI = knowledge.Handler(ks, "/api/v1/dataagent/knowledge/")
 	sr.ks = ks

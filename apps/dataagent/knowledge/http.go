@@ -18,30 +18,44 @@ import (
 
 // Request body limits.
 const (
-	maxEntryBody  = 256 << 10
-	maxImportBody = maxFile
+	maxEntryBody = 256 << 10
+	// MaxImport is the largest knowledge file import takes as YAML
+	// (ImportTypes); a server must let such bodies through (see
+	// server.Agent.UploadLimit and UploadTypes). A JSON body stays
+	// within the server's own limit on JSON bodies.
+	MaxImport     = maxFile
+	maxImportBody = MaxImport
 )
+
+// ImportTypes are the media types import takes a YAML knowledge file
+// as, besides application/json.
+var ImportTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
 
 // Handler returns the knowledge API under prefix (a path ending in "/",
 // such as "/api/v1/dataagent/knowledge/"), for an agent to serve through
 // server.Agent.Routes, where every request carries its caller:
 //
-//	GET    {prefix}sources                 the sources the caller has knowledge of
+//	GET    {prefix}sources                 the configured sources and those the caller has knowledge of
 //	GET    {prefix}entries?source=&kind=   every entry, or those of a source and kind
 //	GET    {prefix}{kinds}?source=         terms, documents, examples or semantic
 //	POST   {prefix}{kinds}                 create one (JSON Entry with its source) → 201
 //	GET    {prefix}{kinds}/{id}            one entry
 //	PUT    {prefix}{kinds}/{id}            replace its fields
 //	DELETE {prefix}{kinds}/{id}            delete it
-//	POST   {prefix}import?source=          a knowledge file (YAML or JSON, or
-//	                                       {"yaml": "…"}) upserted → ImportResult
+//	POST   {prefix}import?source=          a knowledge file upserted → ImportResult:
+//	                                       YAML as application/yaml (or another
+//	                                       of ImportTypes), up to MaxImport bytes,
+//	                                       or JSON (a file, or {"yaml": "…"})
 //	GET    {prefix}export?source=          the source's knowledge as a YAML file
 //
 // Errors are JSON, {"error": {"code": "...", "message": "..."}}: 400
 // invalid (saying which field of which entry is wrong, an unknown field
 // included), 404 not_found (another key's entries are not found either),
-// 409 exists (the natural key is taken), 413 too_large, 429
-// quota_exceeded (the key holds as many entries as the store allows).
+// 409 exists (the natural key is taken), 413 too_large, 415
+// unsupported_media_type (naming the types import takes), 422
+// unknown_source (not a configured source) or unsafe_sql (an example's
+// SQL the SQL guard refuses, saying why), 429 quota_exceeded (the key
+// holds as many entries as the store allows).
 func Handler(s *Store, prefix string) http.Handler {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -153,6 +167,12 @@ func (h *handler) importFile(w http.ResponseWriter, r *http.Request) {
 	if !checkQuery(w, r, "source") {
 		return
 	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if r.Header.Get("Content-Type") != "" && !slices.Contains(ImportTypes, mt) && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		server.WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+			fmt.Sprintf("a knowledge file is sent as %s (its text as it is) or application/json (a JSON file, or {\"yaml\": \"…\"}), not %q", strings.Join(ImportTypes, ", "), r.Header.Get("Content-Type")))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxImportBody))
 	if err != nil {
 		h.write(w, 0, nil, fmt.Errorf("read the file: %w", err))
@@ -163,7 +183,7 @@ func (h *handler) importFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Loom's API takes JSON bodies only: YAML text comes as {"yaml": "…"}.
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" || strings.HasSuffix(mt, "+json") {
+	if mt == "application/json" || strings.HasSuffix(mt, "+json") {
 		var wrapped struct {
 			YAML *string `json:"yaml"`
 		}
@@ -299,6 +319,10 @@ func (h *handler) write(w http.ResponseWriter, status int, v any, err error) {
 	switch {
 	case errors.As(err, &mbe):
 		server.WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
+	case errors.Is(err, ErrUnknownSource):
+		server.WriteError(w, http.StatusUnprocessableEntity, "unknown_source", afterSentinel(err, ErrUnknownSource))
+	case errors.Is(err, ErrUnsafeSQL):
+		server.WriteError(w, http.StatusUnprocessableEntity, "unsafe_sql", afterSentinel(err, ErrUnsafeSQL))
 	case errors.Is(err, ErrInvalid):
 		server.WriteError(w, http.StatusBadRequest, "invalid", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 	case errors.Is(err, ErrNotFound):
@@ -317,6 +341,16 @@ func (h *handler) write(w http.ResponseWriter, status int, v any, err error) {
 		h.log.Error("knowledge request failed", "err", err)
 		server.WriteError(w, http.StatusInternalServerError, "internal", err.Error())
 	}
+}
+
+// afterSentinel is err's text from where sentinel's ends: what is wrong,
+// without the operation around it.
+func afterSentinel(err, sentinel error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, sentinel.Error()+": "); i >= 0 {
+		return msg[i+len(sentinel.Error())+2:]
+	}
+	return msg
 }
 
 func nonNil[T any](s []T) []T {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/store"
 )
 
@@ -82,9 +83,10 @@ type Store struct {
 	agent      string
 	maxEntries int
 
-	mu     sync.RWMutex
-	seeds  map[string][]Entry // source → its starting knowledge
-	seeded sync.Map           // owner + "\x00" + source → true
+	mu       sync.RWMutex
+	seeds    map[string][]Entry            // source → its starting knowledge
+	dialects map[string]datasource.Dialect // nil: any source (SetSources)
+	seeded   sync.Map                      // owner + "\x00" + source → true
 }
 
 // Open applies the Migrations to db (under Component) and returns the
@@ -223,6 +225,9 @@ func (s *Store) Create(ctx context.Context, e Entry) (Entry, error) {
 	if err := e.Validate(); err != nil {
 		return Entry{}, err
 	}
+	if err := s.admit(&e); err != nil {
+		return Entry{}, err
+	}
 	owner := ownerOf(ctx)
 	var out Entry
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -338,6 +343,9 @@ func (s *Store) Update(ctx context.Context, id string, e Entry) (Entry, error) {
 			out.Source = old.Source
 		}
 		if err := out.Validate(); err != nil {
+			return err
+		}
+		if err := s.admit(&out); err != nil {
 			return err
 		}
 		if other, err := s.idByKey(ctx, tx, owner, out); err != nil || (other != "" && other != id) {
@@ -461,6 +469,11 @@ func (s *Store) Import(ctx context.Context, f *File) (ImportResult, error) {
 		return ImportResult{}, fmt.Errorf("import knowledge: %w", err)
 	}
 	source := strings.TrimSpace(f.Source) // valid: Entries checked it
+	for i := range entries {
+		if err := s.admit(&entries[i]); err != nil {
+			return ImportResult{}, fmt.Errorf("import knowledge: %w", err)
+		}
+	}
 	if err := s.ensureSeeded(ctx, source); err != nil {
 		return ImportResult{}, err
 	}
@@ -541,7 +554,8 @@ func (s *Store) Export(ctx context.Context, source string) (*File, error) {
 	return f, nil
 }
 
-// Sources returns the sources the caller has knowledge of, sorted.
+// Sources returns the sources the caller has knowledge of and those
+// SetSources named (which a caller may add knowledge for), sorted.
 func (s *Store) Sources(ctx context.Context) ([]string, error) {
 	if err := s.ensureSeeded(ctx, ""); err != nil {
 		return nil, err
@@ -560,5 +574,8 @@ func (s *Store) Sources(ctx context.Context) ([]string, error) {
 		}
 		out = append(out, src)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list knowledge sources: %w", err)
+	}
+	return s.knownSources(out), nil
 }
