@@ -168,8 +168,9 @@ func (a *Agent) Graph() *graph.Graph[State] {
 	g.Edge(graph.Start, nodeInput)
 	g.Edge(nodeInput, nodeClassify)
 	// R1: by intent; an unknown one modifies the current template, or
-	// makes a new one when there is none.
-	g.Route(nodeClassify, routeByIntent, nodeRetrieve, nodeModify, nodeSave, nodeConsult, nodeUndo, nodeReset)
+	// makes a new one when there is none; a turn that asked which was
+	// meant, or whose new report the user declined, ends.
+	g.Route(nodeClassify, routeByIntent, nodeRetrieve, nodeModify, nodeSave, nodeConsult, nodeUndo, nodeReset, nodeFinalize)
 	// R2: the three-stage path when the upload gave a layout with rows.
 	g.Route(nodeRetrieve, routeAfterRetrieve, nodeSkeleton, nodeGenerate)
 	g.Edge(nodeGenerate, nodeSave) // R3
@@ -212,6 +213,9 @@ func (a *Agent) Compile(saver checkpoint.Saver) (*graph.Compiled[State], error) 
 
 // routeByIntent is R1.
 func routeByIntent(s State) string {
+	if s.Turn.By == byClarify || s.Turn.By == byDeclined {
+		return nodeFinalize
+	}
 	switch s.Turn.Intent {
 	case IntentGenerate:
 		return nodeRetrieve
