@@ -123,6 +123,16 @@ func TestBrowserChineseWhole(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .bubble.reply`)))
 	english("the cabin's reply")
 	b.noSideScroll("the cabin's run in Chinese", "zh-cabin")
+
+	// The SQL agent: a query's rows as a table.
+	b.pickAgent("sqlagent")
+	b.send("SELECT status, count(*) AS n FROM orders GROUP BY status")
+	b.do("wait for the SQL agent's answer", chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .card.result`)))
+	english("the SQL agent's answer")
+	if cells := eval[[]string](b, `[...document.querySelectorAll('.card.tool-result table.rows tbody td:first-child')].map(td => td.textContent)`); !slices.Contains(cells, "cancelled") {
+		t.Errorf("the query's cells read %q: its data (cancelled) is shown as it is, not translated", cells)
+	}
+	b.noSideScroll("the SQL agent's answer in Chinese", "zh-sqlagent")
 	b.checkConsole()
 }
 

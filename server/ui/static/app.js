@@ -218,15 +218,16 @@ function isEmpty(v) {
 // valueView shows a value readably: text, a number, yes or no, a list, a
 // table for a list of objects, a key/value list for an object; what is
 // nested deeper than three levels shows as compact JSON.
-function valueView(v, depth = 0) {
+function valueView(v, depth = 0, words = false) {
   v = parsed(v);
   if (typeof v === 'boolean') return el('span', { class: 'bool ' + (v ? 'yes' : 'no'), dataset: { value: String(v) }, i18n: v ? 'bool.yes' : 'bool.no' });
   if (v === null) return el('span', { class: 'value muted', text: '—' });
   if (typeof v === 'string') {
     if (v.includes('\n') && looksLikeMarkdown(v)) return showMarkdown(el('div', { class: 'value text md-value' }), v);
-    // A machine word the catalogue knows (cancelled) reads as a word;
-    // the word itself stays in the title.
-    if (wordFor(v)) return el('span', { class: 'value text word', title: v, field: v });
+    // A field's machine word the catalogue knows (status: cancelled)
+    // reads as a word, the word itself in the title; a table's cells and
+    // a list's items are data, shown as they are.
+    if (words && wordFor(v)) return el('span', { class: 'value text word', title: v, field: v });
     return el('span', { class: 'value text', text: v });
   }
   if (typeof v === 'number') return el('span', { class: 'value num', text: String(v) });
@@ -264,7 +265,7 @@ function fieldsView(obj, depth = 0) {
     if (isEmpty(v)) continue;
     // A mechanism's field (kind, node, an id) shows its value as it is.
     const raw = typeof v === 'string' && internalKey.test(k);
-    dl.append(el('dt', { dataset: { key: k }, field: k }), el('dd', {}, raw ? el('span', { class: 'value text', text: v }) : valueView(v, depth + 1)));
+    dl.append(el('dt', { dataset: { key: k }, field: k }), el('dd', {}, raw ? el('span', { class: 'value text', text: v }) : valueView(v, depth + 1, true)));
   }
   return dl;
 }
@@ -330,7 +331,9 @@ function rowsView(rows, cols, depth = 0) {
   const n = Math.max(cols?.length || 0, ...rows.map((r) => r.length));
   const names = cols?.length ? cols : null;
   return el('div', { class: 'table-wrap' }, el('table', { class: 'data rows' },
-    names ? el('thead', {}, el('tr', {}, names.map((c) => el('th', { scope: 'col', dataset: { key: c }, field: String(c) })))) : null,
+    // The columns are the query's names (a database's, or the asker's
+    // AS n): data, translated only when the catalogue knows the word.
+    names ? el('thead', {}, el('tr', {}, names.map((c) => el('th', { scope: 'col', dataset: { key: c, content: 'column' }, field: String(c) })))) : null,
     el('tbody', {}, rows.map((r) => el('tr', {}, Array.from({ length: n }, (_, i) => el('td', { class: typeof r[i] === 'number' ? 'num' : null }, i < r.length ? valueView(r[i], depth + 1) : null)))))));
 }
 

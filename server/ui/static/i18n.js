@@ -415,6 +415,7 @@ const fields = {
     seat_heat: '座椅加热', wipers: '雨刷', track: '曲目', playing: '正在播放', muted: '静音', logistics: '物流',
     created_at: '创建时间', updated_at: '更新时间', label: '名称', channel: '频道', media: '媒体', user: '用户', at: '时间',
     paid: '已付款', shipped: '已发货', cancelled: '已取消', reported: '已上报',
+    types: '类型', type: '类型', ms: '耗时（毫秒）',
     pending_shipment: '待发货', delivered: '已送达', refunded: '已退款', in_transit: '运输中', placed: '已安排',
     course_slots: '课程时段', window: '窗口', temperature: '温度', seat: '座椅', level: '档位', position: '位置', mode: '模式', on: '开启',
   },
