@@ -212,6 +212,28 @@ func TestPlanRepairs(t *testing.T) {
 	m.left()
 }
 
+// TestUnreadablePlan: when the planner's answers cannot be read as a
+// plan, the run ends saying so in words, without the parser's error.
+func TestUnreadablePlan(t *testing.T) {
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	front(m, "Which salespersons had the highest total sales?")
+	for range 9 { // three plans, each asked three times
+		m.add(callPlanner, "I would look at the sales table first.")
+	}
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	st := l.run("unreadable-1", map[string]any{"question": "Who sold the most?"}, nil)
+	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "could not be read as one") {
+		t.Fatalf("answer %+v", st.Answer)
+	}
+	for _, leak := range []string{"contract", "attempts", "no usable answer", "DECISION"} {
+		if strings.Contains(st.Answer.Text, leak) {
+			t.Errorf("the answer shows %q: %s", leak, st.Answer.Text)
+		}
+	}
+	m.left()
+}
+
 // TestSQLFailsTwice: two statements that fail in the database are each
 // sent back to sql_generate with the error, which the next request
 // carries; the third runs.
@@ -352,7 +374,8 @@ func pythonPlan(m *fakeModel) {
 
 // TestPythonFailsThenFallback: a script that fails in the sandbox is
 // written again with its traceback, up to the configured tries; then the
-// step is analysed without Python and the report says so.
+// step is analysed without Python and the report says so in a sentence,
+// without the traceback.
 func TestPythonFailsThenFallback(t *testing.T) {
 	if err := (&sandbox.Runner{}).Check(context.Background()); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -384,8 +407,15 @@ func TestPythonFailsThenFallback(t *testing.T) {
 	if len(an) != 1 || !strings.Contains(userText(an[0]), "Python could not run") || !strings.Contains(userText(an[0]), "| salesperson | total_sales |") {
 		t.Errorf("the analysis is not asked in fallback mode with the data")
 	}
-	if st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Fallback, "Python failed 3 times") || !strings.Contains(st.Answer.Report, "boom 3") {
+	if st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Fallback, "failed 3 times") {
 		t.Errorf("the report does not say Python did not run:\n%+v", st.Answer)
+	}
+	// The tracebacks were for the model; the reader gets a sentence.
+	if st.Answer != nil && (strings.Contains(st.Answer.Report, "boom") || strings.Contains(st.Answer.Report, "Traceback") || strings.Contains(st.Answer.Fallback, "boom")) {
+		t.Errorf("the report shows Python's error:\n%s", st.Answer.Report)
+	}
+	if an := m.requests(callAnalyze); len(an) == 1 && strings.Contains(userText(an[0]), "Traceback") {
+		t.Errorf("the fallback analysis is given the traceback to copy into the report")
 	}
 	if len(st.PythonAnalysis) != 1 || !strings.Contains(st.PythonAnalysis[0], "The totals range widely.") {
 		t.Errorf("analysis %q", st.PythonAnalysis)

@@ -491,6 +491,13 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 			s.PlanRepairs++
 			if s.PlanRepairs > PlanRepairs {
 				s.Next = graph.End
+				a.log.Warn("dataagent: no valid plan", "repairs", s.PlanRepairs, "err", s.PlanError)
+				if s.Plan == nil {
+					// What the model answered could not be read as a
+					// plan: the reader is not shown the parser's error.
+					return s.fail(say(s.Query, "I could not make a plan: the model's answer could not be read as one. Try asking again, perhaps in other words.",
+						"无法生成分析计划：模型的回答无法读成计划。请再问一次，或换一种说法。")), nil
+				}
 				return s.fail(say(s.Query, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
 			}
 			s.Next = NodePlanner
@@ -826,13 +833,17 @@ func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
 		s.PythonTries++
 		s.PythonErrors = append(slices.Clip(s.PythonErrors), why)
 		s.PythonOutput = why
-		if s.PythonTries >= a.cfg.PythonTries && !a.cfg.StrictPython {
-			return fallback(fmt.Sprintf("Python failed %d times; the last error: %s", s.PythonTries, why))
+		if s.PythonTries < a.cfg.PythonTries {
+			return s, nil
 		}
-		if s.PythonTries >= a.cfg.PythonTries {
-			return s.fail(say(s.Query, "The Python analysis failed: ", "Python 分析失败：") + why), nil
+		// The traceback was for the model writing the code; the log
+		// keeps it, the reader gets a sentence.
+		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", s.PythonTries, "last_error", why)
+		if a.cfg.StrictPython {
+			return s.fail(say(s.Query, fmt.Sprintf("The Python analysis failed %d times, so the analysis stopped.", s.PythonTries),
+				fmt.Sprintf("Python 分析失败了 %d 次，分析已停止。", s.PythonTries))), nil
 		}
-		return s, nil
+		return fallback(say(s.Query, fmt.Sprintf("the Python analysis failed %d times", s.PythonTries), fmt.Sprintf("Python 分析失败了 %d 次", s.PythonTries)))
 	}
 	if strings.TrimSpace(s.Python) == "" {
 		return failed("no Python code was written")
