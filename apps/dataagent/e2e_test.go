@@ -234,6 +234,24 @@ func TestUnreadablePlan(t *testing.T) {
 	m.left()
 }
 
+// TestUnreadableSQL: when no SQL answer can be read, the run ends
+// saying so in words, without the parser's error.
+func TestUnreadableSQL(t *testing.T) {
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	front(m, "Which salespersons had the highest total sales?")
+	m.decide(callPlanner, plan("sql", "total sale price by salesperson"))
+	for range dataagent.SQLTries * 3 { // each try asked three times
+		m.add(callSQL, "Let me think about the joins.")
+	}
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	st := l.run("unreadable-sql-1", map[string]any{"question": "Who sold the most?"}, nil)
+	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "could not be read as SQL") || strings.Contains(st.Answer.Text, "contract") {
+		t.Fatalf("answer %+v", st.Answer)
+	}
+	m.left()
+}
+
 // TestSQLFailsTwice: two statements that fail in the database are each
 // sent back to sql_generate with the error, which the next request
 // carries; the third runs.

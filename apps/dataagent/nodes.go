@@ -644,7 +644,8 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 		d, err := askJSON[sqlDecision](ctx, a.cfg.Model, prompt("sql"), b.String())
 		switch {
 		case err != nil:
-			return s.sqlFailure("the answer could not be read: " + err.Error()), nil
+			a.log.Warn("dataagent: the SQL step's answer could not be read", "step", s.Step+1, "err", err)
+			return s.sqlFailure(sqlUnreadable + err.Error()), nil
 		case strings.TrimSpace(d.SQL) == "" && d.Unanswerable != "":
 			s.SQLGiveUp = d.Unanswerable
 			return s.fail(d.Unanswerable), nil
@@ -665,10 +666,18 @@ func (s State) sqlFailure(reason string) State {
 	s.SQLFailed, s.RetryReason = true, reason
 	s.SQLErrors = append(slices.Clip(s.SQLErrors), reason)
 	if s.SQLTries >= SQLTries {
+		if strings.HasPrefix(reason, sqlUnreadable) {
+			// The parser's error was for the model, not the reader.
+			reason = say(s.Query, "the model's answer could not be read as SQL", "模型的回答无法读成 SQL")
+		}
 		return s.fail(fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), s.SQLTries, reason))
 	}
 	return s
 }
+
+// sqlUnreadable starts the reason of a SQL try whose answer could not
+// be read.
+const sqlUnreadable = "the answer could not be read: "
 
 // normalSQL is a statement without its spacing, case and final
 // semicolons, to tell the same statement written again.
