@@ -8,7 +8,6 @@ import (
 	_ "image/jpeg" // uploaded forms may be JPEG
 	_ "image/png"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -141,32 +140,6 @@ func countTags(s string) jrxml.Counts {
 		c.ByName[m[2]]++
 	}
 	return c
-}
-
-var placeholderRE = regexp.MustCompile(`\bfield_(\d+)\b`)
-
-// MapFields renames the placeholders field_1, field_2 … of a skeleton
-// (in $F{} and in the field declarations) after labels, in order: each
-// label becomes a Java identifier (letters, digits and _, common report
-// words in Chinese given their English names); a label that gives none,
-// or a name already taken, keeps its placeholder.
-func MapFields(src string, labels []string) string {
-	names := map[string]string{}
-	used := map[string]bool{}
-	for i, l := range labels {
-		n := fieldName(l)
-		if n == "" || used[n] {
-			continue
-		}
-		used[n] = true
-		names[strconv.Itoa(i+1)] = n
-	}
-	return placeholderRE.ReplaceAllStringFunc(src, func(m string) string {
-		if n, ok := names[m[len("field_"):]]; ok {
-			return n
-		}
-		return m
-	})
 }
 
 // zhWords are common words of report labels and their field names.
