@@ -31,8 +31,22 @@ var started = time.Now().UTC()
 
 func assistantJSON(a *builtAgent) lgAssistant {
 	return lgAssistant{AssistantID: a.Name, GraphID: a.Name, Name: a.Name, Description: a.Description,
-		Config: map[string]any{}, Context: map[string]any{}, Metadata: map[string]any{"created_by": "system"},
+		Config: map[string]any{}, Context: map[string]any{}, Metadata: assistantMetadata(a.Agent),
 		Version: 1, CreatedAt: started, UpdatedAt: started}
+}
+
+// assistantMetadata is what an assistant's metadata says of agent a: who
+// created it, and its description in each language it has one in
+// (description_en, description_zh), for clients that show it in theirs.
+func assistantMetadata(a Agent) map[string]any {
+	m := map[string]any{"created_by": "system"}
+	if a.Description != "" {
+		m["description_en"] = a.Description
+	}
+	if a.DescriptionZh != "" {
+		m["description_zh"] = a.DescriptionZh
+	}
+	return m
 }
 
 type assistantQuery struct {

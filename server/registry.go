@@ -24,6 +24,9 @@ type Agent struct {
 	Name string
 	// Description says in one line what the agent does.
 	Description string
+	// DescriptionZh says the same in Chinese, for clients that show the
+	// agent in Chinese; "" when the agent has none.
+	DescriptionZh string
 	// InputSchema is the JSON schema of a run's input, a JSON object whose
 	// fields are decoded over the agent's state. A run's input is checked
 	// against it before anything is written. Nil accepts any object.

@@ -43,9 +43,10 @@ type Input struct {
 // API keys, with every session a thread of the server's.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
-		Name:        AgentName,
-		Description: "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
-		InputSchema: server.InputSchemaFor[Input](),
+		Name:          AgentName,
+		Description:   "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
+		DescriptionZh: "车载助手与客服：本地识别意图，办理业务流程，操作前先确认（无需模型）",
+		InputSchema:   server.InputSchemaFor[Input](),
 		// On the server's database (SQLite or Postgres) the vehicles and
 		// orders live beside the checkpoints, shared by every replica.
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {

@@ -81,9 +81,10 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	// The sources of the last Build, for Ready.
 	var built atomic.Pointer[[]Source]
 	return server.Agent{
-		Name:        AgentName,
-		Description: "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
-		InputSchema: server.InputSchemaFor[Input](),
+		Name:          AgentName,
+		Description:   "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
+		DescriptionZh: "数据分析师：为数据库规划分析，运行经过检查的 SQL 和沙箱中的 Python，写出带图表的报告（已存的示例问题无需模型即可回答）",
+		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, sqlagent.DemoBeside(db))

@@ -39,9 +39,10 @@ type Input struct {
 // pending card or question (see ChatAnswer).
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
-		Name:        "schedule",
-		Description: "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
-		InputSchema: server.InputSchemaFor[Input](),
+		Name:          "schedule",
+		Description:   "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
+		DescriptionZh: "安排学生的一周：计划卡、初步日程，再逐一确认优化给出的候选方案（无需模型）",
+		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			var so []StoreOption
 			if db.Dialect() == store.Postgres {

@@ -66,9 +66,10 @@ func ServerAgent(opts ServerOptions) server.Agent {
 	// The sources of the last Build, for Ready.
 	var built atomic.Pointer[Sources]
 	return server.Agent{
-		Name:        AgentName,
-		Description: "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
-		InputSchema: server.InputSchemaFor[Input](),
+		Name:          AgentName,
+		Description:   "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
+		DescriptionZh: "浏览数据库：列出表、查看结构、抽样数据、执行 SQL，回答关于数据的问题，只读不改（SQL、列表和结构查看无需模型）",
+		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, DemoBeside(db))

@@ -115,10 +115,11 @@ func agentsFor(cfg config) *server.Registry {
 
 func demoAgent() server.Agent {
 	return server.Agent{
-		Name:        "demo",
-		Description: "checklist with a bounded correction loop and an approval (no model needed)",
-		InputSchema: server.InputSchemaFor[demo.Input](),
-		Build:       server.Compile(demo.Graph()),
+		Name:          "demo",
+		Description:   "checklist with a bounded correction loop and an approval (no model needed)",
+		DescriptionZh: "清单示例：带有次数上限的修正循环和一次审批（无需模型）",
+		InputSchema:   server.InputSchemaFor[demo.Input](),
+		Build:         server.Compile(demo.Graph()),
 		// A chat message is the checklist's title.
 		FromChat: func(text string) (json.RawMessage, error) {
 			return json.Marshal(map[string]string{"title": strings.TrimSpace(text)})
