@@ -104,3 +104,24 @@ func TestMapFieldsByLabel(t *testing.T) {
 		})
 	}
 }
+
+// TestMapFieldsNotBeside: a field after another field in a label's row is
+// not named from that label (it takes its place in the label order), and a
+// label already used names only the first field it stands beside.
+func TestMapFieldsNotBeside(t *testing.T) {
+	tf := func(x, n int) string {
+		return fmt.Sprintf(`<textField><reportElement x="%d" y="0" width="100" height="20"/><textFieldExpression><![CDATA[$F{field_%d}]]></textFieldExpression></textField>`, x, n)
+	}
+	st := func(x int, text string) string {
+		return fmt.Sprintf(`<staticText><reportElement x="%d" y="0" width="60" height="20"/><text><![CDATA[%s]]></text></staticText>`, x, text)
+	}
+	src := `<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="r"><field name="field_1"/><field name="field_2"/><field name="field_3"/><title><band height="20">` +
+		st(0, "Name:") + tf(60, 2) + tf(160, 1) + st(300, "Name:") + tf(360, 3) + `</band></title></jasperReport>`
+	got := placed(report.MapFields(src, []string{"City", "Ignored", "Other"}))
+	want := map[string]string{"60,0": "name", "160,0": "city", "360,0": "field_3"}
+	for at, name := range want {
+		if got[at] != name {
+			t.Errorf("the field at %s is %q, want %q", at, got[at], name)
+		}
+	}
+}
