@@ -156,7 +156,8 @@ func (a *Agent) generateSkeleton(ctx context.Context, s State) (State, error) {
 }
 
 // mapFields gives the skeleton's $F{field_N} the names of the form's
-// labels, by regular expression alone.
+// labels: each field the label beside it or its column's header, without
+// a model (MapFields).
 func (a *Agent) mapFields(_ context.Context, s State) (State, error) {
 	if s.Layout != nil {
 		s.JRXML = MapFields(s.JRXML, s.Layout.Labels)
