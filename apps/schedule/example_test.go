@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/loomkit/loom/apps/schedule"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -23,30 +23,28 @@ func Example() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, "loom.db")
 
-	saver, err := sqlite.Open(ctx, db)
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "loom.db"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer saver.Close()
-	store, err := schedule.OpenStore(ctx, db)
+	defer db.Close()
+	if err := db.Migrate(ctx, "schedule", schedule.Migrations); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st := schedule.NewStore(db)
+	if _, err := st.EnsureSample(ctx, schedule.DefaultOwner); err != nil {
+		fmt.Println(err)
+		return
+	}
+	agent, err := schedule.New(schedule.Config{Store: st}) // no Model: heuristics
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer store.Close()
-	if _, err := store.EnsureSample(ctx, schedule.DefaultOwner); err != nil {
-		fmt.Println(err)
-		return
-	}
-	agent, err := schedule.New(schedule.Config{Store: store}) // no Model: heuristics
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	g, err := agent.Graph().Compile(graph.WithSaver(saver))
+	g, err := agent.Graph().Compile(graph.WithSaver(db.Saver()))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +56,7 @@ func Example() {
 	fmt.Println(res.Status, "at", res.Interrupt.Node)
 	res, _ = g.Resume(ctx, "student", tool.ConfirmAnswer{Accept: true})
 	fmt.Println(res.Status, res.State.Outcome)
-	s, _ := store.Load(ctx, schedule.DefaultOwner)
+	s, _ := st.Load(ctx, schedule.DefaultOwner)
 	fmt.Println(len(s.Pending()), "pending, revision", s.Revision)
 	// Output:
 	// interrupted at interrupt — 2 steps

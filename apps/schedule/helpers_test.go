@@ -9,19 +9,36 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/tool"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// process is one "process" of the agent: a saver and a store on one SQLite
-// file, and the compiled graph.
+// openDB opens Loom's database on the SQLite file at path, with the
+// agent's Migrations applied, as the server does; the test closes it.
+func openDB(t *testing.T, path string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, "sqlite://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx, "schedule", Migrations); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// process is one "process" of the agent: Loom's database on one SQLite
+// file (its saver and the schedule store), and the compiled graph.
 type process struct {
 	path  string
-	saver *sqlite.Saver
+	db    *store.DB
+	saver checkpoint.Saver
 	store *Store
 	agent *Agent
 	graph *graph.Compiled[State]
@@ -37,12 +54,14 @@ func start(t *testing.T, path string, model llm.Model, opts ...func(*Config)) *p
 	}
 	p := &process{path: path}
 	var err error
-	if p.saver, err = sqlite.Open(ctx, path); err != nil {
+	if p.db, err = store.Open(ctx, "sqlite://"+path); err != nil {
 		t.Fatal(err)
 	}
-	if p.store, err = OpenStore(ctx, path); err != nil {
+	if err := p.db.Migrate(ctx, "schedule", Migrations); err != nil {
+		p.db.Close()
 		t.Fatal(err)
 	}
+	p.saver, p.store = p.db.Saver(), NewStore(p.db)
 	if _, err := p.store.EnsureSample(ctx, DefaultOwner); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +81,9 @@ func start(t *testing.T, path string, model llm.Model, opts ...func(*Config)) *p
 
 // stop closes the process's files, as a killed process would leave them.
 func (p *process) stop() {
-	if p.saver != nil {
-		p.saver.Close()
-		p.store.Close()
-		p.saver = nil
+	if p.db != nil {
+		p.db.Close()
+		p.db = nil
 	}
 }
 
@@ -151,5 +169,3 @@ func events(t *testing.T, g *graph.Compiled[State], thread string, in graph.Inpu
 	}
 	return kinds
 }
-
-var _ checkpoint.Saver = (*sqlite.Saver)(nil)

@@ -140,11 +140,7 @@ func TestHTTPChat(t *testing.T) {
 		t.Errorf("request 3 stream: finished %v, kinds %v, text %q", finished, kinds, text.String())
 	}
 
-	st, err := OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := NewStore(openDB(t, db))
 	s, err := st.Load(context.Background(), DefaultOwner)
 	if err != nil || len(s.Pending()) != 0 {
 		t.Errorf("stored schedule after the chat: %v, %d pending", err, len(s.Pending()))
@@ -181,12 +177,8 @@ func TestOwnSchedules(t *testing.T) {
 		t.Fatalf("key-b's plan card: %q", got)
 	}
 
-	st, err := OpenStore(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rows, err := st.db.QueryContext(context.Background(), `SELECT owner, revision FROM schedule_windows ORDER BY owner`)
+	st := NewStore(openDB(t, db))
+	rows, err := st.db.SQL().QueryContext(context.Background(), `SELECT owner, revision FROM schedule_windows ORDER BY owner`)
 	if err != nil {
 		t.Fatal(err)
 	}

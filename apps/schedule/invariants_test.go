@@ -151,11 +151,7 @@ func canonical(s *Schedule) string {
 // a commit from a stale revision fails and writes nothing.
 func TestCommitMatchesMemory(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenStore(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := NewStore(openDB(t, filepath.Join(t.TempDir(), "s.db")))
 	for seed := uint64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewPCG(seed, 11))
 		g := Generate(seed)

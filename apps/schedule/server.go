@@ -34,9 +34,10 @@ type Input struct {
 }
 
 // ServerAgent returns the agent as the server registers it, under the name
-// "schedule". Its Build opens the schedule store and creates the sample
-// schedule on first start; a chat message starts a task or answers the
-// pending card or question (see ChatAnswer).
+// "schedule". Its tables are Migrations, which the server applies before
+// Build; Build keeps the schedules on the server's database and creates
+// the sample schedule on first start; a chat message starts a task or
+// answers the pending card or question (see ChatAnswer).
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:          "schedule",
@@ -44,15 +45,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		DescriptionZh: "安排学生的一周：计划卡、初步日程，再逐一确认优化给出的候选方案（无需模型）",
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			var so []StoreOption
-			if db.Dialect() == store.Postgres {
-				so = append(so, DollarPlaceholders())
-			}
-			st, err := NewStore(ctx, db.SQL(), so...)
-			if err != nil {
-				return nil, fmt.Errorf("schedule agent: %w", err)
-			}
-			a, err := agentOn(ctx, st, db.String(), opts)
+			a, err := agentOn(ctx, NewStore(db), db.String(), opts)
 			if err != nil {
 				return nil, err
 			}
@@ -69,6 +62,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			}
 			return routes(srv, sr.agent)
 		},
+		Migrations:   Migrations,
 		RoutesPrefix: "/api/v1/schedule/",
 		FromChat:     FromChat,
 		Reply:        Reply,
@@ -84,7 +78,6 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 		log = slog.Default()
 	}
 	if made, err := st.EnsureSample(ctx, DefaultOwner); err != nil {
-		st.Close()
 		return nil, fmt.Errorf("schedule agent: %w", err)
 	} else if made {
 		log.Debug("schedule: created the sample schedule", "owner", DefaultOwner, "database", where)
@@ -98,7 +91,6 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 	}
 	a, err := New(Config{Store: st, Model: opts.Model, StreamDelay: delay, Logger: log})
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	return a, nil

@@ -11,22 +11,27 @@ import (
 	"strconv"
 	"strings"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver
+	"github.com/loomkit/loom/store"
 )
 
-// schema is the agent's own tables. The SQL is portable (SQLite and
-// Postgres): plain types, composite keys, booleans as 0/1, and one
-// INSERT … ON CONFLICT DO NOTHING (both have it) for a new owner's window.
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS schedule_windows (
+// Migrations are the agent's tables on Loom's database, beside the
+// checkpoints. The SQL is portable (SQLite and Postgres): plain types,
+// composite keys, booleans as 0/1, and one INSERT … ON CONFLICT DO
+// NOTHING (both have it) for a new owner's window. Version 1 keeps IF NOT
+// EXISTS so that a database whose tables an older build made is adopted
+// as it is.
+var Migrations = []store.Migration{{
+	Version: 1,
+	Name:    "windows, events, task classes and items, constraints, step commits",
+	SQL: `CREATE TABLE IF NOT EXISTS schedule_windows (
 	owner      TEXT    NOT NULL PRIMARY KEY,
 	start_week INTEGER NOT NULL,
 	start_day  INTEGER NOT NULL,
 	days       INTEGER NOT NULL,
 	daily_max  INTEGER NOT NULL,
 	revision   INTEGER NOT NULL
-)`,
-	`CREATE TABLE IF NOT EXISTS schedule_events (
+);
+CREATE TABLE IF NOT EXISTS schedule_events (
 	owner       TEXT    NOT NULL,
 	id          INTEGER NOT NULL,
 	name        TEXT    NOT NULL,
@@ -37,8 +42,8 @@ var schema = []string{
 	locked      INTEGER NOT NULL,
 	can_embed   INTEGER NOT NULL,
 	PRIMARY KEY (owner, id)
-)`,
-	`CREATE TABLE IF NOT EXISTS schedule_task_classes (
+);
+CREATE TABLE IF NOT EXISTS schedule_task_classes (
 	owner         TEXT    NOT NULL,
 	id            INTEGER NOT NULL,
 	name          TEXT    NOT NULL,
@@ -48,8 +53,8 @@ var schema = []string{
 	excluded_days TEXT    NOT NULL,
 	strategy      TEXT    NOT NULL,
 	PRIMARY KEY (owner, id)
-)`,
-	`CREATE TABLE IF NOT EXISTS schedule_task_items (
+);
+CREATE TABLE IF NOT EXISTS schedule_task_items (
 	owner       TEXT    NOT NULL,
 	id          INTEGER NOT NULL,
 	class_id    INTEGER NOT NULL,
@@ -60,126 +65,51 @@ var schema = []string{
 	day_of_week INTEGER,
 	start_slot  INTEGER,
 	PRIMARY KEY (owner, id)
-)`,
-	// The times each owner wants kept free, as JSON ([]Avoid): they hold
-	// across threads until the owner changes them.
-	`CREATE TABLE IF NOT EXISTS schedule_constraints (
+);
+-- The times each owner wants kept free, as JSON ([]Avoid): they hold
+-- across threads until the owner changes them.
+CREATE TABLE IF NOT EXISTS schedule_constraints (
 	owner TEXT NOT NULL PRIMARY KEY,
 	avoid TEXT NOT NULL
-)`,
-	// One row per committed step of a graph run (graph.StepKey), so a step
-	// that runs again after a crash does not apply its change twice.
-	`CREATE TABLE IF NOT EXISTS schedule_commits (
+);
+-- One row per committed step of a graph run (graph.StepKey), so a step
+-- that runs again after a crash does not apply its change twice.
+CREATE TABLE IF NOT EXISTS schedule_commits (
 	owner    TEXT    NOT NULL,
 	step_key TEXT    NOT NULL,
 	revision INTEGER NOT NULL,
 	result   TEXT    NOT NULL,
 	PRIMARY KEY (owner, step_key)
-)`,
-}
+);
+`,
+}}
 
 // ErrNoSchedule is returned by Load for an owner with no schedule.
 var ErrNoSchedule = errors.New("schedule: owner has no schedule")
 
-// Store keeps schedules in a SQL database through database/sql: the
-// SQLite file Loom's server uses, by default. It is safe for concurrent
+// Store keeps schedules on Loom's database (a *store.DB), beside the
+// checkpoints, in the tables of Migrations: it reads through the
+// database's SQL and writes through its Write (the group commit on
+// SQLite, retried transactions on Postgres). It is safe for concurrent
 // use; commits are serialised by the schedule's revision.
 type Store struct {
-	db     *sql.DB
-	own    bool // Close closes db
-	dollar bool // $1 placeholders (Postgres)
+	db *store.DB
 }
 
-// StoreOption configures a Store.
-type StoreOption func(*Store)
+// NewStore keeps schedules on db, whose Migrations must have been
+// applied (db.Migrate; the server does it before it builds the agent).
+// The store does not own db: the caller closes it.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
 
-// DollarPlaceholders makes the store write $1, $2 … instead of ?, as
-// Postgres drivers want.
-func DollarPlaceholders() StoreOption { return func(s *Store) { s.dollar = true } }
-
-// OpenStore opens (creating if needed) the SQLite file at path with the
-// pragmas Loom's checkpoint saver uses (WAL, busy timeout, immediate write
-// transactions), so both can share the file.
-func OpenStore(ctx context.Context, path string) (*Store, error) {
-	if path == "" || strings.Contains(path, "?") {
-		return nil, fmt.Errorf("schedule store open %q: path must be a file name without '?'", path)
-	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("schedule store open %s: %w", path, err)
-	}
-	st, err := NewStore(ctx, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("schedule store open %s: %w", path, err)
-	}
-	st.own = true
-	return st, nil
-}
-
-// NewStore uses db, creating the agent's tables when they do not exist.
-// Closing the store does not close db.
-func NewStore(ctx context.Context, db *sql.DB, opts ...StoreOption) (*Store, error) {
-	st := &Store{db: db}
-	for _, o := range opts {
-		o(st)
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("schedule store: begin schema: %w", err)
-	}
-	defer tx.Rollback()
-	for _, q := range schema {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("schedule store: create tables: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("schedule store: commit schema: %w", err)
-	}
-	return st, nil
-}
-
-// Close closes the database if OpenStore opened it.
-func (st *Store) Close() error {
-	if !st.own {
-		return nil
-	}
-	if err := st.db.Close(); err != nil {
-		return fmt.Errorf("schedule store close: %w", err)
-	}
-	return nil
-}
-
-// q rewrites ? placeholders for the database.
-func (st *Store) q(query string) string {
-	if !st.dollar {
-		return query
-	}
-	return rebind(query)
-}
-
-// rebind turns ? placeholders into $1, $2 ….
-func rebind(query string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// q rewrites ? placeholders for the database's dialect.
+func (st *Store) q(query string) string { return st.db.Dialect().Rebind(query) }
 
 // EnsureSample creates the sample schedule for owner if the owner has
 // none, and reports whether it did. Calls for one owner that race (an
 // API key's first runs, at once) make it once, and none fails.
 func (st *Store) EnsureSample(ctx context.Context, owner string) (bool, error) {
 	var n int
-	if err := st.db.QueryRowContext(ctx, st.q(`SELECT count(*) FROM schedule_windows WHERE owner = ?`), owner).Scan(&n); err != nil {
+	if err := st.db.SQL().QueryRowContext(ctx, st.q(`SELECT count(*) FROM schedule_windows WHERE owner = ?`), owner).Scan(&n); err != nil {
 		return false, fmt.Errorf("schedule store: look for %s's schedule: %w", owner, err)
 	}
 	if n > 0 {
@@ -199,48 +129,49 @@ func (st *Store) Create(ctx context.Context, s *Schedule) error {
 // keeps it (found by the window's insert, which waits for a concurrent
 // one to commit), else that fails.
 func (st *Store) create(ctx context.Context, s *Schedule, ifAbsent bool) (bool, error) {
-	tx, err := st.db.BeginTx(ctx, nil)
+	made := false
+	err := st.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		made = false
+		w := s.Window
+		insert := `INSERT INTO schedule_windows (owner, start_week, start_day, days, daily_max, revision) VALUES (?, ?, ?, ?, ?, ?)`
+		if ifAbsent {
+			insert += ` ON CONFLICT (owner) DO NOTHING`
+		}
+		res, err := tx.ExecContext(ctx, st.q(insert), s.Owner, w.StartWeek, w.StartDay, w.Days, w.DailyMax, s.Revision)
+		if err != nil {
+			return fmt.Errorf("window: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("window: %w", err)
+		} else if n == 0 {
+			return nil // made meanwhile by another call
+		}
+		var changes []rowChange
+		for i := range s.Events {
+			changes = append(changes, rowChange{insert: true, event: &s.Events[i]})
+		}
+		for i := range s.Classes {
+			changes = append(changes, rowChange{insert: true, class: &s.Classes[i]})
+		}
+		for i := range s.Items {
+			changes = append(changes, rowChange{insert: true, item: &s.Items[i]})
+		}
+		if err := st.write(ctx, tx, s.Owner, w, changes); err != nil {
+			return err
+		}
+		made = true
+		return nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
 	}
-	defer tx.Rollback()
-	w := s.Window
-	insert := `INSERT INTO schedule_windows (owner, start_week, start_day, days, daily_max, revision) VALUES (?, ?, ?, ?, ?, ?)`
-	if ifAbsent {
-		insert += ` ON CONFLICT (owner) DO NOTHING`
-	}
-	res, err := tx.ExecContext(ctx, st.q(insert), s.Owner, w.StartWeek, w.StartDay, w.Days, w.DailyMax, s.Revision)
-	if err != nil {
-		return false, fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, fmt.Errorf("schedule store: create %s: window: %w", s.Owner, err)
-	} else if n == 0 {
-		return false, nil // made meanwhile by another call
-	}
-	var changes []rowChange
-	for i := range s.Events {
-		changes = append(changes, rowChange{insert: true, event: &s.Events[i]})
-	}
-	for i := range s.Classes {
-		changes = append(changes, rowChange{insert: true, class: &s.Classes[i]})
-	}
-	for i := range s.Items {
-		changes = append(changes, rowChange{insert: true, item: &s.Items[i]})
-	}
-	if err := st.write(ctx, tx, s.Owner, w, changes); err != nil {
-		return false, fmt.Errorf("schedule store: create %s: %w", s.Owner, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("schedule store: create %s: commit: %w", s.Owner, err)
-	}
-	return true, nil
+	return made, nil
 }
 
 // Load reads owner's schedule. Events and items outside the window are
 // left out (and left alone by commits).
 func (st *Store) Load(ctx context.Context, owner string) (*Schedule, error) {
-	tx, err := st.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := st.db.SQL().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("schedule store: load %s: %w", owner, err)
 	}
@@ -332,7 +263,7 @@ func (st *Store) loadRows(ctx context.Context, tx *sql.Tx, s *Schedule) error {
 // there was one.
 func (st *Store) Committed(ctx context.Context, owner, key string) (string, bool, error) {
 	var result string
-	err := st.db.QueryRowContext(ctx, st.q(`SELECT result FROM schedule_commits WHERE owner = ? AND step_key = ?`), owner, key).Scan(&result)
+	err := st.db.SQL().QueryRowContext(ctx, st.q(`SELECT result FROM schedule_commits WHERE owner = ? AND step_key = ?`), owner, key).Scan(&result)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", false, nil
@@ -352,28 +283,26 @@ func (st *Store) Commit(ctx context.Context, before, after *Schedule, key, resul
 	if err != nil {
 		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
 	}
-	tx, err := st.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
-	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, st.q(`UPDATE schedule_windows SET revision = revision + 1 WHERE owner = ? AND revision = ?`), before.Owner, before.Revision)
-	if err != nil {
-		return fmt.Errorf("schedule store: commit %s: revision: %w", before.Owner, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("schedule store: commit %s at revision %d: %w", before.Owner, before.Revision, ErrConflict)
-	}
-	if err := st.write(ctx, tx, before.Owner, before.Window, changes); err != nil {
-		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
-	}
-	if key != "" {
-		if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_commits (owner, step_key, revision, result) VALUES (?, ?, ?, ?)`),
-			before.Owner, key, before.Revision+1, result); err != nil {
-			return fmt.Errorf("schedule store: commit %s: record step %s: %w", before.Owner, key, err)
+	err = st.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, st.q(`UPDATE schedule_windows SET revision = revision + 1 WHERE owner = ? AND revision = ?`), before.Owner, before.Revision)
+		if err != nil {
+			return fmt.Errorf("revision: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("at revision %d: %w", before.Revision, ErrConflict)
+		}
+		if err := st.write(ctx, tx, before.Owner, before.Window, changes); err != nil {
+			return err
+		}
+		if key != "" {
+			if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_commits (owner, step_key, revision, result) VALUES (?, ?, ?, ?)`),
+				before.Owner, key, before.Revision+1, result); err != nil {
+				return fmt.Errorf("record step %s: %w", key, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
 	}
 	after.Revision = before.Revision + 1
@@ -485,7 +414,7 @@ func tableOf(query string) string {
 // for an owner who never said.
 func (st *Store) Constraints(ctx context.Context, owner string) ([]Avoid, error) {
 	var raw string
-	err := st.db.QueryRowContext(ctx, st.q(`SELECT avoid FROM schedule_constraints WHERE owner = ?`), owner).Scan(&raw)
+	err := st.db.SQL().QueryRowContext(ctx, st.q(`SELECT avoid FROM schedule_constraints WHERE owner = ?`), owner).Scan(&raw)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
@@ -509,18 +438,14 @@ func (st *Store) SetConstraints(ctx context.Context, owner string, avoid []Avoid
 	if err != nil {
 		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
 	}
-	tx, err := st.db.BeginTx(ctx, nil)
+	err = st.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, st.q(`DELETE FROM schedule_constraints WHERE owner = ?`), owner); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_constraints (owner, avoid) VALUES (?, ?)`), owner, string(raw))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, st.q(`DELETE FROM schedule_constraints WHERE owner = ?`), owner); err != nil {
-		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
-	}
-	if _, err := tx.ExecContext(ctx, st.q(`INSERT INTO schedule_constraints (owner, avoid) VALUES (?, ?)`), owner, string(raw)); err != nil {
-		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("schedule store: save %s's constraints: %w", owner, err)
 	}
 	return nil
