@@ -193,7 +193,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		if !temp && in.Resume != nil {
 			return nil, fmt.Errorf("resume thread %s: %w", tid, graph.ErrNoInterrupt)
 		}
-		if t, err = s.newThread(ctx, tid, owner, nil); err != nil {
+		if t, err = s.newThread(ctx, tid, owner, agentMetadata(nil, a.Name)); err != nil {
 			return nil, err
 		}
 	}

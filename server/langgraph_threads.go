@@ -151,6 +151,27 @@ func checkThreadID(id string) error {
 	return nil
 }
 
+// agentMetadata is the metadata of a thread the server creates for agent:
+// meta with graph_id and assistant_id naming the agent, as LangGraph
+// records them, so that a search by graph_id finds the agent's threads;
+// keys meta sets already are kept as they are.
+func agentMetadata(meta json.RawMessage, agent string) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(meta) > 0 && string(meta) != "null" {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return meta // not an object: checked, and refused, where it came in
+		}
+	}
+	name, _ := json.Marshal(agent)
+	for _, k := range []string{"graph_id", "assistant_id"} {
+		if _, ok := m[k]; !ok {
+			m[k] = name
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
 // newThread creates owner's thread id; id "" gets a fresh id.
 func (s *Server) newThread(ctx context.Context, id, owner string, meta json.RawMessage) (*Thread, error) {
 	if id == "" {

@@ -272,7 +272,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		return err
 	}
 	if t == nil {
-		if t, err = s.newThread(ctx, tid, owner, nil); err != nil {
+		if t, err = s.newThread(ctx, tid, owner, agentMetadata(nil, a.Name)); err != nil {
 			return err
 		}
 	}

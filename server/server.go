@@ -352,7 +352,7 @@ func (s *Server) TrackThread(ctx context.Context, id, agent, status string) erro
 	t, err := s.records.thread(ctx, key)
 	if errors.Is(err, ErrNotFound) {
 		now := time.Now().UTC()
-		t = &Thread{ID: key, Owner: owner, Agent: agent, Status: status, Metadata: orEmptyObject(nil), Created: now, Updated: now}
+		t = &Thread{ID: key, Owner: owner, Agent: agent, Status: status, Metadata: agentMetadata(nil, agent), Created: now, Updated: now}
 		if status == "" {
 			t.Status = StatusIdle
 		}
