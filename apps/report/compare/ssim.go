@@ -58,14 +58,19 @@ const MaxPixels = 4_000_000
 // scaled down when a has more than MaxPixels pixels), with a rows×cols
 // grid of regions.
 func SSIM(a, b image.Image, rows, cols int) Result {
+	ga, gb := grays(a, b)
+	return measure(ga, gb, nil, nil, ga.Rect, rows, cols)
+}
+
+// grays are a and b in grey at a's size, or at most MaxPixels of it
+// (keeping its shape).
+func grays(a, b image.Image) (*image.Gray, *image.Gray) {
 	size := a.Bounds().Size()
 	if px := float64(size.X) * float64(size.Y); px > MaxPixels {
 		f := math.Sqrt(MaxPixels / px)
 		size = image.Pt(max(int(float64(size.X)*f), 1), max(int(float64(size.Y)*f), 1))
 	}
-	ga := gray(a, size)
-	gb := gray(b, size)
-	return measure(ga, gb, nil, nil, ga.Rect, rows, cols)
+	return gray(a, size), gray(b, size)
 }
 
 // Ink is the grey level below which a pixel is taken as ink, the marks of
@@ -82,19 +87,13 @@ const Ink = 160
 // over the whole page would call it alike. A picture with no ink is
 // compared as SSIM does.
 func Form(a, b image.Image, rows, cols int) Result {
-	size := a.Bounds().Size()
-	if px := float64(size.X) * float64(size.Y); px > MaxPixels {
-		f := math.Sqrt(MaxPixels / px)
-		size = image.Pt(max(int(float64(size.X)*f), 1), max(int(float64(size.Y)*f), 1))
-	}
-	ga := gray(a, size)
-	gb := gray(b, size)
+	ga, gb := grays(a, b)
 	box := inkBounds(gb)
 	if box.Empty() {
 		return measure(ga, gb, nil, nil, ga.Rect, rows, cols)
 	}
 	box = box.Inset(-Window).Intersect(ga.Rect)
-	r := max(1, min(size.X, size.Y)/200) // 2 px on an A4 page at 72 dpi
+	r := max(1, min(ga.Rect.Dx(), ga.Rect.Dy())/200) // 2 px on an A4 page at 72 dpi
 	return measure(blur(ga, r), blur(gb, r), ga, gb, box, rows, cols)
 }
 
