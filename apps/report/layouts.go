@@ -30,8 +30,21 @@ type Toolkit struct {
 	Options layout.Options
 }
 
-// Read implements Layouts.
+// reading holds a place for each form being read: at most two at once,
+// so that uploads read side by side cannot add up past the server's
+// memory (one picture may take about 240 MB while it is read, a
+// workbook or a PDF page less), whatever the number of threads.
+var reading = make(chan struct{}, 2)
+
+// Read implements Layouts. It waits for one of the places of reading,
+// or for ctx to end.
 func (t Toolkit) Read(ctx context.Context, kind string, data []byte) (*Layout, error) {
+	select {
+	case reading <- struct{}{}:
+		defer func() { <-reading }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading a layout: %w", ctx.Err())
+	}
 	var l *layout.Layout
 	var err error
 	switch kind {
