@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,18 +16,6 @@ import (
 	"github.com/loomkit/loom/store/storetest"
 )
 
-// closedPort returns a local TCP port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestDialUnreachable dials a PostgreSQL and a MySQL server that are not
 // there: Dial succeeds, every use is an *UnavailableError that names
 // neither the host, the user nor the password, and a use during the
@@ -36,7 +23,7 @@ func closedPort(t *testing.T) string {
 func TestDialUnreachable(t *testing.T) {
 	ctx := context.Background()
 	const secret = "s3cr3t-pa55"
-	addr := closedPort(t)
+	addr := datasourcetest.ClosedAddr(t)
 	for _, raw := range []string{
 		"postgres://loomuser:" + secret + "@" + addr + "/shop?sslmode=disable",
 		"mysql://loomuser:" + secret + "@" + addr + "/shop",

@@ -3,10 +3,11 @@ package dataagent_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/datasource/datasourcetest"
 
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/sqlagent"
@@ -25,12 +26,7 @@ func TestUnreachableSource(t *testing.T) {
 	if _, err := sqlagent.EnsureDemo(ctx, shop); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
 	opts := dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{
 		{Name: "shop", URL: shop},

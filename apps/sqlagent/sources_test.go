@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/datasource/datasourcetest"
 
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/sqlagent"
@@ -21,18 +22,6 @@ import (
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
 )
-
-// closedPort returns a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // ask runs question on source in thread and returns the answer's text.
 func (l *loom) ask(thread, source, question string) string {
@@ -62,7 +51,7 @@ func TestUnreachableSources(t *testing.T) {
 	if _, err := sqlagent.EnsureDemo(context.Background(), shop); err != nil {
 		t.Fatal(err)
 	}
-	addr := closedPort(t)
+	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
 	opts := sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{
 		{Name: "shop", URL: shop},
@@ -261,7 +250,7 @@ func TestDownSourceSpendsNoModel(t *testing.T) {
 		return finish("no")
 	})
 	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{
-		{Name: "sales", URL: "postgres://reader@" + closedPort(t) + "/sales?sslmode=disable"}}})
+		{Name: "sales", URL: "postgres://reader@" + datasourcetest.ClosedAddr(t) + "/sales?sslmode=disable"}}})
 	if got := l.ask("t1", "", "Who bought the most?"); !strings.Contains(got, "Source sales is unavailable: connection refused") {
 		t.Errorf("answer %q", got)
 	}

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/datasource/datasourcetest"
 
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
@@ -31,12 +32,7 @@ func TestServeWithSourcesDown(t *testing.T) {
 	if _, err := sqlagent.EnsureDemo(ctx, shop); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
 	sources := filepath.Join(dir, "sources.yaml")
 	if err := os.WriteFile(sources, []byte("- name: shop\n  url: "+shop+

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -107,4 +108,17 @@ func Database(t testing.TB) (string, *sql.DB) {
 	}
 	t.Cleanup(func() { db.Close() })
 	return u.String(), db
+}
+
+// ClosedAddr returns a loopback address (host:port) that nothing listens
+// on: a database server that is down.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
