@@ -175,6 +175,14 @@ func sharedData(t testing.TB, rel string) string {
 	return p
 }
 
+// jasperSchema is the JasperReports schema of the shared data, with
+// xmllint installed to validate against it.
+func jasperSchema(t testing.TB) string {
+	t.Helper()
+	schema := jasperSchema(t)
+	return schema
+}
+
 // goodJRXML is a small valid template; badJRXML refers to a field it
 // does not declare.
 const goodJRXML = `<?xml version="1.0" encoding="UTF-8"?>
