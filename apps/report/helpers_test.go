@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,7 +180,13 @@ func sharedData(t testing.TB, rel string) string {
 // xmllint installed to validate against it.
 func jasperSchema(t testing.TB) string {
 	t.Helper()
-	schema := jasperSchema(t)
+	schema := sharedData(t, "jrxml/xsd/jasperreport.xsd")
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("xmllint is not installed (Debian package libxml2-utils)")
+		}
+		t.Skip("xmllint is not installed (Debian package libxml2-utils)")
+	}
 	return schema
 }
 
