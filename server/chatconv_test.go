@@ -4,15 +4,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/cabin"
-	"github.com/loomkit/loom/apps/dataagent"
-	"github.com/loomkit/loom/apps/report"
-	"github.com/loomkit/loom/apps/schedule"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
 )
 
@@ -252,19 +247,7 @@ func TestChatContinuesCabin(t *testing.T) {
 // in, the conversation (the message and the agent's reply) in the values.
 func TestChatConventionEveryAgent(t *testing.T) {
 	const key = "k"
-	reg := testAgents(t)
-	quiet := slog.New(slog.DiscardHandler)
-	for _, a := range []server.Agent{
-		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
-		schedule.ServerAgent(schedule.ServerOptions{Logger: quiet}),
-		sqlagent.ServerAgent(sqlagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
-		dataagent.ServerAgent(dataagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
-		report.ServerAgent(report.ServerOptions{Logger: quiet}),
-	} {
-		if err := reg.Register(a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := servedAgents(t)
 	ts := startServer(t, server.Options{Agents: reg, Keys: []string{key}})
 	for agent, text := range map[string]string{
 		"demo": "launch", "cabin": "打开车窗", "schedule": "明天下午三点和王总开会",

@@ -32,19 +32,7 @@ func TestLangGraphSDK(t *testing.T) {
 // the agents loom serve registers and the test agents beside them.
 func TestMermaid(t *testing.T) {
 	const key = "mermaid-key"
-	reg := testAgents(t)
-	quiet := slog.New(slog.DiscardHandler)
-	for _, a := range []server.Agent{
-		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
-		schedule.ServerAgent(schedule.ServerOptions{Logger: quiet}),
-		sqlagent.ServerAgent(sqlagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
-		dataagent.ServerAgent(dataagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
-		report.ServerAgent(report.ServerOptions{Logger: quiet}),
-	} {
-		if err := reg.Register(a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reg := servedAgents(t)
 	ts := startServer(t, server.Options{Agents: reg, Keys: []string{key}})
 	runSDK(t, ts.URL, key, "", "mermaid.test.mjs")
 }
@@ -103,4 +91,24 @@ func npmStale(dir string) (bool, error) {
 		return false, err
 	}
 	return lock.ModTime().After(installed.ModTime()), nil
+}
+
+// servedAgents are the test agents and the agents loom serve registers,
+// without a model.
+func servedAgents(t *testing.T) *server.Registry {
+	t.Helper()
+	reg := testAgents(t)
+	quiet := slog.New(slog.DiscardHandler)
+	for _, a := range []server.Agent{
+		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
+		schedule.ServerAgent(schedule.ServerOptions{Logger: quiet}),
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		dataagent.ServerAgent(dataagent.ServerOptions{Logger: quiet, DemoPath: filepath.Join(t.TempDir(), "shop.db")}),
+		report.ServerAgent(report.ServerOptions{Logger: quiet}),
+	} {
+		if err := reg.Register(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reg
 }
