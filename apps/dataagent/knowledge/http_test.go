@@ -27,8 +27,9 @@ const maxEntries = 20
 
 // serve runs Loom's server on database dbURL with keys key-a and key-b
 // and an agent that mounts the knowledge API at prefix, as the data
-// agent does; it returns the server's URL.
-func serve(t *testing.T, dbURL string) string {
+// agent does (YAML files taken up to MaxImport), its store set up by
+// configure; it returns the server's URL.
+func serve(t *testing.T, dbURL string, configure func(*knowledge.Store)) string {
 	t.Helper()
 	var st *knowledge.Store
 	var reg server.Registry
@@ -41,11 +42,13 @@ func serve(t *testing.T, dbURL string) string {
 			if st, err = knowledge.Open(ctx, db, "kb"); err != nil {
 				return nil, err
 			}
-			st.SetMaxEntries(maxEntries)
+			configure(st)
 			return demo.Graph().Compile(graph.WithSaver(db.Saver()))
 		},
 		Routes:       func(*server.Server, graph.Runner) http.Handler { return knowledge.Handler(st, prefix) },
 		RoutesPrefix: prefix,
+		UploadLimit:  knowledge.MaxImport,
+		UploadTypes:  knowledge.ImportTypes,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +61,9 @@ func serve(t *testing.T, dbURL string) string {
 	return servertest.Serve(t, srv)
 }
 
+// withMaxEntries bounds the store at maxEntries entries.
+func withMaxEntries(st *knowledge.Store) { st.SetMaxEntries(maxEntries) }
+
 // eachServer runs fn on a server over a SQLite file and one over
 // PostgreSQL (skipped, naming the variable, when it cannot be reached).
 func eachServer(t *testing.T, fn func(t *testing.T, c *client)) {
@@ -67,7 +73,7 @@ func eachServer(t *testing.T, fn func(t *testing.T, c *client)) {
 			if dialect == "postgres" {
 				url = storetest.PostgresURL(t)
 			}
-			fn(t, &client{t: t, base: serve(t, url) + prefix})
+			fn(t, &client{t: t, base: serve(t, url, withMaxEntries) + prefix})
 		})
 	}
 }
@@ -260,7 +266,7 @@ func TestHTTP(t *testing.T) {
 
 // Bad input is a 4xx JSON error that says what is wrong, never a 5xx.
 func TestHTTPBadInput(t *testing.T) {
-	c := &client{t: t, base: serve(t, filepath.Join(t.TempDir(), "loom.db")) + prefix}
+	c := &client{t: t, base: serve(t, filepath.Join(t.TempDir(), "loom.db"), withMaxEntries) + prefix}
 	r := c.json("key-a", "POST", "terms", map[string]any{"source": "shop", "term": "GMV", "formula": "x"})
 	if r.status != http.StatusCreated {
 		t.Fatalf("POST: HTTP %d %s", r.status, r.raw)

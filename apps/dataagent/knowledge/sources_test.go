@@ -1,21 +1,13 @@
 package knowledge_test
 
 import (
-	"context"
-	"log/slog"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
-	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/datasource"
-	"github.com/loomkit/loom/graph"
-	"github.com/loomkit/loom/server"
-	"github.com/loomkit/loom/server/servertest"
-	"github.com/loomkit/loom/store"
 )
 
 // serveSources runs Loom's server with the knowledge API mounted as the
@@ -23,34 +15,10 @@ import (
 // configured, YAML files taken up to MaxImport.
 func serveSources(t *testing.T) *client {
 	t.Helper()
-	var st *knowledge.Store
-	var reg server.Registry
-	err := reg.Register(server.Agent{
-		Name:        "kb",
-		Description: "the demo checklist, with the knowledge API",
-		Migrations:  knowledge.Migrations,
-		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			var err error
-			if st, err = knowledge.Open(ctx, db, "kb"); err != nil {
-				return nil, err
-			}
-			st.SetSources(map[string]datasource.Dialect{"shop": datasource.SQLite, "pg": datasource.Postgres})
-			return demo.Graph().Compile(graph.WithSaver(db.Saver()))
-		},
-		Routes:       func(*server.Server, graph.Runner) http.Handler { return knowledge.Handler(st, prefix) },
-		RoutesPrefix: prefix,
-		UploadLimit:  knowledge.MaxImport,
-		UploadTypes:  knowledge.ImportTypes,
+	url := serve(t, filepath.Join(t.TempDir(), "loom.db"), func(st *knowledge.Store) {
+		st.SetSources(map[string]datasource.Dialect{"shop": datasource.SQLite, "pg": datasource.Postgres})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(context.Background(), server.Options{Agents: &reg, Database: filepath.Join(t.TempDir(), "loom.db"),
-		Keys: []string{"key-a", "key-b"}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &client{t: t, base: servertest.Serve(t, srv) + prefix}
+	return &client{t: t, base: url + prefix}
 }
 
 // TestConfiguredSources: a key with no knowledge sees the configured
