@@ -277,6 +277,12 @@ func TestWeekAPI(t *testing.T) {
 	if code, body := put(`{"avoid":[{"day_of_week":9}]}`); code != 400 || !strings.Contains(body, "day_of_week 9") {
 		t.Errorf("PUT a bad day: %d %s", code, body)
 	}
+	many := `{"avoid":[` + strings.Repeat(`{"day_of_week":1},`, 1000) + `{"day_of_week":2}]}`
+	for _, bad := range []string{`{"avoid":`, `{"avoid":[{"day_of_week":1}],"drop":true}`, `[1,2]`, many} {
+		if code, body := put(bad); code != 400 {
+			t.Errorf("PUT %.40q: %d %s, want 400", bad, code, body)
+		}
+	}
 	resp2 := postChat(t, url, "帮我安排下周的复习", false)
 	defer resp2.Body.Close()
 	var c completion

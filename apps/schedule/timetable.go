@@ -170,6 +170,10 @@ func routes(srv *server.Server, a *Agent) http.Handler {
 			server.WriteError(w, http.StatusBadRequest, "invalid_body", `the body must be {"avoid": [{"day_of_week": 3, "from_slot": 9, "to_slot": 12}, …]}`)
 			return
 		}
+		if len(body.Avoid) > maxAvoids {
+			server.WriteError(w, http.StatusBadRequest, "invalid_avoid", fmt.Sprintf("%d times to keep free: at most %d", len(body.Avoid), maxAvoids))
+			return
+		}
 		for _, av := range body.Avoid {
 			if err := av.valid(); err != nil {
 				server.WriteError(w, http.StatusBadRequest, "invalid_avoid", err.Error())
@@ -185,6 +189,10 @@ func routes(srv *server.Server, a *Agent) http.Handler {
 	})
 	return m
 }
+
+// maxAvoids bounds the times to keep free a client may set: a slot range
+// of every day twice over is more than a week has.
+const maxAvoids = 2 * 7 * SlotsPerDay
 
 // valid says what is wrong with an avoid from a client.
 func (a Avoid) valid() error {
