@@ -108,4 +108,17 @@ func TestImportYAML(t *testing.T) {
 	if r.status != 415 || !strings.Contains(r.message(), "application/yaml") {
 		t.Fatalf("import as text/plain: %d %s", r.status, r.raw)
 	}
+	// Malformed YAML, an alias bomb and a document of the wrong shape
+	// are refused with a 4xx that says why.
+	bomb := "a: &a [x, x, x, x, x, x, x, x, x]\n"
+	for _, n := range "bcdefghij" {
+		prev := string(n - 1)
+		bomb += string(n) + ": &" + string(n) + " [*" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + ", *" + prev + "]\n"
+	}
+	for name, body := range map[string]string{"malformed": "examples: [\n  - {question: ", "alias bomb": bomb, "a list": "- 1\n- 2\n"} {
+		r := c.do("key-a", "POST", "import", "application/yaml", body)
+		if r.status < 400 || r.status >= 500 || r.message() == "" {
+			t.Errorf("import of %s YAML: %d %.300s, want a 4xx that says why", name, r.status, r.raw)
+		}
+	}
 }
