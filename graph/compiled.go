@@ -1,9 +1,10 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/contract"
@@ -19,7 +20,7 @@ type Compiled[S any] struct {
 	name      string
 	nodes     []cnode[S]
 	start     cnode[S]
-	loops     []loop // by loop id
+	budgets   []cbudget // by id, in the order declared
 	index     map[string]int
 	saver     checkpoint.Saver
 	stepLimit int
@@ -31,24 +32,38 @@ type target struct {
 	idx  int
 }
 
-type cloop struct {
-	id, to, exit, max int
+// cbudget is a budget as the runtime applies it.
+type cbudget struct {
+	name      string
+	max, exit int
 }
 
-// A loop's count is of consecutive returns: entering its target any other
-// way (from outside the loop) starts the count again.
+// rule is what taking one edge does to the budgets: the ones it spends,
+// and the ones it starts again.
+type rule[S any] struct {
+	to      int
+	charges []charge[S]
+	resets  []reset
+}
+
+type charge[S any] struct {
+	id, cost int
+	costFn   func(S) int
+}
+
+type reset struct{ id, start int }
 
 type cnode[S any] struct {
 	name string
 	fn   NodeFunc[S]
 	nodeSpec
-	to      int // fixed target, when route is nil
+	to      int // fixed target, when route and decide are nil
 	route   RouteFunc[S]
+	decide  DecideFunc[S]
 	targets []target
-	loops   []cloop
-	// entering lists, per target index, the ids of loops into that node
-	// that this node is not the source of: taking such an edge resets them.
-	entering map[int][]int
+	// rules are the budget rules of the edges out of the node (its loop
+	// exits included), for the edges that have any.
+	rules []rule[S]
 }
 
 func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
@@ -68,37 +83,46 @@ func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
 		}
 		return c.index[name]
 	}
-	// Loop ids in a stable order, so checkpointed counters mean the same
-	// thing in every process.
-	c.loops = append([]loop(nil), g.loops...)
-	sort.Slice(c.loops, func(i, j int) bool {
-		a, b := c.loops[i], c.loops[j]
-		return a.from < b.from || a.from == b.from && a.to < b.to
-	})
+	for _, b := range g.budgets {
+		c.budgets = append(c.budgets, cbudget{name: b.name, max: b.max, exit: idx(b.exit)})
+	}
 	build := func(name string) cnode[S] {
 		cn := cnode[S]{name: name}
 		o := g.outs[name]
-		if o.route == nil {
-			cn.to = idx(o.to)
-		} else {
-			cn.route = o.route
+		switch {
+		case o.route != nil || o.decide != nil:
+			cn.route, cn.decide = o.route, o.decide
 			for _, t := range o.targets {
 				cn.targets = append(cn.targets, target{name: t, idx: idx(t)})
 			}
+		default:
+			cn.to = idx(o.to)
 		}
-		for id, l := range c.loops {
-			if l.from == name {
-				cn.loops = append(cn.loops, cloop{id: id, to: idx(l.to), exit: idx(l.exit), max: l.max})
+		seen := map[string]bool{}
+		for _, t := range append(slices.Clone(o.targetList()), g.exitsOf(name)...) {
+			if seen[t] {
+				continue
 			}
-		}
-		for _, t := range append(o.targetList(), c.exitsOf(name)...) {
-			for id, l := range c.loops {
-				if l.to == t && l.from != name {
-					if cn.entering == nil {
-						cn.entering = make(map[int][]int)
-					}
-					cn.entering[idx(t)] = append(cn.entering[idx(t)], id)
+			seen[t] = true
+			r := rule[S]{to: idx(t)}
+			for id, b := range g.budgets {
+				if u := b.counts(name, t); u != nil {
+					r.charges = append(r.charges, charge[S]{id: id, cost: u.cost, costFn: u.costFn})
+					continue
 				}
+				for _, e := range b.entering {
+					if e.node == t {
+						r.resets = append(r.resets, reset{id: id, start: e.start})
+					}
+				}
+				for _, rs := range b.resets {
+					if rs[0] == name && rs[1] == t {
+						r.resets = append(r.resets, reset{id: id})
+					}
+				}
+			}
+			if len(r.charges) > 0 || len(r.resets) > 0 {
+				cn.rules = append(cn.rules, r)
 			}
 		}
 		return cn
@@ -120,11 +144,20 @@ func (c *Compiled[S]) Name() string { return c.name }
 func (c *Compiled[S]) Saver() checkpoint.Saver { return c.saver }
 
 // next returns the index of the node that follows n for state s, applying
-// loop bounds to counters.
-func (c *Compiled[S]) next(n *cnode[S], s S, counters []int) (int, error) {
+// the budgets to counters: an edge a budget cannot pay for leads to the
+// budget's exit.
+func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int) (int, error) {
 	t := n.to
-	if n.route != nil {
-		name := n.route(s)
+	if n.route != nil || n.decide != nil {
+		var name string
+		if n.route != nil {
+			name = n.route(s)
+		} else {
+			var err error
+			if name, err = n.decide(ctx, s); err != nil {
+				return 0, fmt.Errorf("route from %s: %w", n.name, err)
+			}
+		}
 		t = -2
 		for _, tg := range n.targets {
 			if tg.name == name {
@@ -136,27 +169,66 @@ func (c *Compiled[S]) next(n *cnode[S], s S, counters []int) (int, error) {
 			return 0, fmt.Errorf("route from %s returned %q, which is not among its declared targets", n.name, name)
 		}
 	}
-	for _, l := range n.loops {
-		if l.to == t {
-			if counters[l.id] >= l.max {
-				t = l.exit
+	if len(n.rules) == 0 {
+		return t, nil
+	}
+	r := n.rule(t)
+	if r != nil && len(r.charges) > 0 {
+		var buf [4]int
+		costs := buf[:0]
+		exit := t
+		for _, ch := range r.charges {
+			cost := ch.cost
+			if ch.costFn != nil {
+				cost = max(ch.costFn(s), 1)
+			}
+			b := &c.budgets[ch.id]
+			if used := counters[ch.id]; used >= b.max || used+cost > b.max {
+				exit = b.exit
 				break
 			}
-			counters[l.id]++
+			costs = append(costs, cost)
+		}
+		if exit != t {
+			// The exit spends nothing; what it starts again, it does.
+			t = exit
+			r = n.rule(t)
+			if r == nil {
+				return t, nil
+			}
+		} else {
+			for i, ch := range r.charges {
+				counters[ch.id] += costs[i]
+			}
 		}
 	}
-	for _, id := range n.entering[t] {
-		counters[id] = 0
+	if r != nil {
+		for _, rs := range r.resets {
+			counters[rs.id] = rs.start
+		}
 	}
 	return t, nil
 }
 
-// exitsOf lists the exits of the loops that leave node name.
-func (c *Compiled[S]) exitsOf(name string) []string {
+func (n *cnode[S]) rule(t int) *rule[S] {
+	for i := range n.rules {
+		if n.rules[i].to == t {
+			return &n.rules[i]
+		}
+	}
+	return nil
+}
+
+// exitsOf lists the exits of the budgets that count an edge out of node
+// name.
+func (g *Graph[S]) exitsOf(name string) []string {
 	var exits []string
-	for _, l := range c.loops {
-		if l.from == name {
-			exits = append(exits, l.exit)
+	for _, b := range g.budgets {
+		for _, u := range b.uses {
+			if u.from == name {
+				exits = append(exits, b.exit)
+				break
+			}
 		}
 	}
 	return exits
@@ -169,9 +241,8 @@ func (c *Compiled[S]) nodeName(i int) string {
 	return c.nodes[i].name
 }
 
-// loopKey names a loop's counter in checkpoints.
-func loopKey(l loop) string { return l.from + ">" + l.to }
-
+// countersToMap keys the budgets' counts by name for the checkpoint (a
+// Loop's name is "from>to").
 func (c *Compiled[S]) countersToMap(counters []int) map[string]int {
 	var m map[string]int
 	for id, v := range counters {
@@ -179,19 +250,19 @@ func (c *Compiled[S]) countersToMap(counters []int) map[string]int {
 			if m == nil {
 				m = make(map[string]int, len(counters))
 			}
-			m[loopKey(c.loops[id])] = v
+			m[c.budgets[id].name] = v
 		}
 	}
 	return m
 }
 
 func (c *Compiled[S]) countersFromMap(m map[string]int) []int {
-	if len(c.loops) == 0 {
+	if len(c.budgets) == 0 {
 		return nil
 	}
-	counters := make([]int, len(c.loops))
-	for id, l := range c.loops {
-		counters[id] = m[loopKey(l)]
+	counters := make([]int, len(c.budgets))
+	for id, b := range c.budgets {
+		counters[id] = m[b.name]
 	}
 	return counters
 }

@@ -66,7 +66,7 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 			err := func() (err error) {
 				defer func() {
 					if p := recover(); p != nil {
-						err = fmt.Errorf("panic: %v", p)
+						err = recovered(bctx, fmt.Sprintf("branch %d", i), p)
 					}
 				}()
 				return f(bctx, i)
@@ -110,9 +110,12 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 			}
 		}
 		r := &runner[T]{c: &sub, rc: rc, nested: true, state: in(s)}
+		if len(sub.budgets) > 0 {
+			rc.budgets = runBudgets[T]{c: &sub, r: r}
+		}
 		r.ctx = context.WithValue(ctx, runKey{}, rc)
 		r.counters = sub.countersFromMap(nil)
-		first, err := sub.next(&sub.start, r.state, r.counters)
+		first, err := sub.next(r.ctx, &sub.start, r.state, r.counters)
 		if err != nil {
 			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
 		}

@@ -36,6 +36,12 @@ type NodeFunc[S any] func(ctx context.Context, s S) (S, error)
 // targets declared with it.
 type RouteFunc[S any] func(s S) string
 
+// DecideFunc is a route that may refuse: it picks the next node from the
+// state, or returns an error, which fails the run with that error (the
+// error is not written to the state). Its context is the run's: Left
+// reads the budgets there.
+type DecideFunc[S any] func(ctx context.Context, s S) (string, error)
+
 // RetryPolicy says how often a failing node is tried again.
 type RetryPolicy struct {
 	// Attempts is the total number of tries, at least 1.
@@ -90,22 +96,18 @@ type node[S any] struct {
 type out[S any] struct {
 	to      string // fixed edge target
 	route   RouteFunc[S]
-	targets []string // declared targets of route
-}
-
-type loop struct {
-	from, to, exit string
-	max            int
+	decide  DecideFunc[S]
+	targets []string // declared targets of route or decide
 }
 
 // Graph is a graph under construction. Its methods record declarations and
 // errors; Compile reports every error at once.
 type Graph[S any] struct {
-	name  string
-	nodes []*node[S]
-	outs  map[string]*out[S]
-	loops []loop
-	errs  []error
+	name    string
+	nodes   []*node[S]
+	outs    map[string]*out[S]
+	budgets []*budget[S] // Loop's and Budget's, in the order declared
+	errs    []error
 }
 
 // New starts a graph over state type S, which must round-trip through JSON
@@ -193,6 +195,21 @@ func (g *Graph[S]) Route(from string, fn RouteFunc[S], targets ...string) *Graph
 	return g.setOut(from, &out[S]{route: fn, targets: slices.Clone(targets)})
 }
 
+// Decide is Route for a route that may refuse: fn gets the run's context
+// and may return an error, which fails the run. targets is the full set
+// of names fn may return, as for Route, so Scenarios stay exact.
+func (g *Graph[S]) Decide(from string, fn DecideFunc[S], targets ...string) *Graph[S] {
+	if fn == nil {
+		g.errorf("route from %q: nil function", from)
+		return g
+	}
+	if len(targets) == 0 {
+		g.errorf("route from %q: no targets declared", from)
+		return g
+	}
+	return g.setOut(from, &out[S]{decide: fn, targets: slices.Clone(targets)})
+}
+
 func (g *Graph[S]) setOut(from string, o *out[S]) *Graph[S] {
 	if _, dup := g.outs[from]; dup {
 		g.errorf("node %q: more than one Edge or Route out of it", from)
@@ -209,24 +226,28 @@ func (g *Graph[S]) setOut(from string, o *out[S]) *Graph[S] {
 // loop from outside it), and when a new run starts on the thread; it
 // survives interrupts and crashes, as it is checkpointed. Every cycle in a
 // graph must contain a bounded edge, so no run loops forever by accident.
+//
+// A Loop is a Budget named "from>to" that counts its one edge; declare a
+// Budget when a bound spans several edges, weighs them, or starts again
+// on edges of its own.
 func (g *Graph[S]) Loop(from, to string, max int, exit string) *Graph[S] {
 	if max < 1 {
 		g.errorf("loop %s → %s: bound %d must be at least 1", from, to, max)
 		return g
 	}
-	for _, l := range g.loops {
-		if l.from == from && l.to == to {
-			g.errorf("loop %s → %s: declared twice", from, to)
-			return g
-		}
+	name := from + ">" + to
+	if g.budgetNamed(name) != nil {
+		g.errorf("loop %s → %s: declared twice", from, to)
+		return g
 	}
-	g.loops = append(g.loops, loop{from: from, to: to, max: max, exit: exit})
+	g.budgets = append(g.budgets, &budget[S]{name: name, max: max, exit: exit, loop: true,
+		uses: []use[S]{{from: from, to: to, cost: 1}}, entering: []entering{{node: to}}})
 	return g
 }
 
 // targets lists where a declared way out may lead.
 func (o *out[S]) targetList() []string {
-	if o.route != nil {
+	if o.route != nil || o.decide != nil {
 		return o.targets
 	}
 	return []string{o.to}
@@ -280,15 +301,7 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 			errs = append(errs, fmt.Errorf("node %q has no Edge or Route out of it", n.name))
 		}
 	}
-	for _, l := range g.loops {
-		o, ok := g.outs[l.from]
-		if !ok || !slices.Contains(o.targetList(), l.to) {
-			errs = append(errs, fmt.Errorf("loop %s → %s: no such edge", l.from, l.to))
-		}
-		if l.exit == Start || !known(l.exit) {
-			errs = append(errs, fmt.Errorf("loop %s → %s: unknown exit %q", l.from, l.to, l.exit))
-		}
-	}
+	errs = g.checkBudgets(errs, known)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))
 	}
@@ -324,7 +337,7 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 	// Every cycle must contain a bounded edge: with bounded edges removed,
 	// the graph must be acyclic.
 	if cyc := findCycle(g.successors(false)); cyc != nil {
-		errs = append(errs, fmt.Errorf("loop without a declared bound: %s (declare one edge of it with Loop)", strings.Join(cyc, " → ")))
+		errs = append(errs, fmt.Errorf("loop without a declared bound: %s (declare one edge of it with Loop, or count it in a Budget)", strings.Join(cyc, " → ")))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))
@@ -339,27 +352,31 @@ func (g *Graph[S]) successors(bounded bool) map[string][]string {
 	succ := make(map[string][]string)
 	for from, o := range g.outs {
 		for _, to := range o.targetList() {
-			if !bounded && g.loopOf(from, to) != nil {
+			if !bounded && g.boundedEdge(from, to) {
 				continue
 			}
 			succ[from] = append(succ[from], to)
 		}
 	}
 	if bounded {
-		for _, l := range g.loops {
-			succ[l.from] = append(succ[l.from], l.exit)
+		for _, b := range g.budgets {
+			for _, u := range b.uses {
+				succ[u.from] = append(succ[u.from], b.exit)
+			}
 		}
 	}
 	return succ
 }
 
-func (g *Graph[S]) loopOf(from, to string) *loop {
-	for i := range g.loops {
-		if g.loops[i].from == from && g.loops[i].to == to {
-			return &g.loops[i]
+// boundedEdge reports whether a budget counts from → to with a cost, so
+// that a cycle through it ends.
+func (g *Graph[S]) boundedEdge(from, to string) bool {
+	for _, b := range g.budgets {
+		if u := b.counts(from, to); u != nil && u.bounded() {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 func walk(from string, next map[string][]string) map[string]bool {

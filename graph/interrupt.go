@@ -24,6 +24,8 @@ type runCtx struct {
 	// prefix is prepended to node names in a subgraph ("outer/");
 	// keyBase starts StepKey (the thread, or the outer step's key).
 	prefix, keyBase string
+	// budgets is what Left reads; nil when the graph has none.
+	budgets budgetView
 }
 
 // askState tracks a node's questions: the answers given so far, and how

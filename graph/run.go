@@ -149,6 +149,9 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 		run = checkpoint.NewID()
 	}
 	r := &runner[S]{c: c, rc: &runCtx{thread: thread, run: run, emit: emit, ask: &askState{}}}
+	if len(c.budgets) > 0 {
+		r.rc.budgets = runBudgets[S]{c: c, r: r}
+	}
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	res, err := r.run(in)
 	if res != nil && err == nil {
@@ -239,7 +242,7 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	case in.Update != nil:
 		in.Update(&r.state)
 		r.counters = c.countersFromMap(nil)
-		next, err := c.next(&c.start, r.state, r.counters)
+		next, err := c.next(r.ctx, &c.start, r.state, r.counters)
 		if err != nil {
 			return nil, fmt.Errorf("graph %s: %w", c.name, err)
 		}
@@ -336,7 +339,7 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		}
 		r.state = out
 		r.steps++
-		next, err := c.next(n, r.state, r.counters)
+		next, err := c.next(r.ctx, n, r.state, r.counters)
 		if err != nil {
 			return r.result(""), fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
 		}
@@ -431,7 +434,7 @@ func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S
 func tryNode[S any](ctx context.Context, n *cnode[S], s S) (out S, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = s, fmt.Errorf("panic: %v", p)
+			out, err = s, recovered(ctx, n.name, p)
 		}
 	}()
 	if n.timeout <= 0 {
