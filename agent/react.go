@@ -29,12 +29,10 @@ type State struct {
 	Pins convo.Pins `json:"pins,omitempty"`
 	// Tools is which domains and packs of tools the model sees.
 	Tools tool.View `json:"tools"`
-	// Rounds counts model rounds on the thread; Stretch those since the
-	// last user message or pause.
-	Rounds  int `json:"rounds"`
-	Stretch int `json:"stretch"`
-	// Corrections counts malformed answers in a row.
-	Corrections int `json:"corrections"`
+	// Rounds counts model rounds on the thread. The round budget and the
+	// malformed answers in a row are the graph's budgets (see AddTo), not
+	// fields of the state.
+	Rounds int `json:"rounds"`
 	// Answer is the final answer of the last turn.
 	Answer string `json:"answer,omitempty"`
 	// PauseSummary is the progress summary of a pause waiting for an answer.
@@ -48,10 +46,10 @@ func Say(text string) func(*State) {
 	return func(s *State) { s.NewTurn(text) }
 }
 
-// NewTurn adds a user message and resets the turn's counters.
+// NewTurn adds a user message and clears the last turn's answer.
 func (s *State) NewTurn(text string) {
 	s.Messages = append(s.Messages, llm.User(text))
-	s.Stretch, s.Corrections, s.Answer, s.PauseSummary = 0, 0, "", ""
+	s.Answer, s.PauseSummary = "", ""
 }
 
 // Decision is what the model answers when it decides through the JSON
@@ -94,10 +92,11 @@ type Config struct {
 	// System is the system prompt.
 	System string
 	// Budget is how many model rounds run before the agent pauses
-	// (default 30).
+	// (default 30): the graph's budget "rounds" (after AddTo's prefix).
 	Budget int
 	// MaxCorrections is how many malformed answers in a row are fed back
-	// before the run fails (default 3).
+	// (default 3): the graph's budget "corrections". One more goes to
+	// the pause, which GiveUp answers when set.
 	MaxCorrections int
 	// View configures the model's copy of the history.
 	View convo.Config
@@ -119,7 +118,7 @@ type Config struct {
 	SummaryRequest func(st *State) string
 	// GiveUp, when set, ends a turn whose model answered malformed too
 	// many times in a row with the text it returns as the answer,
-	// instead of failing the run with the MalformedError.
+	// instead of pausing to ask whether to go on.
 	GiveUp func(ctx context.Context, st *State, err *MalformedError) string
 	// ModelFailed, when set, ends a turn whose model call failed (the
 	// endpoint unreachable, an error status after the client's retries)
@@ -135,6 +134,14 @@ const (
 	Pause = "pause"
 )
 
+// Budget names, after the prefix given to AddTo: model rounds until the
+// agent pauses (Config.Budget), and malformed answers in a row fed back
+// (Config.MaxCorrections). Nodes read what is left with graph.Left.
+const (
+	Rounds      = "rounds"
+	Corrections = "corrections"
+)
+
 // New returns a graph that runs the loop alone on State: each Invoke with
 // Say(text) is a turn; the run ends with the answer in State.Answer.
 func New(cfg Config) *graph.Graph[State] {
@@ -148,9 +155,18 @@ func New(cfg Config) *graph.Graph[State] {
 // prefix+"pause", working on the State that lens finds in g's state. The
 // loop is entered at prefix+"think" and leaves to exit with State.Answer
 // set.
+//
+// Two budgets bound the loop, and the graph draws them: prefix+"rounds"
+// counts model rounds (every entry into think from outside the loop
+// starts it again at 1, the round it begins); once spent, the loop
+// pauses to summarise and ask whether to go on. prefix+"corrections"
+// counts malformed answers fed back in a row (a well-formed one starts it
+// again); the answer after them goes to the pause too, where Config.GiveUp,
+// when set, ends the turn instead.
 func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *State, exit string) {
 	r := newReact(cfg)
 	think, act, pause := prefix+Think, prefix+Act, prefix+Pause
+	r.corrections = prefix + Corrections
 	on := func(fn func(context.Context, *State) error) graph.NodeFunc[S] {
 		return func(ctx context.Context, s S) (S, error) {
 			return s, fn(ctx, lens(&s))
@@ -166,38 +182,39 @@ func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *S
 				return exit
 			case len(PendingCalls(st.Messages)) > 0:
 				return act
-			case st.Stretch >= r.budget:
-				return pause
 			}
 			return think // a correction round
-		}, exit, act, pause, think).
+		}, exit, act, think).
 		Route(act, func(s S) string {
-			st := lens(&s)
-			switch {
-			case len(PendingCalls(st.Messages)) > 0:
+			if len(PendingCalls(lens(&s).Messages)) > 0 {
 				return act
-			case st.Stretch >= r.budget:
-				return pause
 			}
 			return think
-		}, act, pause, think).
+		}, act, think).
 		Route(pause, func(s S) string {
 			if lens(&s).Answer != "" {
 				return exit
 			}
 			return think
 		}, think, exit).
-		// The bounds back the state's own counters; they are not reached
-		// in a healthy run.
-		Loop(think, think, r.maxCorrections, pause).
+		// act → act runs once per write call of one message that a person
+		// confirms; pause → think once per "go on" in a turn.
 		Loop(act, act, 256, think).
-		Loop(act, think, r.budget, pause).
 		Loop(pause, think, 1000, exit)
+	g.Budget(r.corrections, r.maxCorrections, pause).
+		Count(think, think, 1).
+		Reset(think, act).
+		ResetEntering(think, 0)
+	g.Budget(prefix+Rounds, r.budget, pause).
+		Count(think, think, 1).
+		Count(act, think, 1).
+		ResetEntering(think, 1)
 }
 
 type react struct {
 	Config
 	budget, maxCorrections int
+	corrections            string // the corrections budget's name
 	view                   *convo.Builder
 	format                 string
 }
@@ -265,7 +282,6 @@ func (r *react) ask(ctx context.Context, st *State, msgs []llm.Message, stream b
 // think asks the model for its next move.
 func (r *react) think(ctx context.Context, st *State) error {
 	st.Rounds++
-	st.Stretch++
 	status := fmt.Sprintf("round %d", st.Rounds)
 	switch {
 	case r.Status != nil:
@@ -290,7 +306,6 @@ func (r *react) think(ctx context.Context, st *State) error {
 	}
 	m := resp.Message
 	if len(m.ToolCalls) > 0 || r.NativeTools {
-		st.Corrections = 0
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning, ToolCalls: m.ToolCalls})
 		if len(m.ToolCalls) == 0 {
 			st.Answer = m.Content
@@ -300,27 +315,13 @@ func (r *react) think(ctx context.Context, st *State) error {
 		}
 		return nil
 	}
-	d, err := contract.Decode[Decision](m.Content)
-	if err == nil && d.Action == "call_tool" && d.Tool == "" {
-		err = &contract.ValidationError{Problems: []contract.Problem{{Field: "tool", Message: "is required with action call_tool"}}}
-	}
+	d, err := decodeDecision(m.Content)
 	if err != nil {
-		st.Corrections++
+		// Fed back; the corrections budget bounds how often in a row.
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning},
 			llm.User(contract.Feedback[Decision](err)))
-		if st.Corrections > r.maxCorrections {
-			merr := &MalformedError{Answers: lastAnswers(st.Messages, st.Corrections), Err: err}
-			if r.GiveUp == nil {
-				return merr
-			}
-			st.Corrections = 0
-			st.Answer = orDefault(r.GiveUp(ctx, st, merr), "(no answer)")
-			st.Messages = append(st.Messages, llm.Assistant(st.Answer))
-			graph.Emit(ctx, graph.KindToken, st.Answer)
-		}
 		return nil
 	}
-	st.Corrections = 0
 	msg := llm.Message{Role: llm.RoleAssistant, Content: m.Content, Reasoning: m.Reasoning}
 	if d.Action == "finish" {
 		st.Answer = d.Answer
@@ -339,8 +340,18 @@ func (r *react) think(ctx context.Context, st *State) error {
 	return nil
 }
 
-// MalformedError is returned when the model answered malformed too many
-// times in a row. It carries every rejected answer, oldest first.
+// decodeDecision reads a decision from the model's answer.
+func decodeDecision(text string) (Decision, error) {
+	d, err := contract.Decode[Decision](text)
+	if err == nil && d.Action == "call_tool" && d.Tool == "" {
+		err = &contract.ValidationError{Problems: []contract.Problem{{Field: "tool", Message: "is required with action call_tool"}}}
+	}
+	return d, err
+}
+
+// MalformedError is what Config.GiveUp gets when the model answered
+// malformed too many times in a row. It carries every rejected answer,
+// oldest first.
 type MalformedError struct {
 	Answers []string
 	Err     error
@@ -490,8 +501,18 @@ func run(ctx context.Context, t tool.Tool, c llm.ToolCall, args json.RawMessage)
 
 // pause summarises progress and asks whether to go on. The summary is
 // made once: it is kept in the state returned with the question, so the
-// node's run on resume does not ask the model again.
+// node's run on resume does not ask the model again. When the run came
+// here because the corrections were spent, GiveUp (when set) answers
+// instead.
 func (r *react) pause(ctx context.Context, st *State) error {
+	if left, ok := graph.Left(ctx, r.corrections); ok && left == 0 && r.GiveUp != nil {
+		answers := lastAnswers(st.Messages, r.maxCorrections+1)
+		_, err := decodeDecision(answers[len(answers)-1])
+		st.Answer = orDefault(r.GiveUp(ctx, st, &MalformedError{Answers: answers, Err: err}), "(no answer)")
+		st.Messages = append(st.Messages, llm.Assistant(st.Answer))
+		graph.Emit(ctx, graph.KindToken, st.Answer)
+		return nil
+	}
 	if st.PauseSummary == "" {
 		sum, err := r.summarise(ctx, st)
 		if err != nil {
@@ -505,7 +526,7 @@ func (r *react) pause(ctx context.Context, st *State) error {
 		return err
 	}
 	sum := st.PauseSummary
-	st.PauseSummary, st.Stretch = "", 0
+	st.PauseSummary = ""
 	if !ans.Continue && !ans.Accept {
 		st.Answer = sum
 		return nil

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -127,7 +126,7 @@ func TestMalformedAnswersAreFedBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State.Answer != "done" || res.State.Corrections != 0 {
+	if res.State.Answer != "done" {
 		t.Fatalf("state %+v", res.State)
 	}
 	reqs := f.srv.Requests()
@@ -139,21 +138,88 @@ func TestMalformedAnswersAreFedBack(t *testing.T) {
 	}
 }
 
-func TestFourMalformedAnswersFail(t *testing.T) {
-	f := newFixture(t, false, 0,
-		llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), llmtest.Text("four"))
-	_, err := f.graph.Invoke(context.Background(), "t", agent.Say("hi"))
-	var me *agent.MalformedError
-	if !errors.As(err, &me) {
-		t.Fatalf("err = %v, want a MalformedError", err)
-	}
-	if got := strings.Join(me.Answers, ","); got != "one,two,three,four" {
-		t.Errorf("answers %q, want all four", got)
-	}
-	for _, a := range me.Answers { // the message carries them too, for whoever reads only the text
-		if !strings.Contains(err.Error(), fmt.Sprintf("%q", a)) {
-			t.Errorf("error %q does not quote answer %q", err, a)
+// drawnExit returns the budget exit the graph draws from node from, and
+// its budget's bound.
+func drawnExit(t *testing.T, c *graph.Compiled[agent.State], budget, from string) (string, int) {
+	t.Helper()
+	for _, e := range c.Spec().Edges {
+		if e.Exit && e.Budget == budget && e.From == from {
+			return e.To, e.Max
 		}
+	}
+	t.Fatalf("no exit of budget %s drawn from %s:\n%s", budget, from, c.Mermaid())
+	return "", 0
+}
+
+// TestFourMalformedAnswersTakeTheDrawnExit: three malformed answers are
+// fed back; the fourth spends the corrections budget, and the run goes
+// where the drawing says: to the pause, which summarises and asks.
+func TestFourMalformedAnswersTakeTheDrawnExit(t *testing.T) {
+	f := newFixture(t, false, 0,
+		llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), llmtest.Text("four"),
+		llmtest.Text("The model could not answer in the agreed form."))
+	exit, max := drawnExit(t, f.graph, agent.Corrections, agent.Think)
+	if exit != agent.Pause || max != 3 {
+		t.Fatalf("drawn: corrections exit %s after %d, want pause after 3", exit, max)
+	}
+	ctx := context.Background()
+	res, err := f.graph.Invoke(ctx, "t", agent.Say("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusInterrupted || res.Interrupt.Node != exit || res.State.Rounds != 4 {
+		t.Fatalf("want a question at %s after 4 rounds, got %s at %+v after %d", exit, res.Status, res.Interrupt, res.State.Rounds)
+	}
+	if reqs := f.srv.Requests(); len(reqs) != 5 || !strings.Contains(lastUser(reqs[4]), "step budget") {
+		t.Errorf("%d requests, want four answers and the summary", len(reqs))
+	}
+	// Stopping there ends the turn with the summary; nothing counts the
+	// corrections in the state.
+	res, err = f.graph.Resume(ctx, "t", agent.PauseAnswer{Continue: false})
+	if err != nil || res.Status != graph.StatusDone || res.State.Answer != "The model could not answer in the agreed form." {
+		t.Fatalf("after stop: %+v, %v", res, err)
+	}
+}
+
+// TestGiveUpAnswersAtTheExit: with GiveUp set, the pause the corrections
+// budget leads to ends the turn with GiveUp's answer, given every
+// rejected answer.
+func TestGiveUpAnswersAtTheExit(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), llmtest.Text("four"))
+	model, err := openai.New(openai.Config{BaseURL: srv.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *agent.MalformedError
+	g := agent.New(agent.Config{Model: model, System: "You help.", GiveUp: func(_ context.Context, _ *agent.State, err *agent.MalformedError) string {
+		got = err
+		return "Sorry, no usable answer."
+	}})
+	c := must(g.Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+	res, err := c.Invoke(context.Background(), "t", agent.Say("hi"))
+	if err != nil || res.Status != graph.StatusDone || res.State.Answer != "Sorry, no usable answer." {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got == nil || strings.Join(got.Answers, ",") != "one,two,three,four" || got.Err == nil {
+		t.Fatalf("GiveUp got %+v, want all four answers and the last problem", got)
+	}
+	for _, a := range got.Answers { // the message carries them too, for whoever reads only the text
+		if !strings.Contains(got.Error(), fmt.Sprintf("%q", a)) {
+			t.Errorf("error %q does not quote answer %q", got, a)
+		}
+	}
+	if n := len(srv.Requests()); n != 4 {
+		t.Errorf("%d model requests, want 4 (no summary)", n)
+	}
+}
+
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
 }
 
@@ -211,13 +277,16 @@ func TestBudgetPausesAndContinues(t *testing.T) {
 		}
 		return decide(`{"action":"call_tool","tool":"weather","args":{"city":"Rome"}}`)
 	})
+	if exit, max := drawnExit(t, f.graph, agent.Rounds, agent.Act); exit != agent.Pause || max != 30 {
+		t.Fatalf("drawn: rounds exit %s after %d, want pause after 30", exit, max)
+	}
 	ctx := context.Background()
 	res, err := f.graph.Invoke(ctx, "t", agent.Say("Keep checking the weather"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pause agent.PauseRequest
-	if res.Status != graph.StatusInterrupted || res.State.Rounds != 30 {
+	if res.Status != graph.StatusInterrupted || res.Interrupt.Node != agent.Pause || res.State.Rounds != 30 {
 		t.Fatalf("want a pause after 30 rounds, got %s after %d", res.Status, res.State.Rounds)
 	}
 	if err := json.Unmarshal(res.Interrupt.Payload, &pause); err != nil || !strings.HasPrefix(pause.Summary, "Checked the weather") {
@@ -253,4 +322,17 @@ func TestNativeToolCalls(t *testing.T) {
 		t.Errorf("request tools = %s", tools)
 	}
 	f.checkPairing(t)
+}
+
+// TestWellFormedAnswerStartsCorrectionsAgain: three malformed answers, a
+// tool call, three more and a finish: never four in a row, so no pause.
+func TestWellFormedAnswerStartsCorrectionsAgain(t *testing.T) {
+	bad := llmtest.Text("not a decision")
+	f := newFixture(t, false, 0, bad, bad, bad,
+		decide(`{"action":"call_tool","tool":"weather","args":{"city":"Oslo"}}`),
+		bad, bad, bad, decide(`{"action":"finish","answer":"Sunny."}`))
+	res, err := f.graph.Invoke(context.Background(), "t", agent.Say("Weather?"))
+	if err != nil || res.Status != graph.StatusDone || res.State.Answer != "Sunny." || res.State.Rounds != 8 {
+		t.Fatalf("%+v, %v", res, err)
+	}
 }

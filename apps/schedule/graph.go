@@ -508,7 +508,7 @@ func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
 	ans, _ := ParseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
 	st := &s.Exec
 	if st.PauseSummary != "" {
-		st.PauseSummary, st.Stretch = "", 0
+		st.PauseSummary = "" // chat → think starts the round budget again
 		if !ans.Continue {
 			s.Phase, s.Outcome = PhaseDone, OutcomeBudget
 			return s, nil
