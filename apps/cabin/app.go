@@ -41,9 +41,9 @@ type Options struct {
 	Config *Config
 	// Saver keeps the sessions, one thread each; nil keeps them in memory.
 	Saver checkpoint.Saver
-	// Store keeps the simulated vehicles and orders. Nil means tables in
-	// the saver's own database when it has one (SQLDB, as
-	// checkpoint/sqlite's Saver), else memory.
+	// Store keeps the simulated vehicles and orders: NewSQLStore keeps
+	// them in a database (ServerAgent does, in the server's); nil keeps
+	// them in memory.
 	Store Store
 	// Model, when set, plans what the local planners cannot and answers
 	// open small talk.
@@ -138,15 +138,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.saver = checkpoint.NewMemory()
 	}
 	if a.store == nil {
-		if db, ok := a.saver.(SQLDB); ok {
-			st, err := OpenSQLStore(ctx, db)
-			if err != nil {
-				return nil, fmt.Errorf("cabin: %w", err)
-			}
-			a.store = st
-		} else {
-			a.store = NewMemoryStore()
-		}
+		a.store = NewMemoryStore()
 	}
 	a.saver = timedSaver{a.saver}
 	tools, err := newTools(cfg, a.store, opts)

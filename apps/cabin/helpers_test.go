@@ -12,21 +12,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/store"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// newApp builds an App over a real SQLite file in t.TempDir().
+// newApp builds an App over a real SQLite file in t.TempDir(), its
+// sessions and (unless opts has a store) its simulated data in it.
 func newApp(t testing.TB, opts Options) *App {
 	t.Helper()
 	ctx := context.Background()
-	saver, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "loom.db"))
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "loom.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { saver.Close() })
-	opts.Saver = saver
+	t.Cleanup(func() { db.Close() })
+	opts.Saver = db.Saver()
+	if opts.Store == nil {
+		opts.Store = sqlStore(t, db)
+	}
 	if opts.Logger == nil {
 		opts.Logger = quiet
 	}
@@ -137,4 +141,14 @@ func want(t testing.TB, r Reply, typ, status string, parts ...string) {
 			t.Errorf("reply %q lacks %q", r.Message, p)
 		}
 	}
+}
+
+// sqlStore is the SQL store on db, its migrations applied as the server
+// applies them.
+func sqlStore(t testing.TB, db *store.DB) *SQLStore {
+	t.Helper()
+	if err := db.Migrate(context.Background(), AgentName, Migrations); err != nil {
+		t.Fatal(err)
+	}
+	return NewSQLStore(db)
 }

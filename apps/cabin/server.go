@@ -49,12 +49,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		InputSchema:   server.InputSchemaFor[Input](),
 		// On the server's database (SQLite or Postgres) the vehicles and
 		// orders live beside the checkpoints, shared by every replica.
+		Migrations: Migrations,
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			st, err := OpenStoreOn(ctx, db)
-			if err != nil {
-				return nil, err
-			}
-			a, err := New(ctx, Options{Saver: db.Saver(), Store: st, Locale: opts.Locale, ConfigDir: opts.ConfigDir,
+			a, err := New(ctx, Options{Saver: db.Saver(), Store: NewSQLStore(db), Locale: opts.Locale, ConfigDir: opts.ConfigDir,
 				Model: opts.Model, Logger: opts.Logger})
 			if err != nil {
 				return nil, err
