@@ -182,14 +182,15 @@ func (a *Agent) Graph() *graph.Graph[State] {
 	// R6: preview and export skip validation.
 	g.Route(nodeSave, routeAfterSave, nodeValidate, nodeFinalize)
 	// R7: pass or explain; a failure once the retries are spent ends the
-	// turn.
-	g.Route(nodeValidate, a.routeAfterValidate, nodeFinalize, nodeExplain)
+	// turn (the budget's check on validate → explain).
+	g.Route(nodeValidate, routeAfterValidate, nodeFinalize, nodeExplain)
 	g.Edge(nodeExplain, nodeCorrect) // R8
-	// R9: a correction that changed the template is always validated, the
-	// last one too; one that changed nothing (it spends two retries) ends
-	// the loop once they are spent. The loop's bound says the same.
-	g.Route(nodeCorrect, a.routeAfterCorrect, nodeValidate, nodeFinalize)
-	g.Loop(nodeCorrect, nodeValidate, a.cfg.MaxRetry, nodeFinalize)
+	// R9: a correction is validated while the retries pay for it, the
+	// last one too; one that changed nothing costs two.
+	g.Edge(nodeCorrect, nodeValidate)
+	g.Budget(budgetRetries, a.cfg.MaxRetry, nodeFinalize).
+		Count(nodeValidate, nodeExplain, 0).
+		CountBy(nodeCorrect, nodeValidate, a.correctionCost)
 	g.Edge(nodeConsult, nodeFinalize)
 	g.Edge(nodeReset, nodeFinalize)
 	g.Edge(nodeFinalize, graph.End)
@@ -256,24 +257,40 @@ func routeAfterSave(s State) string {
 	return nodeValidate
 }
 
-// routeAfterValidate is R7: a pass ends the turn, and so does a failure
-// once the corrections have spent the retries.
-func (a *Agent) routeAfterValidate(s State) string {
-	if s.Turn.Status == statusPass || s.Turn.Retry >= a.cfg.MaxRetry {
+// routeAfterValidate is R7: a pass ends the turn; a failure is explained
+// and corrected while the retries last (the budget sends the run to
+// finalize once they are spent).
+func routeAfterValidate(s State) string {
+	if s.Turn.Status == statusPass {
 		return nodeFinalize
 	}
 	return nodeExplain
 }
 
-// routeAfterCorrect is R9: a correction that changed the template is
-// validated, even the last one the retries allow, so a fix that arrives
-// last is not thrown away; one that changed nothing ends the loop when
-// the retries are spent.
-func (a *Agent) routeAfterCorrect(s State) string {
-	if s.Turn.Retry >= a.cfg.MaxRetry && s.Turn.Unfixed {
-		return nodeFinalize
+// budgetRetries is the correction loop's budget: MaxRetry units.
+const budgetRetries = "retries"
+
+// correctionCost is what a correction spends of the retries: 1, 2 for
+// one that changed nothing (so a fix that arrives last is still
+// validated, and a model that repeats itself stops sooner), and more
+// than all of them without a model, which ends the loop.
+func (a *Agent) correctionCost(s State) int {
+	switch {
+	case a.model == nil:
+		return a.cfg.MaxRetry + 1
+	case s.Turn.Unfixed:
+		return 2
 	}
-	return nodeValidate
+	return 1
+}
+
+// retriesSpent is how much of the retries the turn's corrections spent.
+func (a *Agent) retriesSpent(ctx context.Context) int {
+	left, ok := graph.Left(ctx, budgetRetries)
+	if !ok {
+		return 0
+	}
+	return a.cfg.MaxRetry - left
 }
 
 const (

@@ -358,11 +358,12 @@ func (a *Agent) explainError(ctx context.Context, s State) (State, error) {
 }
 
 // correct asks the model to fix the template. A correction that changes
-// nothing counts twice toward the bound. Without a model the loop ends.
+// nothing costs two of the retries (see correctionCost). Without a model
+// the loop ends.
 func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	if a.model == nil {
 		// The loop ends; finalize still records the version and its problems.
-		s.Turn.Retry, s.Turn.Unfixed = a.cfg.MaxRetry, true
+		s.Turn.Unfixed = true
 		s.Turn.modelNeeded(s.Turn.say("Correcting the template", "自动修正模板"), "")
 		return s, nil
 	}
@@ -388,14 +389,12 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	fixed := extractXML(out)
 	s.Turn.Corrections++
 	s.Turn.Unfixed = strings.TrimSpace(fixed) == strings.TrimSpace(s.JRXML) || !strings.Contains(fixed, "<jasperReport")
-	if s.Turn.Unfixed {
-		s.Turn.Retry += 2
-	} else {
-		s.Turn.Retry++
+	if !s.Turn.Unfixed {
 		s.Turn.LastError = &ErrorCase{Error: firstProblem(s.Turn.Problems), Fix: s.Turn.Explanation}
 		s.JRXML = fixed
 	}
-	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (%d of %d retries spent)", s.Turn.Corrections, min(s.Turn.Retry, a.cfg.MaxRetry), a.cfg.MaxRetry))
+	spent := min(a.retriesSpent(ctx)+a.correctionCost(s), a.cfg.MaxRetry)
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (%d of %d retries spent)", s.Turn.Corrections, spent, a.cfg.MaxRetry))
 	return s, nil
 }
 
@@ -415,7 +414,7 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 		}
 	default:
 		if t.Status == statusFail {
-			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: t.Retry, Corrections: t.Corrections}
+			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: a.retriesSpent(ctx), Corrections: t.Corrections}
 		} else {
 			s.Final = s.JRXML
 			if t.LastError != nil && t.Corrections > 0 {

@@ -63,6 +63,18 @@ func TestScenarios(t *testing.T) {
 	if !loop {
 		t.Errorf("no loop correct_jrxml → validate bounded at %d: %+v", DefaultMaxRetry, c.Spec().Edges)
 	}
+	// The retries budget's exits are drawn from both edges it counts:
+	// the runs that spend it (TestCorrectionGivesUp from correct_jrxml,
+	// TestLastCorrectionStillFails from validate) take them.
+	exits := map[string]bool{}
+	for _, e := range c.Spec().Edges {
+		if e.Exit && e.Budget == budgetRetries && e.To == nodeFinalize && e.Max == DefaultMaxRetry {
+			exits[e.From] = true
+		}
+	}
+	if !exits[nodeCorrect] || !exits[nodeValidate] {
+		t.Errorf("retries exits drawn from %v, want correct_jrxml and validate:\n%s", exits, c.Mermaid())
+	}
 }
 
 // TestFallbackRoute: R1 sends an unknown intent to modify when there is a

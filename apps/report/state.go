@@ -109,9 +109,8 @@ type Turn struct {
 	SSIM float64 `json:"ssim,omitempty"`
 	// Explanation is explain_error's account of the problems.
 	Explanation string `json:"natural_explanation,omitempty"`
-	// Retry counts corrections: 1 each, 2 for one that changed nothing.
-	Retry int `json:"retry_count"`
-	// Corrections is how many corrections ran.
+	// Corrections is how many corrections ran (the retries they spent
+	// are the graph's budget "retries").
 	Corrections int `json:"corrections,omitempty"`
 	// Unfixed says the last correction returned no changed template.
 	Unfixed bool `json:"last_correction_unchanged,omitempty"`
@@ -162,7 +161,8 @@ type FailureContext struct {
 	Error string `json:"error_msg"`
 	// JRXML is the template that did not pass.
 	JRXML string `json:"bad_jrxml,omitempty"`
-	Retry int    `json:"retry_count"`
+	// Retry is how much of the retries budget the corrections spent.
+	Retry int `json:"retry_count"`
 	// Corrections is how many corrections ran.
 	Corrections int `json:"corrections,omitempty"`
 }
