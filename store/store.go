@@ -153,6 +153,15 @@ func (db *DB) Dialect() Dialect { return db.dialect }
 // "postgres 127.0.0.1:5432/app".
 func (db *DB) String() string { return string(db.dialect) + " " + db.where }
 
+// Path returns the file a SQLite database is kept in, or "" for
+// PostgreSQL.
+func (db *DB) Path() string {
+	if db == nil || db.dialect != SQLite {
+		return ""
+	}
+	return db.where
+}
+
 // SQL returns the database for reads. Write with Write.
 func (db *DB) SQL() *sql.DB { return db.sql }
 

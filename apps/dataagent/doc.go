@@ -22,7 +22,7 @@
 //	python_analyze       the findings, or an analysis without Python
 //	report_generator     Markdown with chart blocks, rendered as an HTML page
 //
-// The data sources are the SQL agent's (sqlagent.SourceConfigs), so both
+// The data sources are the SQL agent's (package apps/internal/sources), so both
 // agents see the same databases. Knowledge lives on Loom's database per
 // API key and source (package knowledge), recall is hybrid (package
 // recall), Python runs in package sandbox and reports are drawn by package

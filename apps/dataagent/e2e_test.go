@@ -10,7 +10,7 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
-	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/datasource"
 )
 
 // topSalesSQL is the statement the scripted model writes for "who sold
@@ -55,7 +55,7 @@ func TestQuestionToReport(t *testing.T) {
 		decide(callSQL, map[string]any{"sql": topSalesSQL}).
 		decide(callConsistency, map[string]any{"consistent": true}).
 		add(callReport, reportWithChart(top))
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 
 	st := l.run("sales-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Intent == nil || st.Intent.Kind != "analysis" || st.Feasibility == nil || st.Feasibility.Kind != "analysis" {
@@ -127,7 +127,7 @@ func TestPlanRejectedWithAComment(t *testing.T) {
 	front(m, "Which salespersons had the highest total sales?")
 	m.decide(callPlanner, plan("sql", "count the sales of each salesperson", "report", "a table")).
 		decide(callPlanner, plan("sql", "total sale price by salesperson, highest first", "report", "a bar chart"))
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 
 	st := l.run("review-1", map[string]any{"question": "Who sold the most?", "human_review": true}, nil)
 	if l.status("review-1") != "interrupted" || st.Answer != nil || st.Plan == nil || st.Plan.Steps[0].Instruction != "count the sales of each salesperson" {
@@ -180,7 +180,7 @@ func TestPlanRejectedWithoutAComment(t *testing.T) {
 	m := newModel(t)
 	front(m, "Which salespersons had the highest total sales?")
 	m.decide(callPlanner, plan("sql", "count the sales of each salesperson", "report", "a table"))
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	l.run("review-2", map[string]any{"question": "Who sold the most?", "human_review": true}, nil)
 	st := l.run("review-2", nil, map[string]any{"accept": false})
 	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "rejected") || l.status("review-2") == "interrupted" {
@@ -200,7 +200,7 @@ func TestPlanRepairs(t *testing.T) {
 	front(m, "Which salespersons had the highest total sales?")
 	bad := plan("python", "rank the salespersons", "report", "a chart")
 	m.decide(callPlanner, bad).decide(callPlanner, bad).decide(callPlanner, bad)
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("repair-1", map[string]any{"question": "Who sold the most?"}, nil)
 	planner := m.requests(callPlanner)
 	if len(planner) != 3 || !strings.Contains(userText(planner[1]), "step 1 is python but no sql step comes before it") {
@@ -221,7 +221,7 @@ func TestUnreadablePlan(t *testing.T) {
 	for range 9 { // three plans, each asked three times
 		m.add(callPlanner, "I would look at the sales table first.")
 	}
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("unreadable-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "could not be read as one") {
 		t.Fatalf("answer %+v", st.Answer)
@@ -244,7 +244,7 @@ func TestUnreadableSQL(t *testing.T) {
 	for range dataagent.SQLTries * 3 { // each try asked three times
 		m.add(callSQL, "Let me think about the joins.")
 	}
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("unreadable-sql-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "could not be read as SQL") || strings.Contains(st.Answer.Text, "contract") {
 		t.Fatalf("answer %+v", st.Answer)
@@ -267,7 +267,7 @@ func TestSQLFailsTwice(t *testing.T) {
 		decide(callConsistency, map[string]any{"consistent": true}).
 		decide(callConsistency, map[string]any{"consistent": true}).
 		add(callReport, reportWithChart("the first"))
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("retry-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Answer == nil || st.Answer.Failed || len(st.Results) != 1 || st.Results[0].SQL != topSalesSQL {
 		t.Fatalf("answer %+v results %+v", st.Answer, st.Results)
@@ -305,7 +305,7 @@ func TestSameSQLTwice(t *testing.T) {
 		decide(callConsistency, map[string]any{"consistent": true}).
 		decide(callConsistency, map[string]any{"consistent": true}).
 		add(callReport, "# Sales\n\nDone.")
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("same-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Answer == nil || st.Answer.Failed || len(st.Results) != 1 {
 		t.Fatalf("answer %+v", st.Answer)
@@ -339,7 +339,7 @@ func TestSemanticConsistencyFails(t *testing.T) {
 		decide(callConsistency, map[string]any{"consistent": false, "reason": "it counts sales instead of summing the sale price"}).
 		decide(callConsistency, map[string]any{"consistent": true}).
 		add(callReport, "# Sales\n\nDone.")
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("semantic-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.Answer == nil || st.Answer.Failed || st.SQLTries != 3 || len(st.SQLErrors) != 2 {
 		t.Fatalf("answer %+v tries %d errors %q", st.Answer, st.SQLTries, st.SQLErrors)
@@ -354,6 +354,34 @@ func TestSemanticConsistencyFails(t *testing.T) {
 	m.left()
 }
 
+// TestObjectionDisputed: a statement the check wrongly rejects, written
+// again by the model, is checked once more with the objection shown (not
+// failed as a repeat), and runs when the check then passes it.
+func TestObjectionDisputed(t *testing.T) {
+	src := defog(t, "car_dealership")
+	m := newModel(t)
+	front(m, "Which salespersons had the highest total sales?")
+	m.decide(callPlanner, plan("sql", "total sale price by salesperson, highest first")).
+		decide(callSQL, map[string]any{"sql": topSalesSQL}).
+		decide(callSQL, map[string]any{"sql": topSalesSQL}).
+		decide(callConsistency, map[string]any{"consistent": false, "reason": "it should count sales"}).
+		decide(callConsistency, map[string]any{"consistent": true}).
+		add(callReport, "# Sales\n\nDone.")
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
+	st := l.run("disputed-1", map[string]any{"question": "Who sold the most?"}, nil)
+	if st.Answer == nil || st.Answer.Failed || len(st.Results) != 1 || st.SQLTries != 2 {
+		t.Fatalf("answer %+v tries %d errors %q", st.Answer, st.SQLTries, st.SQLErrors)
+	}
+	checks := m.requests(callConsistency)
+	if len(checks) != 2 {
+		t.Fatalf("%d consistency checks, want 2 (the resubmitted statement is checked again)", len(checks))
+	}
+	if strings.Contains(userText(checks[0]), "it should count sales") || !strings.Contains(userText(checks[1]), "it should count sales") {
+		t.Errorf("the second check does not show the objection (or the first does):\n%s", userText(checks[1]))
+	}
+	m.left()
+}
+
 // TestNL2SQLOnly answers with the SQL and the result, without a plan from
 // the model or a report.
 func TestNL2SQLOnly(t *testing.T) {
@@ -362,7 +390,7 @@ func TestNL2SQLOnly(t *testing.T) {
 	front(m, "Which salespersons had the highest total sales?")
 	m.decide(callSQL, map[string]any{"sql": topSalesSQL}).
 		decide(callConsistency, map[string]any{"consistent": true})
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("nl2sql-1", map[string]any{"question": "Who sold the most?", "nl2sql_only": true}, nil)
 	if st.Answer == nil || st.Answer.Report != "" || st.Answer.SQL != topSalesSQL || len(st.Answer.Rows) == 0 || st.Answer.Columns[0] != "salesperson" {
 		t.Fatalf("answer %+v", st.Answer)
@@ -409,7 +437,7 @@ func TestPythonFailsThenFallback(t *testing.T) {
 	}
 	m.add(callAnalyze, "The totals range widely.").
 		add(callReport, "# Spread of sales\n\nThe totals range widely.")
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("python-1", map[string]any{"question": "How spread out are the sales?"}, nil)
 	if st.PythonTries != 3 || !st.PythonFallback || len(st.PythonErrors) != 3 || !strings.Contains(st.PythonErrors[0], "ValueError: boom 1") {
 		t.Fatalf("tries %d fallback %v errors %q answer %+v", st.PythonTries, st.PythonFallback, st.PythonErrors, st.Answer)
@@ -457,7 +485,7 @@ func TestPythonRuns(t *testing.T) {
 	m.add(callPython, "```python\nimport pandas as pd\ndf = pd.read_csv('data_1.csv')\nprint('rows', len(df))\nprint('max', df['total_sales'].max())\n```").
 		add(callAnalyze, "Five salespersons; the top total is shown.").
 		add(callReport, "# Spread of sales\n\nFive salespersons.")
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("python-2", map[string]any{"question": "How spread out are the sales?"}, nil)
 	if !st.PythonOK || st.PythonFallback || st.PythonTries != 0 || st.Answer == nil || st.Answer.Fallback != "" {
 		t.Fatalf("ok %v fallback %v tries %d answer %+v", st.PythonOK, st.PythonFallback, st.PythonTries, st.Answer)
@@ -482,7 +510,7 @@ func TestNoSandbox(t *testing.T) {
 		add(callAnalyze, "Analysed from the totals.").
 		add(callReport, "# Spread of sales\n\nAnalysed from the totals.")
 	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{
-		Sources: []sqlagent.SourceConfig{src}, Sandbox: sandbox.Runner{Bwrap: "/nonexistent/bwrap"},
+		Sources: []datasource.Config{src}, Sandbox: sandbox.Runner{Bwrap: "/nonexistent/bwrap"},
 	})
 	st := l.run("python-3", map[string]any{"question": "How spread out are the sales?"}, nil)
 	if !st.PythonFallback || st.PythonTries != 0 || st.Answer == nil || !strings.Contains(st.Answer.Report, "this analysis ran without Python") || !strings.Contains(st.Answer.Report, "bwrap") {
@@ -506,7 +534,7 @@ func TestSQLGivesUpAfterTenTries(t *testing.T) {
 		m.decide(callSQL, map[string]any{"sql": fmt.Sprintf("SELECT no_such_column_%d FROM sales", i)}).
 			decide(callConsistency, map[string]any{"consistent": true})
 	}
-	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{src}})
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
 	st := l.run("giveup-1", map[string]any{"question": "Who sold the most?"}, nil)
 	if st.SQLTries != dataagent.SQLTries || len(st.SQLErrors) != dataagent.SQLTries || st.Answer == nil || !st.Answer.Failed ||
 		!strings.Contains(st.Answer.Text, "10 tries") || !strings.Contains(st.Answer.Text, "no_such_column_9") {

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/dataagent"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
 )
 
@@ -34,8 +34,8 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "dataagent")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "shop.db")
-	sqlagent.EnsureDemo(ctx, path)
-	src, err := datasource.Open(ctx, path, sqlagent.DefaultLimits)
+	shop.Ensure(ctx, path)
+	src, err := datasource.Open(ctx, path, datasource.DefaultLimits())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -162,7 +162,7 @@ func (a *Agent) Graph() *graph.Graph[State] {
 		Route(NodeRelation, routeRelation, NodeRelation, NodeFeasibility, graph.End).
 		Route(NodeFeasibility, routeFeasibility, NodePlanner, graph.End).
 		Edge(NodePlanner, NodeExecutor).
-		Route(NodeExecutor, routeExecutor, NodePlanner, NodeFeedback, NodeSQLGenerate, NodePyGenerate, NodeReport, graph.End).
+		Route(NodeExecutor, a.routeExecutor, NodePlanner, NodeFeedback, NodeSQLGenerate, NodePyGenerate, NodeReport, graph.End).
 		Route(NodeFeedback, routeFeedback, NodePlanner, NodeExecutor, graph.End).
 		Route(NodeSQLGenerate, routeSQLGenerate, NodeSQLGenerate, NodeSemantic, graph.End).
 		Route(NodeSemantic, routeSemantic, NodeSQLGenerate, NodeSQLExecute).
@@ -228,12 +228,28 @@ func routeFeasibility(s State) string {
 	return graph.End
 }
 
-func routeExecutor(s State) string {
-	switch s.Next {
-	case NodePlanner, NodeFeedback, NodeSQLGenerate, NodePyGenerate, NodeReport:
-		return s.Next
+// routeExecutor sends a checked plan on: an ended turn ends; an invalid
+// plan goes back to the planner (plan_executor ends the turn after
+// PlanRepairs repairs); a plan that needs review waits for a person;
+// then the current step's kind picks its node, and after the last step
+// the report is written.
+func (a *Agent) routeExecutor(s State) string {
+	switch {
+	case s.Answer != nil:
+		return graph.End
+	case !s.PlanValid:
+		return NodePlanner
+	case a.reviewNeeded(s):
+		return NodeFeedback
 	}
-	return graph.End
+	switch s.step().Tool {
+	case "sql":
+		return NodeSQLGenerate
+	case "python":
+		return NodePyGenerate
+	}
+	// The report step, or the end of a plan without one.
+	return NodeReport
 }
 
 func routeFeedback(s State) string {

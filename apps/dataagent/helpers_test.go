@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/loomkit/loom/apps/dataagent"
-	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
@@ -206,7 +206,7 @@ func userText(r llmtest.Request) string {
 
 // defog loads the defog database name into a PostgreSQL schema of the
 // test's own and returns the source that reads it.
-func defog(t *testing.T, name string) sqlagent.SourceConfig {
+func defog(t *testing.T, name string) datasource.Config {
 	t.Helper()
 	dump, err := os.ReadFile("../../../shared/data/defog/databases/" + name + ".sql")
 	if err != nil {
@@ -226,11 +226,11 @@ func defog(t *testing.T, name string) sqlagent.SourceConfig {
 	if _, err := conn.Exec(ctx, strings.ReplaceAll(string(dump), "public.", schema+".")); err != nil {
 		t.Fatalf("loading %s: %v", name, err)
 	}
-	return sqlagent.SourceConfig{Name: name, URL: url, Description: fmt.Sprintf("the defog %s database", name)}
+	return datasource.Config{Name: name, URL: url, Description: fmt.Sprintf("the defog %s database", name)}
 }
 
 // query runs a statement on the source directly, for what a test expects.
-func query(t *testing.T, src sqlagent.SourceConfig, stmt string) [][]any {
+func query(t *testing.T, src datasource.Config, stmt string) [][]any {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, src.URL)

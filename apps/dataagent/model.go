@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/apps/internal/table"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
@@ -139,7 +139,7 @@ func planText(p *Plan) string {
 // resultText writes a step's result as a Markdown table (the first 20
 // rows, with the count), as the SQL agent shows its results.
 func resultText(r StepResult, question string) string {
-	return (&sqlagent.Answer{Columns: r.Columns, Rows: r.Rows, Truncated: r.Truncated}).Markdown(question)
+	return table.Markdown(r.Columns, r.Rows, r.Truncated, zh(question))
 }
 
 func resultsText(rs []StepResult, question string) string {

@@ -2,6 +2,7 @@ package dataagent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -477,9 +478,11 @@ func validate(p *Plan, nl2sqlOnly bool) error {
 	return nil
 }
 
-// planExecutor validates a new plan (a failure goes back to the planner,
-// and after PlanRepairs repairs ends the run), asks for approval when
-// the request wants it, and sends the run to the next step's node.
+// planExecutor validates a new plan (a failure counts a repair, and
+// after PlanRepairs repairs ends the run), ends an nl2sql_only turn when
+// its SQL steps are done, and sets the counters of the step about to run
+// at zero. Where the run goes next is routeExecutor's reading of the
+// state: the plan's validity, whether review is needed, the step's kind.
 func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 	if !s.PlanChecked {
 		s.PlanChecked = true
@@ -490,7 +493,6 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 			s.PlanValid, s.PlanError = false, err.Error()
 			s.PlanRepairs++
 			if s.PlanRepairs > PlanRepairs {
-				s.Next = graph.End
 				a.log.Warn("dataagent: no valid plan", "repairs", s.PlanRepairs, "err", s.PlanError)
 				if s.Plan == nil {
 					// What the model answered could not be read as a
@@ -500,37 +502,33 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 				}
 				return s.fail(say(s.Query, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
 			}
-			s.Next = NodePlanner
 			return s, nil
 		}
 		s.PlanValid, s.PlanError = true, ""
 	}
-	if s.HumanReview && !s.Approved && a.cfg.Model != nil {
-		s.Next = NodeFeedback
+	if a.reviewNeeded(s) {
 		return s, nil
 	}
-	if s.Step >= len(s.Plan.Steps) {
-		if s.NL2SQLOnly {
-			s.Next = graph.End
-			return s.finish(a.sqlAnswer(s)), nil
-		}
-		s.Next = NodeReport
-		return s, nil
+	if s.Step >= len(s.Plan.Steps) && s.NL2SQLOnly {
+		return s.finish(a.sqlAnswer(s)), nil
 	}
 	// A SQL or Python step starts with its counters at zero; the report
 	// step leaves the last step's for the record.
-	switch s.Plan.Steps[s.Step].Tool {
+	switch s.step().Tool {
 	case "sql":
 		s.SQL, s.SQLTries, s.SQLFailed, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", 0, false, "", "", nil
-		s.Consistent, s.SQLOK = false, false
-		s.Next = NodeSQLGenerate
+		s.Consistent, s.Objection, s.Disputed, s.SQLOK = false, "", false, false
 	case "python":
 		s.Python, s.PythonTries, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", 0, false, false, "", nil
-		s.Next = NodePyGenerate
-	default:
-		s.Next = NodeReport
 	}
 	return s, nil
+}
+
+// reviewNeeded says the plan waits for a person: the request asked for
+// review, it is not approved yet, and there is a model (an answer from a
+// stored example has no plan of the model's to review).
+func (a *Agent) reviewNeeded(s State) bool {
+	return s.HumanReview && !s.Approved && a.cfg.Model != nil
 }
 
 // sqlAnswer is the answer of nl2sql_only mode: the last statement and its
@@ -655,9 +653,16 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 		stmt = strings.TrimSpace(d.SQL)
 	}
 	if s.SQL != "" && normalSQL(stmt) == normalSQL(s.SQL) {
-		return s.sqlFailure("the same SQL was generated twice in a row: " + oneLine(stmt, 300)), nil
+		// The statement the check objected to, written again: the
+		// writer disputes the objection, and the check judges it once
+		// more. Any other repeat (or a second dispute) is a failure.
+		if s.Objection == "" || s.Disputed {
+			return s.sqlFailure("the same SQL was generated twice in a row: " + oneLine(stmt, 300)), nil
+		}
+		s.Disputed = true
+		return s, nil
 	}
-	s.SQL = stmt
+	s.SQL, s.Objection, s.Disputed = stmt, "", false
 	return s, nil
 }
 
@@ -701,29 +706,32 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 	}
 	stmt, err := datasource.Check(src.Dialect(), s.SQL)
 	if err != nil {
-		s.Consistent = false
+		s.Consistent, s.Objection = false, ""
 		s.RetryReason = "refused before running: " + err.Error()
 		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
 		return s, nil
 	}
 	if a.cfg.Model != nil {
-		d, err := askJSON[consistencyDecision](ctx, a.cfg.Model, prompt("consistency"),
-			brief{}.add("Tables", s.schema()).
-				add("Knowledge", evidenceText(s.Evidence)).
-				add("Question", s.Enhanced.Canonical).
-				add("This step", s.step().Instruction).
-				add("SQL", stmt).String())
+		b := brief{}.add("Tables", s.schema()).
+			add("Knowledge", evidenceText(s.Evidence)).
+			add("Question", s.Enhanced.Canonical).
+			add("This step", s.step().Instruction).
+			add("SQL", stmt)
+		if s.Disputed {
+			b = b.add("Your earlier objection to this same SQL, which its writer kept (judge it again: pass it if the objection was wrong)", s.Objection)
+		}
+		d, err := askJSON[consistencyDecision](ctx, a.cfg.Model, prompt("consistency"), b.String())
 		if err != nil {
 			return s, fmt.Errorf("checking the SQL: %w", err)
 		}
 		if !d.Consistent {
-			s.Consistent = false
+			s.Consistent, s.Objection = false, cmp.Or(strings.TrimSpace(d.Reason), "no reason given")
 			s.RetryReason = "the SQL does not do what the step asks: " + d.Reason
 			s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(stmt, 300)+")")
 			return s, nil
 		}
 	}
-	s.SQL, s.Consistent = stmt, true
+	s.SQL, s.Consistent, s.Objection = stmt, true, ""
 	return s, nil
 }
 

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
 )
 
@@ -30,11 +30,11 @@ func (t tablesOf) Recall(context.Context, string, []string, int) ([]datasource.T
 func TestTableRelationRetries(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+	if _, err := shop.Ensure(ctx, path); err != nil {
 		t.Fatal(err)
 	}
 	open := func() *datasource.Source {
-		src, err := datasource.Open(ctx, path, sqlagent.DefaultLimits)
+		src, err := datasource.Open(ctx, path, datasource.DefaultLimits())
 		if err != nil {
 			t.Fatal(err)
 		}

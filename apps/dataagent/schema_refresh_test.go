@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
 )
 
@@ -33,7 +32,7 @@ func TestSchemaChangeWhileServing(t *testing.T) {
 		}
 	}
 	exec("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT NOT NULL, amount REAL NOT NULL); INSERT INTO sales VALUES (1, 'north', 10), (2, 'south', 20)")
-	src, err := datasource.Open(ctx, path, sqlagent.DefaultLimits)
+	src, err := datasource.Open(ctx, path, datasource.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,11 @@ import (
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
-	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/apps/internal/sources"
+	"github.com/loomkit/loom/apps/internal/table"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
@@ -32,18 +34,19 @@ type ServerOptions struct {
 	// Sources are the databases; nil reads them from SourcesFile, and
 	// without one it is the demo shop. Loom's command gives this agent
 	// and the SQL agent the same sources.
-	Sources []sqlagent.SourceConfig
+	Sources []datasource.Config
 	// SourcesFile is a YAML or JSON file of the data sources (see
-	// sqlagent.ReadSources).
+	// datasource.ReadConfigs).
 	SourcesFile string
-	// DemoPath is where the demo shop is written on first start (see
-	// sqlagent.ServerOptions).
+	// DemoPath is where the demo shop is written on first start (default
+	// loom-shop.db beside the server's SQLite database, else
+	// ./loom-shop.db).
 	DemoPath string
 	// Embedder, when set, adds embeddings to the recall of knowledge and
 	// tables (openai.NewEmbedderFromEnv gives the one LOOM_EMBED_MODEL
 	// configures); nil recalls by words alone.
 	Embedder llm.Embedder
-	// Limits bound each statement (default sqlagent.DefaultLimits).
+	// Limits bound each statement (default datasource.DefaultLimits).
 	Limits datasource.Limits
 	// Sandbox is the bubblewrap sandbox Python runs in (its zero value:
 	// Debian's /usr/bin/python3, bwrap on PATH, the default limits).
@@ -87,7 +90,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
-			o.DemoPath = cmp.Or(o.DemoPath, sqlagent.DemoBeside(db))
+			o.DemoPath = cmp.Or(o.DemoPath, shop.Beside(db))
 			return build(ctx, o, db, &built)
 		},
 		// Which sources answer now.
@@ -118,17 +121,17 @@ func ServerAgent(opts ServerOptions) server.Agent {
 // sources.
 func build(ctx context.Context, opts ServerOptions, db *store.DB, built *atomic.Pointer[[]Source]) (graph.Runner, error) {
 	log := cmp.Or(opts.Logger, slog.Default())
-	cfgs, err := sqlagent.SourceConfigs(ctx, sqlagent.ServerOptions{Sources: opts.Sources, SourcesFile: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: log})
+	cfgs, err := sources.Configs(ctx, sources.Options{Sources: opts.Sources, File: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("dataagent: %w", err)
 	}
 	limits := opts.Limits
 	if limits == (datasource.Limits{}) {
-		limits = sqlagent.DefaultLimits
+		limits = datasource.DefaultLimits()
 	}
 	// Through the server's own database any key would read every key's
 	// threads.
-	if err := sqlagent.RefuseOwn(db, cfgs); err != nil {
+	if err := sources.RefuseOwn(db, cfgs); err != nil {
 		return nil, fmt.Errorf("dataagent: %w", err)
 	}
 	// A source whose database is down does not stop the agent: it is
@@ -188,9 +191,9 @@ func ready(ctx context.Context, sources []Source) error {
 			switch {
 			case err == nil:
 			case errors.Is(err, datasource.ErrUnavailable):
-				errs[i] = sqlagent.SourceError(s.Name, err)
+				errs[i] = datasource.Unavailable(s.Name, err)
 			default: // the check's own deadline
-				errs[i] = fmt.Errorf("source %s is unavailable: it did not answer in time", s.Name)
+				errs[i] = datasource.NotAnswering(s.Name)
 			}
 		})
 	}
@@ -237,7 +240,15 @@ func (a *Answer) Markdown(question string) string {
 		}
 		return md
 	}
-	return (&sqlagent.Answer{Text: a.Text, SQL: a.SQL, Columns: a.Columns, Rows: a.Rows, Truncated: a.Truncated}).Markdown(question)
+	var b strings.Builder
+	b.WriteString(a.Text)
+	if a.SQL != "" {
+		b.WriteString("\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```")
+	}
+	if len(a.Columns) > 0 {
+		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, zh(question)))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // routes are the agent's own endpoints, served behind the server's API

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/datasourcetest"
+	"github.com/loomkit/loom/datasource/shop"
 
 	"github.com/loomkit/loom/apps/dataagent"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/store"
 )
 
@@ -22,14 +23,14 @@ import (
 func TestUnreachableSource(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, shop); err != nil {
+	shopFile := filepath.Join(dir, "shop.db")
+	if _, err := shop.Ensure(ctx, shopFile); err != nil {
 		t.Fatal(err)
 	}
 	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
-	opts := dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{
-		{Name: "shop", URL: shop},
+	opts := dataagent.ServerOptions{Sources: []datasource.Config{
+		{Name: "shop", URL: shopFile},
 		{Name: "sales", URL: "postgres://reader:" + secret + "@" + addr + "/sales?sslmode=disable"},
 	}}
 	m := newModel(t)
@@ -86,7 +87,7 @@ func TestOwnDatabaseRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a := dataagent.ServerAgent(dataagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "mine", URL: "sqlite://" + own}},
+	a := dataagent.ServerAgent(dataagent.ServerOptions{Sources: []datasource.Config{{Name: "mine", URL: "sqlite://" + own}},
 		Logger: slog.New(slog.DiscardHandler)})
 	if _, err := a.Build(ctx, db); err == nil || !strings.Contains(err.Error(), "data source mine is Loom's own database") {
 		t.Errorf("Build = %v, want it refused", err)

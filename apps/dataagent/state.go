@@ -63,8 +63,6 @@ type State struct {
 	PlanRepairs int    `json:"plan_repairs,omitempty"`
 	// Step is the index of the plan step to run next.
 	Step int `json:"plan_current_step"`
-	// Next is the node plan_executor sends the run to.
-	Next string `json:"plan_next_node,omitempty"`
 
 	// Feedback is the person's answer to the plan; Approved is set when
 	// they accepted it.
@@ -84,8 +82,14 @@ type State struct {
 	SQLGiveUp   string   `json:"sql_give_up,omitempty"`
 	RetryReason string   `json:"sql_regenerate_reason,omitempty"`
 	SQLErrors   []string `json:"sql_errors,omitempty"`
-	// Consistent is semantic_consistency's verdict on SQL.
-	Consistent bool `json:"semantic_consistency,omitempty"`
+	// Consistent is semantic_consistency's verdict on SQL; Objection
+	// its reason when the check (the model) found the statement did not
+	// do the step; Disputed that the writer then submitted the same
+	// statement again, which is checked once more with the objection
+	// shown (the check can be wrong), not counted as a repeat.
+	Consistent bool   `json:"semantic_consistency,omitempty"`
+	Objection  string `json:"semantic_objection,omitempty"`
+	Disputed   bool   `json:"semantic_disputed,omitempty"`
 	// SQLOK says sql_execute ran SQL.
 	SQLOK bool `json:"sql_execute_ok,omitempty"`
 

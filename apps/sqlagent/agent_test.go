@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
@@ -24,10 +25,10 @@ func newGraph(t *testing.T, model *llmtest.Server, cfg sqlagent.Config) *graph.C
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+	if _, err := shop.Ensure(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := sqlagent.OpenSources(ctx, []sqlagent.SourceConfig{{Name: "shop", URL: path}}, sqlagent.DefaultLimits)
+	ss, err := sqlagent.OpenSources(ctx, []datasource.Config{{Name: "shop", URL: path}}, datasource.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,10 +229,10 @@ func TestDemoIsDeterministic(t *testing.T) {
 	var sums [2][32]byte
 	for i := range sums {
 		path := filepath.Join(t.TempDir(), "shop.db")
-		if made, err := sqlagent.EnsureDemo(ctx, path); err != nil || !made {
+		if made, err := shop.Ensure(ctx, path); err != nil || !made {
 			t.Fatalf("EnsureDemo: %v %v", made, err)
 		}
-		if made, err := sqlagent.EnsureDemo(ctx, path); err != nil || made {
+		if made, err := shop.Ensure(ctx, path); err != nil || made {
 			t.Fatalf("second EnsureDemo wrote again: %v %v", made, err)
 		}
 		src, err := datasource.Open(ctx, path, datasource.Limits{MaxRows: 10000})
@@ -275,16 +276,16 @@ func TestReadSources(t *testing.T) {
 		}
 		return p
 	}
-	got, err := sqlagent.ReadSources(write("a.yaml", "- name: shop\n  url: ./shop.db\n  description: the shop\n- name: dw\n  url: postgres://u:p@h/db\n"))
+	got, err := datasource.ReadConfigs(write("a.yaml", "- name: shop\n  url: ./shop.db\n  description: the shop\n- name: dw\n  url: postgres://u:p@h/db\n"))
 	if err != nil || len(got) != 2 || got[1].URL != "postgres://u:p@h/db" || got[0].Description != "the shop" {
 		t.Errorf("yaml list: %+v %v", got, err)
 	}
-	got, err = sqlagent.ReadSources(write("b.json", `{"sources":[{"name":"x","url":"mysql://root@127.0.0.1:3306/x"}]}`))
+	got, err = datasource.ReadConfigs(write("b.json", `{"sources":[{"name":"x","url":"mysql://root@127.0.0.1:3306/x"}]}`))
 	if err != nil || len(got) != 1 || got[0].Name != "x" {
 		t.Errorf("json object: %+v %v", got, err)
 	}
 	for _, bad := range []string{"[]", "- name: 'a b'\n  url: x\n", "- name: a\n", "- {name: a, url: x}\n- {name: a, url: y}\n", "{{{"} {
-		if _, err := sqlagent.ReadSources(write("bad.yaml", bad)); err == nil {
+		if _, err := datasource.ReadConfigs(write("bad.yaml", bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -296,15 +297,15 @@ func TestReadSources(t *testing.T) {
 func TestPinnedSQLNamesTheSource(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	var cfgs []sqlagent.SourceConfig
+	var cfgs []datasource.Config
 	for _, name := range []string{"shop", "branch"} {
 		path := filepath.Join(dir, name+".db")
-		if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+		if _, err := shop.Ensure(ctx, path); err != nil {
 			t.Fatal(err)
 		}
-		cfgs = append(cfgs, sqlagent.SourceConfig{Name: name, URL: path})
+		cfgs = append(cfgs, datasource.Config{Name: name, URL: path})
 	}
-	ss, err := sqlagent.OpenSources(ctx, cfgs, sqlagent.DefaultLimits)
+	ss, err := sqlagent.OpenSources(ctx, cfgs, datasource.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
@@ -243,7 +244,7 @@ func askDefog(t *testing.T, url string) {
 		finish("American food has the most restaurants (3)."),
 	)
 	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{
-		Sources: []sqlagent.SourceConfig{{Name: "restaurants", URL: url, Description: "restaurants by city"}},
+		Sources: []datasource.Config{{Name: "restaurants", URL: url, Description: "restaurants by city"}},
 	})
 	reply := l.chat("defog-1", "Which food type has the most restaurants?")
 	if !strings.Contains(reply, "| American | 3 |") {

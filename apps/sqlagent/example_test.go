@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 )
 
@@ -18,8 +20,8 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "sqlagent")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "shop.db")
-	sqlagent.EnsureDemo(ctx, path)
-	sources, err := sqlagent.OpenSources(ctx, []sqlagent.SourceConfig{{Name: "shop", URL: path}}, sqlagent.DefaultLimits)
+	shop.Ensure(ctx, path)
+	sources, err := sqlagent.OpenSources(ctx, []datasource.Config{{Name: "shop", URL: path}}, datasource.DefaultLimits())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,14 +9,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/loomkit/loom/agent"
+	"github.com/loomkit/loom/apps/internal/sources"
+	"github.com/loomkit/loom/apps/internal/table"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
@@ -30,8 +31,9 @@ type ServerOptions struct {
 	// only.
 	Model llm.Model
 	// Sources are the databases; nil reads them from SourcesFile (see
-	// ReadSources), and without one it is the demo shop at DemoPath.
-	Sources []SourceConfig
+	// datasource.ReadConfigs), and without one it is the demo shop at
+	// DemoPath.
+	Sources []datasource.Config
 	// SourcesFile is a YAML or JSON file of the data sources.
 	SourcesFile string
 	// DemoPath is where the demo shop is written on first start (default
@@ -48,9 +50,6 @@ type ServerOptions struct {
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
-
-// DefaultLimits bound each statement the agent runs.
-var DefaultLimits = datasource.Limits{Timeout: 30 * time.Second, MaxRows: 200, MaxBytes: 1 << 20}
 
 // Input is a run's input, decoded over State.
 type Input struct {
@@ -72,7 +71,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
-			o.DemoPath = cmp.Or(o.DemoPath, DemoBeside(db))
+			o.DemoPath = cmp.Or(o.DemoPath, shop.Beside(db))
 			a, err := open(ctx, o, db)
 			if err != nil {
 				return nil, err
@@ -101,60 +100,22 @@ func ServerAgent(opts ServerOptions) server.Agent {
 // open dials the sources of opts and returns the agent on them. A source
 // that is db, the server's own database, is refused.
 func open(ctx context.Context, opts ServerOptions, db *store.DB) (*Agent, error) {
-	cfgs, err := SourceConfigs(ctx, opts)
+	cfgs, err := sources.Configs(ctx, sources.Options{Sources: opts.Sources, File: opts.SourcesFile, DemoPath: opts.DemoPath, Logger: opts.Logger})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlagent: %w", err)
 	}
-	if err := RefuseOwn(db, cfgs); err != nil {
+	if err := sources.RefuseOwn(db, cfgs); err != nil {
 		return nil, fmt.Errorf("sqlagent: %w", err)
 	}
 	limits := opts.Limits
 	if limits == (datasource.Limits{}) {
-		limits = DefaultLimits
+		limits = datasource.DefaultLimits()
 	}
 	ss, err := openSources(ctx, cfgs, limits, cmp.Or(opts.Logger, slog.Default()))
 	if err != nil {
 		return nil, err
 	}
 	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget, Window: opts.Window, MaxLength: opts.MaxLength})
-}
-
-// DemoBeside is where the demo shop goes when no DemoPath is given:
-// beside the file of a SQLite database db, else "" (./loom-shop.db).
-func DemoBeside(db *store.DB) string {
-	if path, ok := strings.CutPrefix(db.String(), "sqlite "); ok {
-		return filepath.Join(filepath.Dir(path), "loom-shop.db")
-	}
-	return ""
-}
-
-// SourceConfigs returns the data sources opts configure: opts.Sources,
-// else those of opts.SourcesFile, else the demo shop (written on first
-// start at opts.DemoPath, see ServerOptions; when it cannot be written,
-// the source is there but unavailable, and the log says why). Other agents that work on
-// the same databases call it with the same options.
-func SourceConfigs(ctx context.Context, opts ServerOptions) ([]SourceConfig, error) {
-	if opts.Sources != nil {
-		return opts.Sources, nil
-	}
-	if opts.SourcesFile != "" {
-		return ReadSources(opts.SourcesFile)
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	path := cmp.Or(opts.DemoPath, "loom-shop.db")
-	made, err := EnsureDemo(ctx, path)
-	if err != nil {
-		// Like any source that cannot be reached, it does not stop the
-		// server: a question on it says it is unavailable.
-		log.Warn("sqlagent: could not write the demo shop database; it is unavailable", "path", path, "err", err)
-	}
-	if made {
-		log.Info("sqlagent: wrote the demo shop database", "path", path)
-	}
-	return []SourceConfig{{Name: "shop", URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}}, nil
 }
 
 // FromChat turns a chat message into a run's input: the question.
@@ -198,54 +159,9 @@ func (a *Answer) tail(question string) string {
 		b.WriteString("\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```")
 	}
 	if len(a.Columns) > 0 {
-		b.WriteString("\n\n| " + strings.Join(escapeCells(a.Columns), " | ") + " |\n|")
-		b.WriteString(strings.Repeat("---|", len(a.Columns)))
-		const shown = 20
-		for _, row := range a.Rows[:min(len(a.Rows), shown)] {
-			cells := make([]string, len(row))
-			for i, v := range row {
-				cells[i] = cellText(v)
-			}
-			b.WriteString("\n| " + strings.Join(escapeCells(cells), " | ") + " |")
-		}
-		switch {
-		case len(a.Rows) > shown || a.Truncated:
-			more := ""
-			if a.Truncated {
-				more = "+"
-			}
-			b.WriteString("\n\n" + say(question, fmt.Sprintf("(%d of %d%s rows shown)", min(len(a.Rows), shown), len(a.Rows), more),
-				fmt.Sprintf("（显示 %d 行，共 %d%s 行）", min(len(a.Rows), shown), len(a.Rows), more)))
-		case len(a.Rows) == 0:
-			b.WriteString("\n\n" + say(question, "(no rows)", "（无结果）"))
-		}
+		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, zh(question)))
 	}
 	return b.String()
-}
-
-// escapeCells makes values safe in Markdown table cells: a pipe does not
-// end the cell, a line break does not end the row, and a value that looks
-// like HTML ("Widget <Pro>") is shown as written instead of being taken
-// for markup and left out.
-func escapeCells(cells []string) []string {
-	out := make([]string, len(cells))
-	for i, c := range cells {
-		out[i] = cellEscaper.Replace(c)
-	}
-	return out
-}
-
-var cellEscaper = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", `\<`)
-
-// cellText shows a value in a table cell; null is NULL.
-func cellText(v any) string {
-	if v == nil {
-		return "NULL"
-	}
-	if f, ok := v.(float64); ok {
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.6f", f), "0"), ".")
-	}
-	return fmt.Sprint(v)
 }
 
 // routes are the agent's own endpoint, which the server serves behind its
@@ -288,7 +204,7 @@ func routes(srv *server.Server) http.Handler {
 			cells := make([]string, len(row))
 			for i, v := range row {
 				if v != nil {
-					cells[i] = cellText(v)
+					cells[i] = table.Cell(v)
 				}
 			}
 			cw.Write(cells)

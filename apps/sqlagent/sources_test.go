@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/datasourcetest"
+	"github.com/loomkit/loom/graph"
 
-	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/servertest"
@@ -47,14 +49,14 @@ func (l *loom) ask(thread, source, question string) string {
 // that are down.
 func TestUnreachableSources(t *testing.T) {
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop.db")
-	if _, err := sqlagent.EnsureDemo(context.Background(), shop); err != nil {
+	shopFile := filepath.Join(dir, "shop.db")
+	if _, err := shop.Ensure(context.Background(), shopFile); err != nil {
 		t.Fatal(err)
 	}
 	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
-	opts := sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{
-		{Name: "shop", URL: shop},
+	opts := sqlagent.ServerOptions{Sources: []datasource.Config{
+		{Name: "shop", URL: shopFile},
 		{Name: "sales", URL: "postgres://reader:" + secret + "@" + addr + "/sales?sslmode=disable"},
 		{Name: "crm", URL: "mysql://reader:" + secret + "@" + addr + "/crm"},
 	}}
@@ -110,7 +112,7 @@ func TestUnreachableSources(t *testing.T) {
 func TestSourceComesBack(t *testing.T) {
 	dir := t.TempDir()
 	later := filepath.Join(dir, "later.db")
-	opts := sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "later", URL: later}}}
+	opts := sqlagent.ServerOptions{Sources: []datasource.Config{{Name: "later", URL: later}}}
 	l := serve(t, nil, filepath.Join(dir, "loom.db"), opts)
 	if got := l.ask("t1", "later", "SELECT 1"); !strings.Contains(got, "Source later is unavailable: the database file is missing") {
 		t.Fatalf("before the file: %q", got)
@@ -156,7 +158,7 @@ func TestOwnDatabaseRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, url := range []string{own, "sqlite://" + own, "file:" + filepath.Join(dir, ".", "x", "..", "loom.db"), link, hard} {
-		a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "mine", URL: url}}})
+		a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []datasource.Config{{Name: "mine", URL: url}}})
 		_, err := a.Build(context.Background(), db)
 		if err == nil || !strings.Contains(err.Error(), "data source mine is Loom's own database") {
 			t.Errorf("source %s: Build = %v, want it refused", url, err)
@@ -164,10 +166,10 @@ func TestOwnDatabaseRefused(t *testing.T) {
 	}
 	// Another file is fine.
 	other := filepath.Join(dir, "other.db")
-	if _, err := sqlagent.EnsureDemo(context.Background(), other); err != nil {
+	if _, err := shop.Ensure(context.Background(), other); err != nil {
 		t.Fatal(err)
 	}
-	a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "shop", URL: other}}})
+	a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []datasource.Config{{Name: "shop", URL: other}}})
 	if _, err := a.Build(context.Background(), db); err != nil {
 		t.Errorf("another file: %v", err)
 	}
@@ -183,7 +185,7 @@ func TestOwnPostgresRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "mine", URL: url}}})
+	a := sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []datasource.Config{{Name: "mine", URL: url}}})
 	if _, err := a.Build(context.Background(), db); err == nil || !strings.Contains(err.Error(), "Loom's own database") {
 		t.Errorf("Build = %v, want it refused", err)
 	}
@@ -204,13 +206,24 @@ func openStore(t *testing.T, path string) *store.DB {
 // it, and nothing of how the server keeps it.
 func TestCSVOfAnotherAgentsThread(t *testing.T) {
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop.db")
-	if _, err := sqlagent.EnsureDemo(context.Background(), shop); err != nil {
+	shopFile := filepath.Join(dir, "shop.db")
+	if _, err := shop.Ensure(context.Background(), shopFile); err != nil {
 		t.Fatal(err)
 	}
-	demoAgent := server.Agent{Name: "demo", Description: "checklist", InputSchema: server.InputSchemaFor[demo.Input](), Build: server.Compile(demo.Graph())}
+	// Another agent, whose state is not the SQL agent's: its answer is
+	// text.
+	type note struct {
+		Title  string `json:"title,omitempty"`
+		Answer string `json:"answer,omitempty"`
+	}
+	g := graph.New[note]("demo").Node("write", func(_ context.Context, s note) (note, error) {
+		s.Answer = "noted: " + s.Title
+		return s, nil
+	})
+	g.Edge(graph.Start, "write").Edge("write", graph.End)
+	demoAgent := server.Agent{Name: "demo", Description: "notes", InputSchema: server.InputSchemaFor[note](), Build: server.Compile(g)}
 	l := &loom{servertest.Start(t, filepath.Join(dir, "loom.db"), []string{keyA, keyB},
-		sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{{Name: "shop", URL: shop}}, Logger: slog.New(slog.DiscardHandler)}), demoAgent)}
+		sqlagent.ServerAgent(sqlagent.ServerOptions{Sources: []datasource.Config{{Name: "shop", URL: shopFile}}, Logger: slog.New(slog.DiscardHandler)}), demoAgent)}
 	if code, b := l.Do(keyA, "POST", "/threads/d1/runs/wait", map[string]any{"assistant_id": "demo", "if_not_exists": "create", "input": map[string]string{"title": "trip"}}); code != http.StatusOK {
 		t.Fatalf("demo run: %d %s", code, b)
 	}
@@ -249,7 +262,7 @@ func TestDownSourceSpendsNoModel(t *testing.T) {
 		t.Errorf("the model was asked: %s", allText(r))
 		return finish("no")
 	})
-	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{Sources: []sqlagent.SourceConfig{
+	l := serve(t, model, filepath.Join(dir, "loom.db"), sqlagent.ServerOptions{Sources: []datasource.Config{
 		{Name: "sales", URL: "postgres://reader@" + datasourcetest.ClosedAddr(t) + "/sales?sslmode=disable"}}})
 	if got := l.ask("t1", "", "Who bought the most?"); !strings.Contains(got, "Source sales is unavailable: connection refused") {
 		t.Errorf("answer %q", got)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/datasource/datasourcetest"
+	"github.com/loomkit/loom/datasource/shop"
 
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/server"
@@ -28,14 +29,14 @@ import (
 func TestServeWithSourcesDown(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, shop); err != nil {
+	shopFile := filepath.Join(dir, "shop.db")
+	if _, err := shop.Ensure(ctx, shopFile); err != nil {
 		t.Fatal(err)
 	}
 	addr := datasourcetest.ClosedAddr(t)
 	const secret = "pa55-w0rd-x"
 	sources := filepath.Join(dir, "sources.yaml")
-	if err := os.WriteFile(sources, []byte("- name: shop\n  url: "+shop+
+	if err := os.WriteFile(sources, []byte("- name: shop\n  url: "+shopFile+
 		"\n- name: sales\n  url: postgres://reader:"+secret+"@"+addr+"/sales?sslmode=disable"+
 		"\n- name: crm\n  url: mysql://reader:"+secret+"@"+addr+"/crm\n"), 0o600); err != nil {
 		t.Fatal(err)

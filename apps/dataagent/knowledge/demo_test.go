@@ -10,8 +10,8 @@ import (
 	"unicode"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 )
 
 // openDemo opens the SQL agent's demo shop, read only.
@@ -19,7 +19,7 @@ func openDemo(t *testing.T) *datasource.Source {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+	if _, err := shop.Ensure(ctx, path); err != nil {
 		t.Fatal(err)
 	}
 	src, err := datasource.Open(ctx, path, datasource.Limits{MaxRows: 1000})

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/report"
-	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/datasource/shop"
 )
 
 // Results of real queries over the demo shop (SQLite, read through
@@ -17,7 +17,7 @@ import (
 func TestFromResultOnTheDemoShop(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shop.db")
-	if _, err := sqlagent.EnsureDemo(ctx, path); err != nil {
+	if _, err := shop.Ensure(ctx, path); err != nil {
 		t.Fatal(err)
 	}
 	src, err := datasource.Open(ctx, path, datasource.Limits{MaxRows: 1000})

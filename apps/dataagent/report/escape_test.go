@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/report"
-	"github.com/loomkit/loom/apps/sqlagent"
+	"github.com/loomkit/loom/apps/internal/table"
 )
 
 // TestHTMLLikeValuesInTables: values that look like HTML tags are shown
 // as written in report tables, never dropped, whether the table was
-// written by the agent (sqlagent.Answer.Markdown, as the analyst's
+// written by the agent (table.Markdown, as the analyst's
 // results are) or copied by the model into its Markdown; real markup is
 // still left out and the page runs nothing.
 func TestHTMLLikeValuesInTables(t *testing.T) {
@@ -19,7 +19,7 @@ func TestHTMLLikeValuesInTables(t *testing.T) {
 	for i, v := range values {
 		rows[i] = []any{v, i}
 	}
-	ours := (&sqlagent.Answer{Columns: []string{"product", "n"}, Rows: rows}).Markdown("Which products?")
+	ours := table.Markdown([]string{"product", "n"}, rows, false, false)
 	copied := "| product | n |\n|---|---|\n"
 	for i, v := range values {
 		copied += "| " + v + " | " + string(rune('0'+i)) + " |\n"

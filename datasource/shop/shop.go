@@ -1,4 +1,7 @@
-package sqlagent
+// Package shop writes the demo shop: a small SQLite database of a shop's
+// customers, products, orders and payments that the agents answer
+// questions on when no data source is configured.
+package shop
 
 import (
 	"context"
@@ -10,7 +13,30 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the writable driver the demo is written with
+
+	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/store"
 )
+
+// Name is the demo shop's source name.
+const Name = "shop"
+
+// File is the demo shop's file name.
+const File = "loom-shop.db"
+
+// Config is the demo shop at path as a data source.
+func Config(path string) datasource.Config {
+	return datasource.Config{Name: Name, URL: path, Description: "a demo shop: customers, categories, products, orders, order items, payments (2024)"}
+}
+
+// Beside is where the demo shop goes when no path is given: beside the
+// file of a SQLite database db, else "" (File in the working directory).
+func Beside(db *store.DB) string {
+	if path := db.Path(); path != "" {
+		return filepath.Join(filepath.Dir(path), File)
+	}
+	return ""
+}
 
 // demoSchema is the demo shop: six tables with foreign keys.
 const demoSchema = `
@@ -58,11 +84,11 @@ CREATE INDEX order_items_order ON order_items (order_id);
 CREATE INDEX payments_order ON payments (order_id);
 `
 
-// EnsureDemo writes the demo shop database to path unless a file is
-// there already, and reports whether it wrote it. The data are the same
+// Ensure writes the demo shop database to path unless a file is there
+// already, and reports whether it wrote it. The data are the same
 // on every machine: 8 categories, 60 products, 200 customers, 1,500
 // orders with their items and payments.
-func EnsureDemo(ctx context.Context, path string) (bool, error) {
+func Ensure(ctx context.Context, path string) (bool, error) {
 	if _, err := os.Stat(path); err == nil {
 		return false, nil
 	}
