@@ -201,9 +201,67 @@ func ready(ctx context.Context, sources []Source) error {
 	return errors.Join(errs...)
 }
 
-// FromChat turns a chat message into a run's input: the question.
+// FromChat turns a chat message into a run's input: the question, after
+// leading option lines that set the run's other fields:
+//
+//	source: sales        (数据源：sales)   the data source
+//	review: yes          (审核：是)        show the plan and wait for approval
+//	sql only: yes        (只要 SQL：是)    the SQL and its result, no report
+//
+// Each option is a line of its own before the question; "no" (否) turns
+// one off. A message with no question after its options is an error.
 func FromChat(text string) (json.RawMessage, error) {
-	return json.Marshal(map[string]string{"question": strings.TrimSpace(text)})
+	var in Input
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	i := 0
+	for ; i < len(lines); i++ {
+		key, value, ok := chatOption(lines[i])
+		if !ok {
+			break
+		}
+		switch key {
+		case "source":
+			in.Source = value
+		case "review", "sql only":
+			on, known := chatSwitch[strings.ToLower(value)]
+			if !known {
+				return nil, fmt.Errorf("option %q: %q is not yes or no (是/否)", key, value)
+			}
+			if key == "review" {
+				in.HumanReview = on
+			} else {
+				in.NL2SQLOnly = on
+			}
+		}
+	}
+	in.Question = strings.TrimSpace(strings.Join(lines[i:], "\n"))
+	if in.Question == "" {
+		return nil, errors.New("the message has options but no question after them")
+	}
+	return json.Marshal(in)
+}
+
+// chatOption reads a leading option line of a chat message ("source:
+// sales", "审核：是"): its key in English and its value.
+func chatOption(line string) (key, value string, ok bool) {
+	name, value, found := strings.Cut(strings.ReplaceAll(line, "：", ":"), ":")
+	if !found {
+		return "", "", false
+	}
+	key, ok = chatKeys[strings.Join(strings.Fields(strings.ToLower(name)), " ")]
+	value = strings.TrimSpace(value)
+	return key, value, ok && value != "" && !strings.ContainsAny(value, " \t")
+}
+
+var chatKeys = map[string]string{
+	"source": "source", "数据源": "source",
+	"review": "review", "审核": "review",
+	"sql only": "sql only", "sql-only": "sql only", "只要 sql": "sql only", "只要sql": "sql only",
+}
+
+var chatSwitch = map[string]bool{
+	"yes": true, "on": true, "true": true, "是": true, "开": true,
+	"no": false, "off": false, "false": false, "否": false, "关": false,
 }
 
 // Reply is the assistant's text for a run: the report (or, in
