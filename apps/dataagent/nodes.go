@@ -25,6 +25,15 @@ func noModel(q string) string {
 		"尚未配置语言模型，知识库里也没有与这个问题足够接近的示例问题可以直接用它的 SQL 回答。若要用自然语言提问，请设置 OPENAI_API_KEY（使用其他兼容 OpenAI 的服务时再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启 loom serve。")
 }
 
+// model is the model the turn uses: nil when none is configured or it
+// could not be reached at the start of the turn.
+func (a *Agent) model(s State) llm.Model {
+	if s.ModelDown {
+		return nil
+	}
+	return a.cfg.Model
+}
+
 // source returns the data source called name, or the first for "".
 func (a *Agent) source(name string) (*Source, error) {
 	if len(a.cfg.Sources) == 0 {
@@ -119,12 +128,20 @@ func (a *Agent) intentRecognition(ctx context.Context, s State) (State, error) {
 		}
 		s.Context = b.String()
 	}
-	if a.cfg.Model == nil {
+	if a.model(s) == nil {
 		s.Intent = &IntentDecision{Kind: "analysis"}
 		return s, nil
 	}
 	d, err := askJSON[IntentDecision](ctx, a.cfg.Model, prompt("intent"),
 		brief{}.add("Earlier in this conversation", s.Context).add("Message", q).String())
+	if errors.Is(err, llm.ErrUnavailable) && ctx.Err() == nil {
+		// The model cannot be reached: the turn goes on as without one,
+		// so a question a stored example answers is still answered.
+		a.log.Warn("dataagent: the model cannot be reached; answering from stored examples only", "err", err)
+		s.ModelDown = true
+		s.Intent = &IntentDecision{Kind: "analysis"}
+		return s, nil
+	}
 	if err != nil {
 		return s, fmt.Errorf("recognising the intent: %w", err)
 	}
@@ -163,7 +180,7 @@ func (a *Agent) evidenceRecall(ctx context.Context, s State) (State, error) {
 // queryEnhance rewrites the question to stand on its own, with variants
 // for recall. Without a model the question is used as it is.
 func (a *Agent) queryEnhance(ctx context.Context, s State) (State, error) {
-	if a.cfg.Model == nil {
+	if a.model(s) == nil {
 		s.Enhanced = &EnhancedQuery{Canonical: s.Query}
 		return s, nil
 	}
@@ -355,12 +372,17 @@ func relations(tables []datasource.Table) []Relation {
 // matches a stored example can be answered; any other is told which
 // variables configure a model, with what recall found.
 func (a *Agent) feasibilityAssessment(ctx context.Context, s State) (State, error) {
-	if a.cfg.Model == nil {
+	if a.model(s) == nil {
 		if s.Example != nil {
 			s.Feasibility = &FeasibilityDecision{Kind: "analysis", Reason: "matches the stored example " + s.Example.Title}
 			return s, nil
 		}
 		s.Feasibility = &FeasibilityDecision{Kind: "not_analysis", Reason: "no model"}
+		if s.ModelDown {
+			return s.fail(say(s.Query,
+				"The language model cannot be reached now, and no stored example question matches this one closely enough to answer it from its SQL. Try again later.",
+				"语言模型暂时无法访问，知识库里也没有与这个问题足够接近的示例问题可以直接用它的 SQL 回答。请稍后再试。") + a.recalled(s)), nil
+		}
 		return s.fail(noModel(s.Query) + a.recalled(s)), nil
 	}
 	d, err := askJSON[FeasibilityDecision](ctx, a.cfg.Model, prompt("feasibility"),
@@ -411,7 +433,7 @@ func (a *Agent) planner(ctx context.Context, s State) (State, error) {
 	s.PlanChecked, s.PlanValid, s.Approved, s.Step, s.Results = false, false, false, 0, nil
 	q := s.Enhanced.Canonical
 	switch {
-	case a.cfg.Model == nil:
+	case a.model(s) == nil:
 		s.Plan = &Plan{Thought: "answer from the stored example " + s.Example.Title, Steps: []Step{{Tool: "sql", Instruction: s.Example.Title}}}
 		if !s.NL2SQLOnly {
 			s.Plan.Steps = append(s.Plan.Steps, Step{Tool: "report", Instruction: q})
@@ -528,16 +550,16 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 // review, it is not approved yet, and there is a model (an answer from a
 // stored example has no plan of the model's to review).
 func (a *Agent) reviewNeeded(s State) bool {
-	return s.HumanReview && !s.Approved && a.cfg.Model != nil
+	return s.HumanReview && !s.Approved && a.model(s) != nil
 }
 
 // sqlAnswer is the answer of nl2sql_only mode: the last statement and its
 // result.
 func (a *Agent) sqlAnswer(s State) *Answer {
 	ans := &Answer{Text: say(s.Query, "Here is the SQL and its result.", "SQL 及其结果如下。")}
-	if s.Example != nil && a.cfg.Model == nil {
+	if s.Example != nil && a.model(s) == nil {
 		ans.FromExample = s.Example.Title
-		ans.Text = fromExample(s.Query, s.Example.Title)
+		ans.Text = fromExample(s)
 	}
 	if n := len(s.Results); n > 0 {
 		r := s.Results[n-1]
@@ -546,10 +568,15 @@ func (a *Agent) sqlAnswer(s State) *Answer {
 	return ans
 }
 
-func fromExample(q, example string) string {
-	return say(q,
-		"No language model is configured, so I answered from the stored example question \""+example+"\", which matches yours, by running its SQL.",
-		"尚未配置语言模型，因此用知识库中与之匹配的示例问题“"+example+"”的 SQL 作答。")
+func fromExample(s State) string {
+	if s.ModelDown {
+		return say(s.Query,
+			"The language model cannot be reached now, so I answered from the stored example question \""+s.Example.Title+"\", which matches yours, by running its SQL.",
+			"语言模型暂时无法访问，因此用知识库中与之匹配的示例问题“"+s.Example.Title+"”的 SQL 作答。")
+	}
+	return say(s.Query,
+		"No language model is configured, so I answered from the stored example question \""+s.Example.Title+"\", which matches yours, by running its SQL.",
+		"尚未配置语言模型，因此用知识库中与之匹配的示例问题“"+s.Example.Title+"”的 SQL 作答。")
 }
 
 // humanFeedback shows the plan and waits for a person (graph.Ask): an
@@ -618,7 +645,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 		return s.fail(err.Error()), nil
 	}
 	var stmt string
-	if a.cfg.Model == nil {
+	if a.model(s) == nil {
 		if s.Example == nil {
 			return s.fail(noModel(s.Query)), nil
 		}
@@ -711,7 +738,7 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
 		return s, nil
 	}
-	if a.cfg.Model != nil {
+	if a.model(s) != nil {
 		b := brief{}.add("Tables", s.schema()).
 			add("Knowledge", evidenceText(s.Evidence)).
 			add("Question", s.Enhanced.Canonical).
@@ -775,7 +802,7 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 // earlier results as CSV files and the errors of earlier tries.
 func (a *Agent) pythonGenerate(ctx context.Context, s State) (State, error) {
 	s.Python, s.PythonOK = "", false
-	if a.cfg.Model == nil {
+	if a.model(s) == nil {
 		return s, nil
 	}
 	b := brief{}.add("Data files in the current directory", dataFiles(s.Results)).
@@ -917,7 +944,7 @@ func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
 	}
 	b = b.add("Question", s.Enhanced.Canonical).add("This step", st.Instruction)
 	finding := ""
-	if a.cfg.Model != nil {
+	if a.model(s) != nil {
 		text, err := askText(ctx, a.cfg.Model, prompt("analyze"), b.String())
 		if err != nil {
 			return s, fmt.Errorf("analysing the Python output: %w", err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/datasource/datasourcetest"
+	"github.com/loomkit/loom/llm/openai"
 )
 
 // TestWithoutAModel: on the demo shop with its demo knowledge and no
@@ -131,5 +133,37 @@ func TestBadInput(t *testing.T) {
 	// A thread without a report yet.
 	if code, b := l.Do(keyA, "GET", "/api/v1/dataagent/reports/bad-2", nil); code != 404 || !strings.Contains(string(b), "no_report") {
 		t.Errorf("no report: %d %s", code, b)
+	}
+}
+
+// TestModelUnreachable: with a model configured that cannot be reached, a
+// question a stored example matches is still answered from its SQL,
+// saying the model cannot be reached; another says so and to try later,
+// naming no address.
+func TestModelUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	addr := datasourcetest.ClosedAddr(t)
+	m, err := openai.New(openai.Config{BaseURL: "http://" + addr + "/v1", APIKey: "test", Model: "fake", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := serve(t, nil, filepath.Join(dir, "loom.db"), dataagent.ServerOptions{Model: m, DemoPath: filepath.Join(dir, "shop.db")})
+
+	reply := l.chat("down-1", "How many customers are there in each city?")
+	for _, want := range []string{"cannot be reached", "| San Francisco | 23 |"} {
+		if !strings.Contains(reply, want) {
+			t.Errorf("reply lacks %q:\n%s", want, reply)
+		}
+	}
+	if st := l.state("down-1"); st.Answer == nil || st.Answer.Failed || st.Answer.FromExample == "" || !st.ModelDown {
+		t.Errorf("answer %+v", st.Answer)
+	}
+	reply = l.chat("down-2", "每个城市分别有多少客户？")
+	if !strings.Contains(reply, "语言模型暂时无法访问") || !strings.Contains(reply, "每个城市有多少客户？") {
+		t.Errorf("Chinese reply:\n%s", reply)
+	}
+	reply = l.chat("down-3", "Which products are most often returned by customers in Berlin?")
+	if !strings.Contains(reply, "cannot be reached now") || strings.Contains(reply, addr) || strings.Contains(reply, "OPENAI_API_KEY") {
+		t.Errorf("reply to a question no example answers:\n%s", reply)
 	}
 }

@@ -20,7 +20,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 	status(ctx, s.Query, "Writing the report", "撰写报告")
 	q := s.Query
 	var md string
-	if a.cfg.Model != nil {
+	if a.model(s) != nil {
 		b := brief{}.add("Plan", planText(s.Plan)).
 			add("Results", resultsText(s.Results, s.Query)).
 			add("Findings of the analysis steps", strings.Join(s.PythonAnalysis, "\n\n")).
@@ -37,7 +37,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 			md += a.charts(s)
 		}
 	} else {
-		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(q, s.Example.Title) + "\n"
+		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(s) + "\n"
 		// A result is shown as its chart, or as a table when it has none.
 		for _, r := range s.Results {
 			if chart := a.charts(State{Results: []StepResult{r}}); chart != "" {
@@ -60,7 +60,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 	if thread := graph.Thread(ctx); thread != "" {
 		ans.ReportPath = "/api/v1/dataagent/reports/" + url.PathEscape(server.ThreadID(thread))
 	}
-	if s.Example != nil && a.cfg.Model == nil {
+	if s.Example != nil && a.model(s) == nil {
 		ans.FromExample = s.Example.Title
 	}
 	if n := len(s.Results); n > 0 {

@@ -30,6 +30,10 @@ type State struct {
 
 	// Query is the current turn's question.
 	Query string `json:"query,omitempty"`
+	// ModelDown says the model could not be reached at the start of the
+	// turn: the turn goes on as without a model (a stored example may
+	// answer).
+	ModelDown bool `json:"model_down,omitempty"`
 	// Intent is intent_recognition's decision.
 	Intent *IntentDecision `json:"intent,omitempty"`
 	// Evidence is the knowledge recalled for the question.
