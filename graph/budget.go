@@ -172,13 +172,8 @@ func (c *Compiled[S]) budgetLeft(counters []int, name string) (int, bool) {
 	return 0, false
 }
 
-// runBudgets binds a compiled graph to a run's counters for Left.
-type runBudgets[S any] struct {
-	c *Compiled[S]
-	r *runner[S]
-}
-
-func (v runBudgets[S]) left(name string) (int, bool) { return v.c.budgetLeft(v.r.counters, name) }
+// left implements budgetView for the run.
+func (r *runner[S]) left(name string) (int, bool) { return r.c.budgetLeft(r.counters, name) }
 
 // checkBudgets adds to errs what is wrong with the graph's budgets.
 func (g *Graph[S]) checkBudgets(errs []error, known func(string) bool) []error {

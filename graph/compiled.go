@@ -173,41 +173,58 @@ func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int
 		return t, nil
 	}
 	r := n.rule(t)
-	if r != nil && len(r.charges) > 0 {
-		var buf [4]int
-		costs := buf[:0]
-		exit := t
-		for _, ch := range r.charges {
-			cost := ch.cost
-			if ch.costFn != nil {
-				cost = max(ch.costFn(s), 1)
-			}
-			b := &c.budgets[ch.id]
-			if used := counters[ch.id]; used >= b.max || used+cost > b.max {
-				exit = b.exit
-				break
-			}
-			costs = append(costs, cost)
+	if r == nil {
+		return t, nil
+	}
+	switch {
+	case len(r.charges) == 1 && r.charges[0].costFn == nil:
+		// One budget at a fixed cost (every Loop): no need to pay all or
+		// none.
+		ch := &r.charges[0]
+		b := &c.budgets[ch.id]
+		if used := counters[ch.id]; used < b.max && used+ch.cost <= b.max {
+			counters[ch.id] = used + ch.cost
+			break
 		}
-		if exit != t {
+		t = b.exit
+		if r = n.rule(t); r == nil {
+			return t, nil
+		}
+	case len(r.charges) > 0:
+		if exit, spent := c.pay(r.charges, s, counters); spent {
 			// The exit spends nothing; what it starts again, it does.
 			t = exit
-			r = n.rule(t)
-			if r == nil {
+			if r = n.rule(t); r == nil {
 				return t, nil
 			}
-		} else {
-			for i, ch := range r.charges {
-				counters[ch.id] += costs[i]
-			}
 		}
 	}
-	if r != nil {
-		for _, rs := range r.resets {
-			counters[rs.id] = rs.start
-		}
+	for _, rs := range r.resets {
+		counters[rs.id] = rs.start
 	}
 	return t, nil
+}
+
+// pay spends the charges of an edge from counters, all or none: when one
+// budget cannot pay, it returns that budget's exit and spent true.
+func (c *Compiled[S]) pay(charges []charge[S], s S, counters []int) (exit int, spent bool) {
+	var buf [8]int
+	costs := buf[:0]
+	for _, ch := range charges {
+		cost := ch.cost
+		if ch.costFn != nil {
+			cost = max(ch.costFn(s), 1)
+		}
+		b := &c.budgets[ch.id]
+		if used := counters[ch.id]; used >= b.max || used+cost > b.max {
+			return b.exit, true
+		}
+		costs = append(costs, cost)
+	}
+	for i, ch := range charges {
+		counters[ch.id] += costs[i]
+	}
+	return 0, false
 }
 
 func (n *cnode[S]) rule(t int) *rule[S] {

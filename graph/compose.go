@@ -111,7 +111,7 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 		}
 		r := &runner[T]{c: &sub, rc: rc, nested: true, state: in(s)}
 		if len(sub.budgets) > 0 {
-			rc.budgets = runBudgets[T]{c: &sub, r: r}
+			rc.budgets = r
 		}
 		r.ctx = context.WithValue(ctx, runKey{}, rc)
 		r.counters = sub.countersFromMap(nil)

@@ -150,7 +150,7 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 	}
 	r := &runner[S]{c: c, rc: &runCtx{thread: thread, run: run, emit: emit, ask: &askState{}}}
 	if len(c.budgets) > 0 {
-		r.rc.budgets = runBudgets[S]{c: c, r: r}
+		r.rc.budgets = r
 	}
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	res, err := r.run(in)
