@@ -305,3 +305,55 @@ func TestSummaryConsistent(t *testing.T) {
 		})
 	}
 }
+
+// A card that moves a task off a time kept free says the health before
+// and after that the change then reports, and that the task leaves the
+// time kept free: not the scan's gain, which counts the cost of the time
+// kept free and promised an improvement that the week's health did not
+// show (issue 24).
+func TestCardsOffKeptTimesSayWhatHappens(t *testing.T) {
+	p := start(t, "", nil)
+	res := p.say(t, "t", "帮我安排下周的复习", true)
+	for res.Status != "done" {
+		res = p.say(t, "t", "确认", true)
+	}
+	res = p.say(t, "t", "周三和周日都不行", true)
+	if k := pendingKind(t, res); k != KindPlan {
+		t.Fatalf("waits on %q, want the plan to clear Wednesday and Sunday", k)
+	}
+	cards := 0
+	for res = p.say(t, "t", "确认", true); res.Status != "done"; res = p.say(t, "t", "确认", true) {
+		req, _ := toolCard(t, res)
+		cards++
+		res = p.say(t, "t", "确认", true)
+		var result string // the last change made
+		for _, m := range res.State.Exec.Messages {
+			if m.Role == "tool" && strings.HasPrefix(m.Content, "已应用候选") {
+				result = m.Content
+			}
+		}
+		// The card's (健康度 a → b…) is the result's (健康度 a → b，修订 n).
+		health := func(s string) string {
+			i := strings.LastIndex(s, "（健康度 ")
+			if i < 0 {
+				return ""
+			}
+			return strings.SplitN(strings.SplitN(s[i:], "）", 2)[0], "，", 2)[0]
+		}
+		if h := health(req.Summary); h == "" || h != health(result) {
+			t.Errorf("the card says %q, the change made %q", req.Summary, result)
+		}
+		if !strings.Contains(req.Summary, "个任务离开你要空出的时间") {
+			t.Errorf("the card %q does not say the task leaves the time kept free", req.Summary)
+		}
+		if res.Status == "done" {
+			break
+		}
+	}
+	if cards == 0 {
+		t.Fatal("no card moved a task off Wednesday or Sunday")
+	}
+	if got := onDays(p.schedule(t), 3, 7); len(got) > 0 {
+		t.Errorf("tasks on Wednesday or Sunday: %v", got)
+	}
+}

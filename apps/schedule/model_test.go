@@ -96,7 +96,14 @@ func TestModelChoosesCandidate(t *testing.T) {
 		},
 	)
 	p := start(t, "", model)
-	want := Analyze(p.schedule(t), ScanOptions{}).Candidates[1]
+	sch := p.schedule(t)
+	want := Analyze(sch, ScanOptions{}).Candidates[1]
+	after := sch.Clone()
+	if err := want.Apply(after); err != nil {
+		t.Fatal(err)
+	}
+	// The card says the health before and after, as the write will.
+	wantCard := fmt.Sprintf("%s（健康度 %.1f → %.1f）", want.Summary, Measure(sch).Health(), Measure(after).Health())
 
 	res := p.say(t, "t", "帮我安排下周的复习", true)
 	if k := pendingKind(t, res); k != KindPlan || len(res.State.Plan.Steps) != 1 {
@@ -104,8 +111,8 @@ func TestModelChoosesCandidate(t *testing.T) {
 	}
 	res = p.say(t, "t", "确认", true)
 	req, args := toolCard(t, res)
-	if args.Index != 1 || req.Summary != fmt.Sprintf("%s（健康度 +%.2f）", want.Summary, want.Gain) {
-		t.Fatalf("card %+v %q, want candidate 1: %s", args, req.Summary, want.Summary)
+	if args.Index != 1 || req.Summary != wantCard {
+		t.Fatalf("card %+v %q, want candidate 1: %s", args, req.Summary, wantCard)
 	}
 	if !sawCandidates {
 		t.Error("the model's view did not hold analyze_health's candidates")

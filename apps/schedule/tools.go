@@ -458,7 +458,20 @@ func (a *Agent) describeCandidate(ctx context.Context, args applyArgs) string {
 		if err != nil {
 			return fmt.Sprintf("应用候选 #%d（%v）", args.Index, err)
 		}
-		return fmt.Sprintf("%s（健康度 +%.2f）", c.Summary, c.Gain)
+		// The card says what the write will report: the health before
+		// and after, which leaves out the scan's cost of a task on a
+		// time kept free, so a move off such a time says so instead of
+		// showing a gain the week's health will not have.
+		after := s.Clone()
+		if err := c.Apply(after); err != nil {
+			return fmt.Sprintf("应用候选 #%d（%v）", args.Index, err)
+		}
+		avoid := joinAvoids(args.Avoid, args.Times)
+		freed := ""
+		if n := len(blocked(s, avoid)) - len(blocked(after, avoid)); n > 0 {
+			freed = fmt.Sprintf("，%d 个任务离开你要空出的时间", n)
+		}
+		return fmt.Sprintf("%s（健康度 %.1f → %.1f%s）", c.Summary, Measure(s).Health(), Measure(after).Health(), freed)
 	})
 }
 

@@ -62,7 +62,7 @@ func TestWording(t *testing.T) {
 	rounds := wantRounds(t, "the first execution turn", status, 0, "计划已确认，开始执行",
 		"执行第 1/2 步：粗排：把 10 个待安排任务（高数复习×4、英语阅读×3、物理作业×3，共 17…")
 	wantText(t, "the change card", reply)
-	card := regexp.MustCompile(`^需要你确认：按任务类策略放置 10 项：(.+) 等（共 10 项）（健康度 \+(\d+\.\d\d)）\n回复「确认」执行，「取消」换一个方案（可以附上原因）。$`).FindStringSubmatch(reply)
+	card := regexp.MustCompile(`^需要你确认：按任务类策略放置 10 项：(.+) 等（共 10 项）（健康度 (\d+\.\d) → (\d+\.\d)）\n回复「确认」执行，「取消」换一个方案（可以附上原因）。$`).FindStringSubmatch(reply)
 	if card == nil {
 		t.Fatalf("the change card reads\n%s\nwant a placement of the 10 tasks with its health gain", reply)
 	}
@@ -71,8 +71,11 @@ func TestWording(t *testing.T) {
 			t.Errorf("the change card lists %q, not a task moved to a day and periods", pl)
 		}
 	}
-	if gain, _ := strconv.ParseFloat(card[2], 64); gain <= 0 {
-		t.Errorf("the change card offers a health change of +%s, not an improvement", card[2])
+	if num(card[2]) != 65 { // the sample, nothing placed
+		t.Errorf("the change card starts from health %s, want the sample's 65.0", card[2])
+	}
+	if from, to := num(card[2]), num(card[3]); to <= from {
+		t.Errorf("the change card offers health %s → %s, not an improvement", card[2], card[3])
 	}
 
 	status, reply = p.turn(t, "确认", true)
@@ -102,7 +105,9 @@ func TestWording(t *testing.T) {
 	if step1 == nil || applied == nil || final == nil || !regexp.MustCompile(`^已执行 \d+ 项修改：$`).MatchString(lines[3]) {
 		t.Fatalf("the summary reads\n%s\nwant step 1's result, the changes made and the health before and after", reply)
 	}
-	num := func(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
+	if applied[1] != card[2] || applied[2] != card[3] {
+		t.Errorf("the change card offered health %s → %s, the change made %s → %s", card[2], card[3], applied[1], applied[2])
+	}
 	if applied[2] != step1[1] {
 		t.Errorf("step 1 ends at health %s, its change at %s", step1[1], applied[2])
 	}
@@ -121,6 +126,9 @@ func TestWording(t *testing.T) {
 		}
 	}
 }
+
+// num reads a figure the text shows.
+func num(s string) float64 { f, _ := strconv.ParseFloat(s, 64); return f }
 
 // placement is one task's place on a change card.
 var placement = regexp.MustCompile(`^(高数复习|英语阅读|物理作业)#\d+ → 周[一二三四五六日]（第\d+周） 第\d+(-\d+)?节$`)
