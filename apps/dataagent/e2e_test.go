@@ -2,6 +2,7 @@ package dataagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -482,7 +483,8 @@ func TestPythonRuns(t *testing.T) {
 	totals := query(t, src, "SELECT count(*) FROM ("+topSalesSQL+") t")
 	m := newModel(t)
 	pythonPlan(m)
-	m.add(callPython, "```python\nimport pandas as pd\ndf = pd.read_csv('data_1.csv')\nprint('rows', len(df))\nprint('max', df['total_sales'].max())\n```").
+	m.add(callPython, "```python\nimport pandas as pd\nimport matplotlib.pyplot as plt\ndf = pd.read_csv('data_1.csv')\nprint('rows', len(df))\nprint('max', df['total_sales'].max())\n"+
+		"df['total_sales'].plot.bar()\nplt.savefig('sales.png')\nopen('fake.png', 'w').write('not a picture')\n```").
 		add(callAnalyze, "Five salespersons; the top total is shown.").
 		add(callReport, "# Spread of sales\n\nFive salespersons.")
 	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
@@ -494,8 +496,20 @@ func TestPythonRuns(t *testing.T) {
 	if an := m.requests(callAnalyze); len(an) != 1 || !strings.Contains(userText(an[0]), want) {
 		t.Errorf("the analysis request lacks the script's output %q", want)
 	}
-	if r := m.requests(callReport); len(r) != 1 || !strings.Contains(userText(r[0]), "Five salespersons; the top total is shown.") {
-		t.Error("the report request lacks the findings")
+	if r := m.requests(callReport); len(r) != 1 || !strings.Contains(userText(r[0]), "Five salespersons; the top total is shown.") || !strings.Contains(userText(r[0]), "sales.png") {
+		t.Error("the report request lacks the findings or the saved chart's name")
+	}
+	// The chart the script saved reaches the report (the file that is
+	// not a PNG does not), the page shows it, a chat names it.
+	if len(st.Images) != 1 || st.Images[0].Name != "sales.png" || !strings.Contains(st.Answer.Report, "](data:image/png;base64,") {
+		t.Fatalf("images %d, report:\n%.600s", len(st.Images), st.Answer.Report)
+	}
+	if code, page := l.Do(keyA, "GET", "/api/v1/dataagent/reports/python-2", nil); code != 200 || !strings.Contains(string(page), `<img src="data:image/png;base64,`) {
+		t.Errorf("report page %d without the chart", code)
+	}
+	raw, _ := json.Marshal(st)
+	if reply := dataagent.Reply(raw, nil); !strings.Contains(reply, "(chart: sales, on the web page)") || strings.Contains(reply, "base64") {
+		t.Errorf("chat reply:\n%.600s", reply)
 	}
 	m.left()
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -910,7 +912,34 @@ func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
 		return failed("the sandbox could not run the script")
 	}
 	s.PythonOK, s.PythonOutput = true, oneOutput(out.Stdout)
+	s.Images = append(slices.Clip(s.Images), pngs(s.Step, out.Files, MaxImages-len(s.Images))...)
 	return s, nil
+}
+
+// Bounds of the charts a turn's Python steps bring to the report.
+const (
+	// MaxImages is how many PNG charts one turn keeps.
+	MaxImages = 6
+	// MaxImageBytes is the largest PNG kept.
+	MaxImageBytes = 1 << 20
+)
+
+// pngs are the PNG files among files (by name, those that are PNG
+// images, at most MaxImageBytes each), at most n of them; anything else
+// a script wrote is left.
+func pngs(step int, files map[string][]byte, n int) []Image {
+	var out []Image
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		data := files[name]
+		if len(out) >= n {
+			break
+		}
+		if !strings.EqualFold(path.Ext(name), ".png") || len(data) > MaxImageBytes || !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+			continue
+		}
+		out = append(out, Image{Step: step, Name: path.Base(name), PNG: data})
+	}
+	return out
 }
 
 // oneOutput bounds what a run printed to what the model reads.

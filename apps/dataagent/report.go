@@ -2,8 +2,10 @@ package dataagent
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 
 	"github.com/loomkit/loom/datasource"
@@ -28,6 +30,13 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 		if s.Step < len(s.Plan.Steps) {
 			b = b.add("Report instruction", s.step().Instruction)
 		}
+		if len(s.Images) > 0 {
+			names := make([]string, len(s.Images))
+			for i, im := range s.Images {
+				names[i] = im.Name
+			}
+			b = b.add("Charts the Python steps saved (they are shown after your report: do not link or embed them)", strings.Join(names, ", "))
+		}
 		text, err := askText(ctx, a.cfg.Model, prompt("report"), b.String())
 		if err != nil {
 			return s, fmt.Errorf("writing the report: %w", err)
@@ -47,6 +56,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 			}
 		}
 	}
+	md += imagesText(s.Images, q)
 	if s.FallbackNote != "" {
 		md = insertAfterTitle(md, "> "+say(q, "Python analysis could not run here, so this analysis ran without Python: ", "Python 分析无法运行，本次分析未使用 Python：")+oneLine(s.FallbackNote, 400)+"\n")
 	}
@@ -71,6 +81,22 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 		s.Step++
 	}
 	return s.finish(ans), nil
+}
+
+// imagesText shows the Python steps' charts, carried in the report as
+// data URIs so that the page and the Markdown download hold them.
+func imagesText(images []Image, q string) string {
+	if len(images) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(say(q, "\n\n## Charts of the analysis\n", "\n\n## 分析图表\n"))
+	for _, im := range images {
+		alt := strings.TrimSuffix(im.Name, path.Ext(im.Name))
+		alt = strings.NewReplacer("[", "(", "]", ")", "\n", " ").Replace(alt)
+		fmt.Fprintf(&b, "\n![%s](data:image/png;base64,%s)\n", alt, base64.StdEncoding.EncodeToString(im.PNG))
+	}
+	return b.String()
 }
 
 // charts are chart blocks for the results that have something to draw.

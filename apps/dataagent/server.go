@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,6 +294,9 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 func (a *Answer) Markdown(question string) string {
 	if a.Report != "" {
 		md := strings.TrimSpace(report.Markdown(a.Report, report.Options{ChartsAsTables: true, Locale: say(question, "en", "zh")}))
+		// A picture carried in the report is named, not inlined, in a
+		// chat: the web page shows it.
+		md = dataImage.ReplaceAllString(md, say(question, "*(chart: $1, on the web page)*", "*（图表：$1，见网页版报告）*"))
 		if a.ReportPath != "" {
 			md += say(question, "\n\nThe report with its charts, as a web page: ", "\n\n带图表的网页版报告：") + a.ReportPath
 		}
@@ -308,6 +312,9 @@ func (a *Answer) Markdown(question string) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// dataImage is a Markdown image carried as a data URI.
+var dataImage = regexp.MustCompile(`!\[([^\]]*)\]\(data:image/[^)]*\)`)
 
 // routes are the agent's own endpoints, served behind the server's API
 // keys under /api/v1/dataagent/:

@@ -113,12 +113,23 @@ type State struct {
 	PythonErrors   []string `json:"python_errors,omitempty"`
 	PythonAnalysis []string `json:"python_analysis,omitempty"`
 
+	// Images are the PNG charts the turn's Python steps saved, which the
+	// report shows.
+	Images []Image `json:"python_images,omitempty"`
+
 	// FallbackNote says why a Python step of the turn ran without Python;
 	// the report says so.
 	FallbackNote string `json:"python_fallback_note,omitempty"`
 
 	// Answer is the turn's answer.
 	Answer *Answer `json:"answer,omitempty"`
+}
+
+// Image is a PNG chart a Python step saved.
+type Image struct {
+	Step int    `json:"step"`
+	Name string `json:"name"`
+	PNG  []byte `json:"png"`
 }
 
 // IntentDecision is what the question is: a request to analyse data, or
