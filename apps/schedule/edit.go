@@ -226,6 +226,10 @@ func parseEdit(text string, sch *Schedule) (editRequest, bool) {
 		req.problem = fmt.Sprintf("%s 不在这次安排的时间范围里（%s 到 %s）。", weekdayName(dow), sch.DayName(0), sch.DayName(sch.Window.Days-1))
 		return req, true
 	}
+	if d, st, ok := placedAt(sch, req.task); ok && d == day && st >= span[0] && st+req.slots <= span[1] {
+		req.problem = fmt.Sprintf("%s 已经在 %s，不用挪。日程没有改动。", req.name, sch.Where(d, st, req.slots))
+		return req, true
+	}
 	start, why := fitIn(sch, req, day, span[0], span[1])
 	if start < 0 {
 		req.problem = fmt.Sprintf("%s 放不下 %s（%d 节）：%s。日程没有改动；可以换个时间再说一次。", want, req.name, req.slots, why)
@@ -233,6 +237,20 @@ func parseEdit(text string, sch *Schedule) (editRequest, bool) {
 	}
 	req.to = Placement{Task: req.task, Day: day, Start: start}
 	return req, true
+}
+
+// placedAt returns where the task (an item or an event) is, and false
+// for an item not placed.
+func placedAt(sch *Schedule, task int) (day, start int, ok bool) {
+	if it := sch.Item(task); it != nil {
+		return it.Day, it.Start, it.Placed()
+	}
+	for _, e := range sch.Events {
+		if e.ID == task {
+			return e.Day, e.Start, true
+		}
+	}
+	return 0, 0, false
 }
 
 // containsName reports whether text names the task n, and not a longer

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +13,8 @@ import (
 // understood, and changes nothing (issue 24).
 func TestManualEdit(t *testing.T) {
 	for _, tc := range []struct{ name, text, where string }{
-		{"chinese", "把高数复习#1挪到周五上午", "周五（第2周） 第1-2节"},
-		{"english", "move 高数复习#1 to friday morning", "周五（第2周） 第1-2节"},
+		{"chinese", "把高数复习#1挪到周一上午", "周一（第2周） 第3-4节"},
+		{"english", "move 高数复习#1 to monday morning", "周一（第2周） 第3-4节"},
 		{"slots", "把英语阅读#2移到周一第9节", "周一（第2周） 第9节"},
 		{"event", "把社团活动挪到周四晚上", "周四（第2周） 第11-12节"},
 	} {
@@ -35,6 +36,9 @@ func TestManualEdit(t *testing.T) {
 			res = p.say(t, "t", "确认", true)
 			if res.Status != "done" || !strings.Contains(res.State.Reply, "已移动") || !strings.Contains(res.State.Reply, tc.where) {
 				t.Errorf("the summary does not say the move:\n%s", res.State.Reply)
+			}
+			if n := strings.Count(res.State.Reply, "已移动"); n != 1 {
+				t.Errorf("the summary says the move %d times, want once:\n%s", n, res.State.Reply)
 			}
 			s := p.schedule(t)
 			if s.Revision != rev+1 {
@@ -69,8 +73,15 @@ func TestManualEditNotUnderstood(t *testing.T) {
 	for res.Status != "done" {
 		res = p.say(t, "t", "确认", true)
 	}
-	rev := p.schedule(t).Revision
+	sch := p.schedule(t)
+	rev := sch.Revision
+	it := sch.Items[0]
+	if !it.Placed() || it.Slots < 2 {
+		t.Fatalf("%s is not a placed task of two slots or more: %+v", it.Name, it)
+	}
+	here := fmt.Sprintf("把%s挪到%s第%d-%d节", it.Name, weekdayName(sch.Window.Day(it.Day).DayOfWeek), it.Start+1, it.Start+it.Slots)
 	for _, tc := range []struct{ text, says string }{
+		{here, it.Name + " 已经在 " + sch.Where(it.Day, it.Start, it.Slots) + "，不用挪"},
 		{"把高数复习#9挪到周五上午", "没看懂要移动哪个任务"},
 		{"把高数复习挪到周五", "要挪哪一个"},
 		{"把高等数学挪到周五", "锁定的课程，不能移动"},

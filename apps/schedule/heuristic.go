@@ -254,8 +254,12 @@ func mechanicalSummary(f facts) string {
 		fmt.Fprintf(&b, "已完成：%s\n", f.Goal)
 	}
 	// A step's result says what the mark does not: not "本步完成", not
-	// what an earlier step said, not the verdict that closes the summary.
+	// what an earlier step said, not a change listed below it, not the
+	// verdict that closes the summary.
 	said := map[string]bool{"": true, f.Verdict: true}
+	for _, a := range f.Applied {
+		said[a] = true
+	}
 	for i, st := range f.Steps {
 		mark := "✗"
 		if st.Done {
