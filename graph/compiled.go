@@ -25,6 +25,9 @@ type Compiled[S any] struct {
 	saver     checkpoint.Saver
 	stepLimit int
 	src       *Graph[S] // for Mermaid and Scenarios
+	// before and after flag the nodes with breakpoints, by index (nil:
+	// none).
+	before, after []bool
 }
 
 type target struct {

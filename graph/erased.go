@@ -37,11 +37,15 @@ type JSONInput struct {
 	Interrupt string          `json:"interrupt,omitempty"`
 	// Run, when set, is the run's id (see Input.Run).
 	Run string `json:"run,omitempty"`
+	// InterruptBefore and InterruptAfter are the run's breakpoints (see
+	// Input); nil: the compiled graph's.
+	InterruptBefore []string `json:"interrupt_before,omitempty"`
+	InterruptAfter  []string `json:"interrupt_after,omitempty"`
 }
 
 // StreamJSON implements Runner.
 func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
-	typed := Input[S]{Run: in.Run}
+	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter}
 	switch {
 	case in.Update != nil:
 		var check S

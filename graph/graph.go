@@ -257,8 +257,9 @@ func (o *out[S]) targetList() []string {
 type CompileOption func(*compileSpec)
 
 type compileSpec struct {
-	saver     checkpoint.Saver
-	stepLimit int
+	saver         checkpoint.Saver
+	stepLimit     int
+	before, after []string // breakpoints
 }
 
 // WithSaver stores a checkpoint after every step in s. Without a saver a
@@ -342,7 +343,21 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))
 	}
-	return g.freeze(spec), nil
+	c := g.freeze(spec)
+	var err error
+	if c.before, err = c.breakpoints("before", spec.before); err != nil {
+		errs = append(errs, err)
+	}
+	if c.after, err = c.breakpoints("after", spec.after); err != nil {
+		errs = append(errs, err)
+	}
+	if (c.before != nil || c.after != nil) && c.saver == nil {
+		errs = append(errs, errors.New("breakpoints need a saver (WithSaver), to continue from them"))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))
+	}
+	return c, nil
 }
 
 // successors maps each node (and Start) to where it may go. With bounded

@@ -54,6 +54,10 @@ type Input[S any] struct {
 	// Run, when set, is the id of the run (recorded in its checkpoints and
 	// events); by default a new one is made.
 	Run string
+	// InterruptBefore and InterruptAfter, when not nil, are this run's
+	// breakpoints instead of the compiled graph's (see
+	// WithInterruptBefore); an empty list means none.
+	InterruptBefore, InterruptAfter []string
 }
 
 // Result is how a run ended.
@@ -67,6 +71,9 @@ type Result[S any] struct {
 	Run        string `json:"run"`
 	// Steps is how many node steps this run took.
 	Steps int `json:"steps"`
+	// Breakpoint, when the run stopped at one, says where (Status is
+	// interrupted, Interrupt nil).
+	Breakpoint *Breakpoint `json:"breakpoint,omitempty"`
 }
 
 // Invoke starts a new run on thread: the thread's latest state, changed by
@@ -141,6 +148,12 @@ type runner[S any] struct {
 	counters []int
 	steps    int  // steps of this run
 	nested   bool // a subgraph's run: interrupts go up to the outer node
+	// before and after are the run's breakpoints by node index;
+	// skipBefore lets the first node pass its breakpoint (the run
+	// continues from it).
+	before, after []bool
+	skipBefore    bool
+	unsaved       string // the pure node whose step is not written yet
 }
 
 func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit func(Event) bool) (*Result[S], error) {
@@ -235,6 +248,10 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	if r.head != nil {
 		r.rc.step = r.head.Step
 	}
+	if err := r.setBreakpoints(in); err != nil {
+		return nil, fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+	}
+	r.skipBefore = in.Update == nil
 	r.send(KindRunStart, "", "", nil)
 
 	var cur int
@@ -313,6 +330,10 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		if r.steps >= c.stepLimit {
 			return r.result(""), fmt.Errorf("graph %s: thread %s: %w after %d steps (next: %s)", c.name, r.rc.thread, ErrStepLimit, r.steps, c.nodes[cur].name)
 		}
+		if r.before != nil && r.before[cur] && !r.skipBefore {
+			return r.breakpoint(cur, "before")
+		}
+		r.skipBefore = false
 		n := &c.nodes[cur]
 		r.rc.node = n.name
 		if r.rc.prefix != "" {
@@ -350,7 +371,12 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		if !began.IsZero() {
 			took = time.Since(began)
 		}
-		saved := !n.pure || next == endIndex
+		stop := r.after != nil && r.after[cur] && next != endIndex
+		saved := !n.pure || next == endIndex || stop
+		r.unsaved = ""
+		if !saved {
+			r.unsaved = n.name
+		}
 		if saved {
 			err = r.save(checkpoint.SourceStep, n.name, next, func(cp *checkpoint.Checkpoint) { cp.Meta.Duration = took })
 			if err != nil {
@@ -367,9 +393,28 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 				return r.result(""), errStopped
 			}
 		}
+		if stop {
+			return r.breakpoint(cur, "after")
+		}
 		cur = next
 	}
 	return r.result(StatusDone), nil
+}
+
+// breakpoint stops the run at node i's breakpoint: the head is
+// checkpointed with the node that runs next.
+func (r *runner[S]) breakpoint(i int, when string) (*Result[S], error) {
+	name := r.c.nodes[i].name
+	if when == "before" && r.unsaved != "" {
+		// The pure steps before it are written now, so that Continue
+		// starts at the breakpoint's node.
+		if err := r.save(checkpoint.SourceStep, r.unsaved, i, nil); err != nil {
+			return r.result(""), err
+		}
+	}
+	res := r.result(StatusInterrupted)
+	res.Breakpoint = &Breakpoint{Node: name, When: when}
+	return res, nil
 }
 
 // interrupt checkpoints the state node n returned with its question.
