@@ -131,9 +131,6 @@ func (b *Budget[S]) ResetEntering(node string, start int) *Budget[S] {
 	return b
 }
 
-// Graph returns the graph the budget belongs to, to go on declaring.
-func (b *Budget[S]) Graph() *Graph[S] { return b.g }
-
 func (b *budget[S]) counts(from, to string) *use[S] {
 	for i := range b.uses {
 		if b.uses[i].from == from && b.uses[i].to == to {
