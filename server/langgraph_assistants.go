@@ -46,6 +46,9 @@ func assistantMetadata(a Agent) map[string]any {
 	if a.DescriptionZh != "" {
 		m["description_zh"] = a.DescriptionZh
 	}
+	if p := panelMetadata(a); p != nil {
+		m["panel"] = p
+	}
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"slices"
 	"strings"
@@ -80,6 +81,13 @@ type Agent struct {
 	// read (no credentials). GET /readyz reports it; an agent that is not
 	// ready is still served, and says so when asked.
 	Ready func(ctx context.Context) error
+	// Panel, when set, is the agent's own view on the web page, beside
+	// the chat: panel.js, an ES module the page imports, and panel.css if
+	// the agent has one, served under /ui/panels/{name}/. The module's
+	// default export is a function the page calls with what it offers
+	// (see package server/ui). The assistant's metadata names the files
+	// ("panel": {"script", "style"}), so the page names no agent.
+	Panel fs.FS
 }
 
 // Compile returns an Agent.Build that compiles g to checkpoint on the
@@ -109,6 +117,11 @@ func (r *Registry) Register(a Agent) error {
 	}
 	if _, ok := r.Get(a.Name); ok {
 		return fmt.Errorf("register agent %q: %w", a.Name, ErrExists)
+	}
+	if a.Panel != nil {
+		if _, err := fs.Stat(a.Panel, panelScript); err != nil {
+			return fmt.Errorf("register agent %q: panel: %w", a.Name, err)
+		}
 	}
 	if a.InputSchema != nil {
 		if _, err := contract.ParseSchema(a.InputSchema); err != nil {

@@ -656,6 +656,7 @@ func (s *Server) routes() {
 		return nil
 	}))
 	s.langGraphRoutes(m)
+	s.panelRoutes(m) // GET /ui/panels/{agent}/{file}
 	s.openAIRoutes(m)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.UI != nil {
