@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/loomkit/loom/apps/dataagent/recall/spider"
@@ -15,7 +16,10 @@ import (
 const evalSchemaAbout = `loom eval schema-recall --tables FILE --questions FILE [flags] measures the data analyst's schema recall, with no model, on a benchmark in
 the Spider format: tables.json (the databases' schemas) and a questions file
 (dev.json), whose parsed SQL gives each question's gold tables, nested
-queries included. Each question alone is the query; the recalled tables are
+queries included; or on defog sql-eval's: --tables its databases folder
+(<db>.json column descriptions, <db>.sql for the keys) and --questions one
+of its CSV files, whose first gold statement gives the tables read. Each
+question alone is the query; the recalled tables are
 the top k, with the tables that join them brought in as the agent gets them.
 
 all_gold_at_k is the share of questions whose gold tables are all recalled,
@@ -32,8 +36,8 @@ type evalSchemaArgs struct {
 func evalSchemaFlags() (*flag.FlagSet, evalSchemaArgs) {
 	fs := flag.NewFlagSet("eval schema-recall", flag.ContinueOnError)
 	return fs, evalSchemaArgs{
-		tablesPath:    fs.String("tables", "", "the schemas, Spider's tables.json `FILE`"),
-		questionsPath: fs.String("questions", "", "the questions `FILE`, in Spider's dev.json format"),
+		tablesPath:    fs.String("tables", "", "the schemas, Spider's tables.json `FILE` (or defog's databases folder)"),
+		questionsPath: fs.String("questions", "", "the questions `FILE`, in Spider's dev.json format (or a defog CSV file)"),
 		pool:          fs.String("pool", spider.PoolQuestions, "the tables indexed as one `POOL`: questions (every table of the databases the questions use), db (each question's own database) or all (every database)"),
 		k:             fs.Int("k", 5, "how many recalled tables count"),
 		asJSON:        fs.Bool("json", false, "end with one JSON object"),
@@ -75,7 +79,11 @@ func runEvalSchema(ctx context.Context, args []string, out io.Writer) error {
 	case *pool != spider.PoolQuestions && *pool != spider.PoolDB && *pool != spider.PoolAll:
 		return usageErrorf("eval schema-recall: unknown pool %q; the pools are questions, db and all", *pool)
 	}
-	set, err := spider.Load(*tablesPath, *questionsPath)
+	load := spider.Load
+	if strings.EqualFold(filepath.Ext(*questionsPath), ".csv") {
+		load = spider.LoadDefog
+	}
+	set, err := load(*tablesPath, *questionsPath)
 	if err != nil {
 		return err
 	}
