@@ -332,7 +332,7 @@ func (s *Server) settleReply(ctx context.Context, a *builtAgent, t *Thread) erro
 // the state the thread waits with (nil when it does not). An answer that
 // does not fit is returned as unanswered, err nil.
 func (s *Server) chatInput(ctx context.Context, a *builtAgent, t *Thread, text string) (in graph.JSONInput, head *checkpoint.Interrupt, state json.RawMessage, unanswered, err error) {
-	if t != nil && t.Status != StatusBusy && (s.jobs != nil || !s.busy(t.ID)) {
+	if t != nil && t.Status != StatusBusy && !s.busy(t.ID) {
 		cp, err := s.head(ctx, t.ID)
 		if err != nil {
 			return in, nil, nil, nil, err

@@ -221,14 +221,12 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	return j, nil
 }
 
-// drain stops fetching jobs; runs going on hand their threads back to the
-// queue at their next step boundary, for other replicas to go on with.
-// After grace it cancels what is still going.
+// drain implements executor: it stops fetching jobs; runs going on hand
+// their threads back to the queue at their next step boundary, for other
+// replicas to go on with. After grace it cancels what is still going.
 func (j *jobs) drain(grace time.Duration) {
 	j.stopOnce.Do(func() {
-		j.s.mu.Lock()
-		j.s.closing = true
-		j.s.mu.Unlock()
+		j.s.setClosing()
 		j.draining.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -243,7 +241,8 @@ func (j *jobs) drain(grace time.Duration) {
 	})
 }
 
-// close drains (at once, when Serve did not) and stops listening.
+// close implements executor: it drains (at once, when Serve did not)
+// and stops listening.
 func (j *jobs) close() error {
 	j.drain(j.s.opts.Grace)
 	j.stopHub()
@@ -296,8 +295,9 @@ func unfinished(ctx context.Context, q querier, thread string) ([]*RunRecord, er
 	return out, rows.Err()
 }
 
-// submit records r and inserts its thread's job, in one transaction; on
-// a busy thread it first does what r's strategy says.
+// submit implements executor: it records r and inserts its thread's job,
+// in one transaction; on a busy thread it first does what r's strategy
+// says.
 func (j *jobs) submit(ctx context.Context, r *run) error {
 	if j.draining.Load() {
 		return ErrClosing
@@ -404,9 +404,9 @@ func holdLock(ctx context.Context, tx pgx.Tx, thread string) error {
 	return nil
 }
 
-// hold holds thread's turn lock (holdLock) until release, once no run of
-// the thread is pending or running (see Server.HoldThread).
-func (j *jobs) hold(ctx context.Context, thread string) (release func(), err error) {
+// hold implements executor: it holds thread's turn lock (holdLock) until
+// release, once no run of the thread is pending or running.
+func (j *jobs) hold(ctx context.Context, thread, public string) (release func(), err error) {
 	tx, err := j.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("hold thread %s: %w", thread, err)
@@ -423,14 +423,16 @@ func (j *jobs) hold(ctx context.Context, thread string) (release func(), err err
 		return fail(err)
 	}
 	if len(busy) > 0 {
-		return fail(fmt.Errorf("thread %s: %w (a run is going on it)", publicID(thread), ErrBusy))
+		return fail(fmt.Errorf("thread %s: %w (a run is going on it)", public, ErrBusy))
 	}
 	var once sync.Once
 	return func() { once.Do(func() { tx.Rollback(context.WithoutCancel(ctx)) }) }, nil
 }
 
-// cancel cancels run id of thread.
-func (j *jobs) cancel(ctx context.Context, thread, id string) error {
+// cancel implements executor: a pending run ends at once; a running one
+// is flagged, and the replica that executes it is told.
+func (j *jobs) cancel(ctx context.Context, r *run) error {
+	thread, id := r.thread, r.id
 	// The thread's status when nothing else runs on it: a question may
 	// still wait for an answer.
 	st := StatusIdle
@@ -547,13 +549,60 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 		status: rec.Status, feed: j.feed(rec.ID)}, nil
 }
 
-// current returns the thread's oldest unfinished run, or nil.
+// current implements executor: the thread's oldest unfinished run, or
+// nil.
 func (j *jobs) current(ctx context.Context, thread string) (*run, error) {
 	recs, err := unfinished(ctx, j.pool, thread)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
 	return j.view(ctx, recs[0])
+}
+
+// prepare implements executor: a run's events are read from the events
+// table, on any replica; its context is made by the replica that
+// executes it.
+func (j *jobs) prepare(r *run) { r.feed = j.feed(r.id) }
+
+// find implements executor: the records are up to date on the job queue.
+func (j *jobs) find(ctx context.Context, thread, id string) (*run, *RunRecord, error) {
+	rec, err := j.s.records.run(ctx, thread, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.Status == runPending || rec.Status == runRunning {
+		r, err := j.view(ctx, rec)
+		return r, rec, err
+	}
+	return nil, rec, nil
+}
+
+// kept implements executor: the events of a run that is over are kept a
+// while (eventRetention), so a client that reconnects after the end
+// still gets what it missed.
+func (j *jobs) kept(ctx context.Context, rec *RunRecord) (*run, error) { return j.view(ctx, rec) }
+
+// held implements executor: none; the records say all.
+func (j *jobs) held(string) []*run { return nil }
+
+// busyThreads implements executor: a busy thread's record says so.
+func (j *jobs) busyThreads() ([]string, bool) { return nil, false }
+
+// usage implements executor, from the runs table, where a thread's
+// oldest unfinished run is the one it runs and the others wait.
+func (j *jobs) usage(ctx context.Context, owner, thread string) (usage, error) {
+	var u usage
+	var runs int
+	err := j.pool.QueryRow(ctx, `SELECT count(DISTINCT r.thread), count(*), count(*) FILTER (WHERE r.thread = $2)
+FROM loom_runs r JOIN loom_threads t ON t.id = r.thread
+WHERE t.owner = $1 AND r.status IN ('pending', 'running')`, owner, thread).Scan(&u.running, &runs, &u.waiting)
+	if err != nil {
+		return u, fmt.Errorf("count runs of the caller: %w", err)
+	}
+	u.queued = runs - u.running
+	u.busy = u.waiting > 0
+	u.waiting = max(u.waiting-1, 0)
+	return u, nil
 }
 
 // pgFeed reads a run's events from loom_run_events.

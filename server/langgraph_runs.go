@@ -200,7 +200,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
 	run.from, run.modes = from, modes
 	run.temp = temp && req.OnCompletion != "continue"
-	if err := s.submit(ctx, run); err != nil {
+	if err := s.exec.submit(ctx, run); err != nil {
 		if temp {
 			s.removeThread(context.WithoutCancel(ctx), t.ID)
 		}
@@ -252,7 +252,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 	case strings.HasSuffix(r.URL.Path, "/stream"):
 		err := s.streamRun(w, r, run, modes, 0, view)
 		if req.OnDisconnect == "cancel" && r.Context().Err() != nil {
-			return s.cancelRun(context.WithoutCancel(r.Context()), run)
+			return s.exec.cancel(context.WithoutCancel(r.Context()), run)
 		}
 		return err
 	}
@@ -308,20 +308,7 @@ func (s *Server) findRun(ctx context.Context, tid, rid, owner string) (*run, *Ru
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.jobs == nil {
-		if run := s.lookupRun(rid); run != nil && run.thread == t.ID {
-			return run, run.record(), nil
-		}
-	}
-	rec, err := s.records.run(ctx, t.ID, rid)
-	if err != nil {
-		return nil, nil, err
-	}
-	if s.jobs != nil && (rec.Status == runPending || rec.Status == runRunning) {
-		run, err := s.jobs.view(ctx, rec)
-		return run, rec, err
-	}
-	return nil, rec, nil
+	return s.exec.find(ctx, t.ID, rid)
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) error {
@@ -342,14 +329,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 		return err
 	}
 	var out []lgRun
-	s.mu.Lock()
-	var active []*run
-	if l := s.lanes[t.ID]; l != nil && s.jobs == nil {
-		active = append(append(active, l.queue...), l.cur)
-		slices.Reverse(active)
-	}
-	s.mu.Unlock()
-	for _, run := range active {
+	for _, run := range s.exec.held(t.ID) {
 		out = append(out, runJSON(run.record()))
 	}
 	recs, err := s.records.listRuns(r.Context(), t.ID, limit+offset, 0)
@@ -417,7 +397,7 @@ func (s *Server) cancelRunAPI(w http.ResponseWriter, r *http.Request, owner stri
 	if run == nil {
 		return errorf(http.StatusConflict, "not_running", "run %s is %s already", rec.ID, rec.Status)
 	}
-	if err := s.cancelRun(r.Context(), run); err != nil {
+	if err := s.exec.cancel(r.Context(), run); err != nil {
 		return err
 	}
 	if action == "rollback" || wait {
@@ -473,10 +453,10 @@ func (s *Server) joinRunStream(w http.ResponseWriter, r *http.Request, owner str
 	if err != nil {
 		return err
 	}
-	if run == nil && s.jobs != nil {
-		// Over, but its events are kept for a while: a client that
+	if run == nil {
+		// Over, but its events may be kept for a while: a client that
 		// reconnects after the end still gets what it missed.
-		if run, err = s.jobs.view(r.Context(), rec); err != nil {
+		if run, err = s.exec.kept(r.Context(), rec); err != nil {
 			return err
 		}
 	}
@@ -488,7 +468,7 @@ func (s *Server) joinThreadStream(w http.ResponseWriter, r *http.Request, owner 
 	if err != nil {
 		return err
 	}
-	run, err := s.activeRun(r.Context(), t.ID)
+	run, err := s.exec.current(r.Context(), t.ID)
 	if err != nil {
 		return err
 	}
@@ -516,7 +496,7 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request, run *run) er
 	}
 	err = s.streamRun(w, r, run, modes, lastEventID(r), s.chatView(r.Context(), s.agents[run.agent], run.thread))
 	if cancelOnDisconnect && r.Context().Err() != nil {
-		return s.cancelRun(context.WithoutCancel(r.Context()), run)
+		return s.exec.cancel(context.WithoutCancel(r.Context()), run)
 	}
 	return err
 }

@@ -408,17 +408,18 @@ func (s *Server) threadQuery(r *http.Request, owner string) (threadQuery, error)
 	}
 	tq := threadQuery{IDs: ids, Status: q.Status, Metadata: orEmptyMap(q.Metadata), Limit: q.Limit, Offset: q.Offset,
 		SortBy: q.SortBy, Desc: q.SortOrder != "asc"}
-	if q.Status == StatusBusy && s.jobs == nil {
-		// Busy lives in the run lanes, not in the table.
+	if q.Status != StatusBusy {
+		return tq, nil
+	}
+	if busy, inMemory := s.exec.busyThreads(); inMemory {
+		// Busy lives in the executor's memory, not in the table.
 		tq.Status = ""
-		s.mu.Lock()
 		tq.IDs = tq.IDs[:0:0]
-		for id := range s.lanes {
+		for _, id := range busy {
 			if len(q.IDs) == 0 || slices.Contains(ids, id) {
 				tq.IDs = append(tq.IDs, id)
 			}
 		}
-		s.mu.Unlock()
 		if len(tq.IDs) == 0 {
 			tq.IDs = []string{""} // matches nothing
 		}
@@ -437,7 +438,7 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request, owner str
 	}
 	out := make([]lgThread, 0, len(ts))
 	for _, t := range ts {
-		if s.jobs == nil && s.busy(t.ID) {
+		if s.busy(t.ID) {
 			t.Status = StatusBusy
 		}
 		lt, err := s.threadJSON(r.Context(), t, true)

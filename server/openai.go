@@ -277,7 +277,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
-	if err := s.submit(ctx, run); err != nil {
+	if err := s.exec.submit(ctx, run); err != nil {
 		return err
 	}
 	if err := s.records.appendMessages(ctx, t.ID, owner, false, chatMessage{Role: roleHuman, Text: text, ID: msgs[last].ID}); err != nil {

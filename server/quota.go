@@ -13,7 +13,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/loomkit/loom/graph"
-	"github.com/loomkit/loom/store"
 )
 
 // Quotas bound what one API key may hold and do, so that one client
@@ -198,37 +197,10 @@ type usage struct {
 	waiting int
 }
 
-// usage reads owner's runs, and thread's: on SQLite from this process's
-// run lanes, on Postgres from the runs table, where a thread's oldest
-// unfinished run is the one it runs and the others wait.
+// usage reads owner's runs, and thread's, from the executor: on SQLite
+// this process's run lanes, on Postgres the runs table.
 func (s *Server) usage(ctx context.Context, owner, thread string) (usage, error) {
-	var u usage
-	if s.db.Dialect() == store.Postgres {
-		var runs int
-		err := s.db.SQL().QueryRowContext(ctx, `SELECT count(DISTINCT r.thread), count(*), count(*) FILTER (WHERE r.thread = $2)
-FROM loom_runs r JOIN loom_threads t ON t.id = r.thread
-WHERE t.owner = $1 AND r.status IN ('pending', 'running')`, owner, thread).Scan(&u.running, &runs, &u.waiting)
-		if err != nil {
-			return u, fmt.Errorf("count runs of the caller: %w", err)
-		}
-		u.queued = runs - u.running
-		u.busy = u.waiting > 0
-		u.waiting = max(u.waiting-1, 0)
-		return u, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, l := range s.lanes {
-		if l.cur.owner != owner {
-			continue
-		}
-		u.running++
-		u.queued += len(l.queue)
-		if id == thread {
-			u.busy, u.waiting = true, len(l.queue)
-		}
-	}
-	return u, nil
+	return s.exec.usage(ctx, owner, thread)
 }
 
 // admitRun checks that owner may start or queue a run on thread t (nil:

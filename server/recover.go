@@ -122,15 +122,18 @@ func (s *records) recordRecovery(ctx context.Context, id, head string) error {
 // read, or the process died each time it went on from the same step,
 // maxRecoveries times in a row) is marked failed with the reason, so no run stays
 // pending, no thread busy, and no run takes the server down for ever.
-func (s *Server) recoverRuns(ctx context.Context) error {
+func (x *local) recoverRuns(ctx context.Context) error {
+	s := x.s
 	runs, err := s.records.unfinishedRuns(ctx)
 	if err != nil {
 		return err
 	}
 	for _, u := range runs {
-		r := s.newRun(u.rec.Thread, u.rec.Agent, u.spec.Owner, u.rec.Strategy, u.rec.Metadata, u.spec.Input)
-		r.id, r.input.Run, r.created = u.rec.ID, u.rec.ID, u.rec.Created
-		r.from, r.rollbackID, r.temp, r.modes, r.recovered = u.spec.From, u.spec.Rollback, u.spec.Temp, u.spec.Modes, true
+		r := &run{id: u.rec.ID, thread: u.rec.Thread, agent: u.rec.Agent, owner: u.spec.Owner, strategy: u.rec.Strategy,
+			metadata: u.rec.Metadata, created: u.rec.Created, input: u.spec.Input, status: runPending,
+			from: u.spec.From, rollbackID: u.spec.Rollback, temp: u.spec.Temp, modes: u.spec.Modes, recovered: true}
+		r.input.Run = r.id
+		x.prepare(r)
 		if _, ok := s.agents[u.rec.Agent]; !ok && u.why == "" {
 			u.why = fmt.Sprintf("agent %s is no longer served", u.rec.Agent)
 		}
@@ -145,11 +148,11 @@ func (s *Server) recoverRuns(ctx context.Context) error {
 		}
 		if u.why != "" {
 			s.log.Warn("a run left unfinished by a stopped process is failed, not run again", "run", r.id, "thread", r.thread, "agent", r.agent, "recoveries", u.recoveries, "why", u.why)
-			s.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+u.why, StatusError)
+			x.endUnstarted(r, runError, "run_failed", "the server restarted and could not go on with this run: "+u.why, StatusError)
 			continue
 		}
 		r.strategy = strategyEnqueue // accepted already: it only waits its turn
-		s.enqueue(r)
+		x.enqueue(r)
 	}
 	if len(runs) > 0 {
 		s.log.Info("runs recovered after a restart", "runs", len(runs))

@@ -143,7 +143,7 @@ type Server struct {
 	db      *store.DB
 	saver   checkpoint.Saver
 	records *records
-	jobs    *jobs // runs as River jobs, on Postgres; nil on SQLite
+	exec    executor // executes runs: in this process, or as jobs on Postgres
 	agents  map[string]*builtAgent
 	order   []string          // agent names, sorted
 	keys    map[string]string // sha256(key) → owner id
@@ -157,15 +157,8 @@ type Server struct {
 	baseCtx context.Context
 	stopAll context.CancelFunc
 
-	// SQLite mode: the runs this process executes.
 	mu      sync.Mutex
-	lanes   map[string]*lane // busy threads
-	runs    map[string]*run  // running and queued runs
-	closing bool
-	wg      sync.WaitGroup // executing runs
-
-	// threadLocks serialises the acceptance of runs on each thread.
-	threadLocks keyedLocks
+	closing bool // shutting down (see closingNow)
 }
 
 // New opens the database, applies the migrations it lacks, and builds
@@ -197,7 +190,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	limitDefaults(&opts)
 	s := &Server{opts: opts, log: opts.Logger, agents: map[string]*builtAgent{}, keys: map[string]string{},
-		lanes: map[string]*lane{}, runs: map[string]*run{}, metrics: newMetrics()}
+		metrics: newMetrics()}
 	s.authFails = newAuthThrottle(opts.Logger)
 	s.baseCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range opts.Keys {
@@ -235,12 +228,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.agents[a.Name] = ba
 		s.order = append(s.order, a.Name)
 	}
-	if s.db.Dialect() == store.Postgres {
-		if s.jobs, err = startJobs(ctx, s); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("server: %w", err)
-		}
-	} else if err := s.recoverRuns(ctx); err != nil {
+	if s.exec, err = startExecutor(ctx, s); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -450,11 +438,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		shut <- hs.Shutdown(sctx) // closes the listener at once, then waits for requests
 	}()
-	if s.jobs != nil {
-		s.jobs.drain(s.opts.Grace)
-	} else {
-		s.drain(s.opts.Grace)
-	}
+	s.setClosing()
+	s.exec.drain(s.opts.Grace)
 	s.stopAll() // ends streams and waits whose run is over
 	err := <-shut
 	if err != nil {
@@ -469,8 +454,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() error {
 	s.stopAll()
 	var errs []error
-	if s.jobs != nil {
-		errs = append(errs, s.jobs.close())
+	if s.exec != nil {
+		s.setClosing()
+		errs = append(errs, s.exec.close())
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())
@@ -658,6 +644,7 @@ func (s *Server) routes() {
 	s.langGraphRoutes(m)
 	s.panelRoutes(m) // GET /ui/panels/{agent}/{file}
 	s.openAIRoutes(m)
+	s.mcpRoutes() // /mcp: every agent as an MCP tool
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.UI != nil {
 			s.opts.UI.ServeHTTP(w, r)
@@ -685,7 +672,7 @@ func (s *Server) thread(ctx context.Context, id, owner string) (*Thread, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.jobs == nil && s.busy(t.ID) {
+	if s.busy(t.ID) {
 		t.Status = StatusBusy
 	}
 	return t, nil

@@ -244,17 +244,13 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 		}
 	}
 
-	began := time.Now()
+	ex := execution{began: time.Now()}
 	s.metrics.runStarted(r.agent)
-	tr := s.startTrace(r)
-	var end event
-	var stopped bool
-	var runErr error
-	var steps int
+	ex.trace = s.startTrace(r)
 	if r.ctx.Err() != nil {
-		end, runErr = event{Kind: graph.KindError, Err: "the run was cancelled", Time: time.Now()}, context.Cause(r.ctx)
+		ex.end, ex.err = event{Kind: graph.KindError, Err: "the run was cancelled", Time: time.Now()}, context.Cause(r.ctx)
 	} else {
-		end, stopped, steps, runErr = s.runFrom(r, head, tr, pub.publish, func(e *event) bool {
+		ex.end, ex.stopped, ex.steps, ex.err = s.runFrom(r, head, ex.trace, pub.publish, func(e *event) bool {
 			return e.Kind == graph.KindNodeStart && (j.draining.Load() || time.Now().After(lease))
 		})
 	}
@@ -265,13 +261,14 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	// database away, or a step that lost its checkpoint to another
 	// attempt's (a rescue's overlap): the next attempt goes on from the
 	// thread's head.
-	again := stopped || perr != nil ||
-		(end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(runErr, store.ErrUnavailable) || lostStep(runErr)))
+	again := ex.stopped || perr != nil ||
+		(ex.end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(ex.err, store.ErrUnavailable) || lostStep(ex.err)))
 	if again {
 		s.metrics.attemptEnded(r.agent)
-		tr.finish("handed back", "", steps)
+		ex.trace.finish("handed back", "", ex.steps)
+		runErr := ex.err
 		switch {
-		case stopped && perr == nil:
+		case ex.stopped && perr == nil:
 			return true, false, nil
 		case perr != nil:
 			runErr = perr
@@ -280,19 +277,12 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 		}
 		return false, false, fmt.Errorf("run %s on thread %s: %w", r.id, r.thread, runErr)
 	}
-	end, runStatus, threadStatus := s.settle(r, end, runErr, false)
-	s.metrics.runEnded(r.agent, runStatus, end.ErrCode, time.Since(began))
-	tr.finish(runStatus, end.Err, steps)
-	if done, err = j.finish(context.WithoutCancel(ctx), job, r, end, runStatus, threadStatus); err != nil {
-		return false, false, err
-	}
-	if r.temp {
-		if err := s.removeThread(context.WithoutCancel(ctx), r.thread); err != nil {
-			s.log.Error("delete temporary thread", "thread", r.thread, "err", err)
-		}
-	}
-	s.log.Debug("run ended", "run", r.id, "thread", r.thread, "agent", r.agent, "status", runStatus, "err", end.Err)
-	return false, done, nil
+	err = s.ended(r, ex, func(ctx context.Context, end event, runStatus, threadStatus string) error {
+		var ferr error
+		done, ferr = j.finish(ctx, job, r, end, runStatus, threadStatus)
+		return ferr
+	})
+	return false, done, err
 }
 
 // lostStep says whether err is a step's checkpoint refused because
