@@ -12,7 +12,9 @@
 // A Schema indexes a data source's tables: table and column names,
 // comments, the semantic model's business names, synonyms and enum
 // meanings (Meaning), and a few sample values of text columns. Recall
-// takes the canonical question and its rewordings, keeps the K best
+// takes the canonical question and its rewordings (with the names' words
+// that a question's word is another form of added: weigh → weight,
+// located → location), keeps the K best
 // tables, brings in the tables needed to join them along declared foreign
 // keys and logical keys (a column named like another table's key, or
 // customer_id for customers), and packs their description for a model to

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -53,6 +54,7 @@ type Schema struct {
 	tableMng []*Meaning     // per table; nil when none
 	links    [][]link       // per table: the tables it joins
 	tokens   []atomic.Int32 // per table: 1 + tokens of its whole description by the default counter; 0 until counted
+	vocab    []string       // the words of the tables' and columns' names, sorted
 }
 
 // columnInfo is what the index knows of one column.
@@ -129,6 +131,18 @@ func NewSchema(ctx context.Context, src Source, emb llm.Embedder) (*Schema, erro
 		s.columns[i] = cols
 		docs[i] = Doc{ID: t.Name, Text: b.String()}
 	}
+	vocab := map[string]bool{}
+	for _, t := range src.Tables {
+		for _, w := range words(bareName(t.Name)) {
+			vocab[w] = true
+		}
+		for _, c := range t.Columns {
+			for _, w := range words(c.Name) {
+				vocab[w] = true
+			}
+		}
+	}
+	s.vocab = slices.Sorted(maps.Keys(vocab))
 	s.linkTables()
 	counter() // loaded here, once, rather than in the first Recall
 	s.tokens = make([]atomic.Int32, len(s.tables))
@@ -287,6 +301,12 @@ func (s *Schema) Recall(ctx context.Context, queries []string, o Options) (*Resu
 	if o.K <= 0 {
 		o.K = 5
 	}
+	if more := s.related(queries); more != "" {
+		queries = slices.Clone(queries)
+		for i := range queries {
+			queries[i] += " " + more
+		}
+	}
 	hits, err := s.ret.Search(ctx, queries, 0)
 	if err != nil {
 		return nil, fmt.Errorf("recalling tables: %w", err)
@@ -317,6 +337,56 @@ func (s *Schema) Recall(ctx context.Context, queries []string, o Options) (*Resu
 		return nil, err
 	}
 	return res, nil
+}
+
+// related are the words of the tables' and columns' names that a
+// query's word not among them is another form of (see formsOf: "weigh"
+// and weight, "located" and location, "manage" and manager). They are added to the queries,
+// so that a question in other forms of the names' words finds them.
+func (s *Schema) related(queries []string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, q := range queries {
+		for _, w := range words(q) {
+			if len(w) < 4 || stopword[w] || seen[w] || !isASCIILetters(w) {
+				continue
+			}
+			seen[w] = true
+			if _, found := slices.BinarySearch(s.vocab, w); found {
+				continue
+			}
+			// Names' words that start with w's first four letters.
+			i, _ := slices.BinarySearch(s.vocab, w[:4])
+			for ; i < len(s.vocab) && strings.HasPrefix(s.vocab[i], w[:4]); i++ {
+				v := s.vocab[i]
+				if formsOf(v, w) && !seen["+"+v] {
+					seen["+"+v] = true
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// formsOf reports whether a and b are forms of one word: past their
+// common start (four letters at least) each ends in nothing or an
+// English ending (located and location, manage and management, weigh and
+// weight, compete and competition).
+func formsOf(a, b string) bool {
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	return p >= 4 && wordEnding[a[p:]] && wordEnding[b[p:]]
+}
+
+var wordEnding = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields(`- e ed ing er ers or ors ion ions ation ations ition itions ment ments t ts y ies ity al ally ly ive ence ance ent ant est`) {
+		wordEnding[strings.Trim(e, "-")] = true
+	}
 }
 
 func matches(col, q map[string]bool) bool {

@@ -24,3 +24,27 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+// TestFormsOf: other forms of a word meet past a common start of four
+// letters or more when both end in nothing or an English ending; words
+// that only start alike do not.
+func TestFormsOf(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"weigh", "weight", true},
+		{"located", "location", true},
+		{"manage", "management", true},
+		{"compete", "competition", true},
+		{"employ", "employee", false}, // "ee" is not an ending: stems meet it
+		{"cart", "carton", false},
+		{"teach", "teacher", true},
+		{"price", "prime", false},
+		{"name", "names", false}, // plurals are the stemmer's
+	} {
+		if got := formsOf(c.a, c.b); got != c.want {
+			t.Errorf("formsOf(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

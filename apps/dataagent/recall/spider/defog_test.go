@@ -55,3 +55,38 @@ func TestLoadDefog(t *testing.T) {
 		t.Errorf("unknown database: %v", err)
 	}
 }
+
+// TestDefogRecall measures schema recall at k = 5 on defog's generated
+// questions (the public set, an evaluation apart from the Spider sample)
+// and holds it to the figures it reached: the 110 tables of the 11
+// databases as one pool, and each question's own database.
+func TestDefogRecall(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "data", "defog")
+	if _, err := os.Stat(dir); err != nil {
+		abs, _ := filepath.Abs(dir)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("data folder %s: %v", abs, err)
+		}
+		t.Skipf("data folder %s not found: %v", abs, err)
+	}
+	set, err := spider.LoadDefog(filepath.Join(dir, "databases"), filepath.Join(dir, "questions", "questions_gen_postgres.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pool    string
+		allGold float64 // floors: what recall reaches, not a target
+	}{
+		{spider.PoolQuestions, 0.91},
+		{spider.PoolDB, 0.95},
+	} {
+		rep, err := set.Evaluate(t.Context(), c.pool, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pool %s (%d tables): all_gold_at_5 %.3f table_recall_at_5 %.3f mrr %.3f", c.pool, rep.Tables, rep.AllGoldAtK, rep.TableRecallAtK, rep.MRR)
+		if rep.N != 210 || rep.AllGoldAtK < c.allGold {
+			t.Errorf("pool %s: %d questions, all_gold_at_5 %.3f; want 210 and at least %.2f", c.pool, rep.N, rep.AllGoldAtK, c.allGold)
+		}
+	}
+}
