@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
+	"github.com/loomkit/loom/apps/dataagent/panel"
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/internal/sources"
@@ -88,6 +89,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:          AgentName,
 		Description:   "data analyst: plans an analysis of a database, runs checked SQL and sandboxed Python, and writes a report with charts (answers stored example questions without a model)",
 		DescriptionZh: "数据分析师：为数据库规划分析，运行经过检查的 SQL 和沙箱中的 Python，写出带图表的报告（已存的示例问题无需模型即可回答）",
+		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts

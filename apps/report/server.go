@@ -17,6 +17,7 @@ import (
 
 	"github.com/loomkit/loom/apps/report/jrxml"
 	"github.com/loomkit/loom/apps/report/layout"
+	"github.com/loomkit/loom/apps/report/panel"
 	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/xsd"
 	"github.com/loomkit/loom/checkpoint"
@@ -71,6 +72,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:          AgentName,
 		Description:   "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
 		DescriptionZh: "在对话中设计 JasperReports 报表模板（JRXML）：可以从文字描述、上传的表单图片、电子表格、PDF 或已有模板开始，带校验、自动修正、预览和版本管理（上传、撤销、预览和导出无需模型）",
+		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			return build(ctx, opts, db)

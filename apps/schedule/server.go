@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/apps/schedule/panel"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
@@ -43,6 +44,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Name:          "schedule",
 		Description:   "arranges a student's week: plan card, rough schedule, optimiser candidates confirmed one by one (works without a model)",
 		DescriptionZh: "安排学生的一周：计划卡、初步日程，再逐一确认优化给出的候选方案（无需模型）",
+		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			a, err := agentOn(ctx, NewStore(db), db.String(), opts)
