@@ -13,10 +13,10 @@ import (
 // agent.AddTo: a tool.ConfirmRequest (a tool card) and an
 // agent.PauseRequest (the round budget).
 const (
-	// KindPlan is a plan card: accept to execute it, reject to plan again.
-	KindPlan = "plan"
-	// KindAskUser is a question whose answer is the person's text.
-	KindAskUser = "ask_user"
+	// kindPlan is a plan card: accept to execute it, reject to plan again.
+	kindPlan = "plan"
+	// kindAskUser is a question whose answer is the person's text.
+	kindAskUser = "ask_user"
 )
 
 // Interaction is a question the agent asks a person: the payload of its
@@ -45,7 +45,7 @@ type Answer struct {
 	Message  string `json:"message,omitempty"`
 }
 
-// ParseAnswer reads a chat reply as an answer with intent.ReadConsent: a
+// parseAnswer reads a chat reply as an answer with intent.ReadConsent: a
 // yes ("确认", "好的", "没问题", "yes" …) accepts a plan or tool card and
 // continues at the round budget; a no ("取消", "不行", "no" …) rejects and
 // ends the pause, with the rest of the reply as the reason ("取消，周三不行"
@@ -54,7 +54,7 @@ type Answer struct {
 // accepts nothing, has the whole reply as the reason, and comes with an
 // error wrapping intent.ErrUnclear: a card asks again rather than take it
 // as a no.
-func ParseAnswer(text string) (Answer, error) {
+func parseAnswer(text string) (Answer, error) {
 	t := strings.TrimSpace(text)
 	v := intent.ReadConsent(t)
 	accept := v.Consent == intent.Accepted

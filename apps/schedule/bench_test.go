@@ -12,7 +12,7 @@ func week100() *Schedule {
 	s.Items = nil
 	for i := range 100 {
 		c := s.Classes[i%len(s.Classes)]
-		s.Items = append(s.Items, Item{ID: 1000 + i, Class: c.ID, Name: fmt.Sprintf("%s#%d", c.Name, i/3+1), Slots: 1 + i%2, Status: StatusPending})
+		s.Items = append(s.Items, Item{ID: 1000 + i, Class: c.ID, Name: fmt.Sprintf("%s#%d", c.Name, i/3+1), Slots: 1 + i%2, Status: statusPending})
 	}
 	return s
 }
@@ -39,7 +39,7 @@ func BenchmarkOptimizeStep(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			applied := 0
 			for b.Loop() {
-				if _, ok := OptimizeStep(bc.week.Clone()); ok {
+				if _, ok := optimizeStep(bc.week.Clone()); ok {
 					applied = 1
 				}
 			}

@@ -151,7 +151,7 @@ func (b *board) setItem(i, day, start int) {
 	if it.Placed() {
 		b.markItem(i, 0)
 	}
-	it.Status, it.Day, it.Start = StatusPlaced, day, start
+	it.Status, it.Day, it.Start = statusPlaced, day, start
 	b.markItem(i, int32(i+1))
 }
 
@@ -161,7 +161,7 @@ func (b *board) clearItem(i int) {
 	if it.Placed() {
 		b.markItem(i, 0)
 	}
-	it.Status, it.Day, it.Start = StatusPending, 0, 0
+	it.Status, it.Day, it.Start = statusPending, 0, 0
 }
 
 func (b *board) setEvent(i, day, start int) {

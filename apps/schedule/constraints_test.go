@@ -104,7 +104,7 @@ func TestConstraintsInFirstMessage(t *testing.T) {
 		t.Run(tc.text, func(t *testing.T) {
 			p := start(t, "", nil)
 			res := p.say(t, "t", tc.text, true)
-			if k := pendingKind(t, res); k != KindPlan {
+			if k := pendingKind(t, res); k != kindPlan {
 				t.Fatalf("waits on %q, want the plan card", k)
 			}
 			card := Reply(nil, res.Interrupt)
@@ -183,7 +183,7 @@ func TestConstraintsCarryOver(t *testing.T) {
 	}
 	sun := onDays(p.schedule(t), 7)
 	if len(sun) > 0 {
-		if k := pendingKind(t, res); k != KindPlan {
+		if k := pendingKind(t, res); k != kindPlan {
 			t.Fatalf("with %v on Sunday the message waits on %q, want a plan card", sun, k)
 		}
 		for res.Status != "done" {
@@ -318,7 +318,7 @@ func TestCardsOffKeptTimesSayWhatHappens(t *testing.T) {
 		res = p.say(t, "t", "确认", true)
 	}
 	res = p.say(t, "t", "周三和周日都不行", true)
-	if k := pendingKind(t, res); k != KindPlan {
+	if k := pendingKind(t, res); k != kindPlan {
 		t.Fatalf("waits on %q, want the plan to clear Wednesday and Sunday", k)
 	}
 	cards := 0

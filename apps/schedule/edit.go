@@ -65,7 +65,7 @@ func (a *Agent) classEdit(ctx context.Context, s *State, sch *Schedule, avoid []
 	slices.Sort(excluded)
 	s.Notes, s.Avoid, s.Pending = nil, avoid, nil
 	if slices.Equal(excluded, c.ExcludedDays) {
-		s.Phase = PhaseChatting
+		s.Phase = phaseChatting
 		s.Reply = fmt.Sprintf("%s 本来就不排在 %s，日程不用改。", c.Name, dayList(days))
 		a.say(ctx, s.Reply)
 		return true
@@ -87,10 +87,10 @@ func (a *Agent) classEdit(ctx context.Context, s *State, sch *Schedule, avoid []
 			DoneWhen: "每个待安排任务都有了位置，或者确认已没有可行的位置"})
 	}
 	s.Plan = Plan{Goal: strings.TrimSpace(s.Message), Complexity: "simple", Steps: steps}
-	s.Phase, s.RoundBase, s.MsgBase = PhaseExecuting, s.Exec.Rounds, len(s.Exec.Messages)
+	s.Phase, s.RoundBase, s.MsgBase = phaseExecuting, s.Exec.Rounds, len(s.Exec.Messages)
 	s.HealthAt = round1(Measure(sch).Health())
 	s.Exec.Tools = defaultView()
-	s.Exec.Tools.Add(DomainTaskClass)
+	s.Exec.Tools.Add(domainTaskClass)
 	graph.Emit(ctx, graph.KindStatus, "这是一次手动调整："+clipRunes(steps[0].Content, 40))
 	return true
 }
@@ -100,7 +100,7 @@ var englishSubject = map[string]string{"数学": "math", "物理": "physics", "�
 
 // editRequest is what a message asks to move, and where, as understood.
 type editRequest struct {
-	op    string // ToolMove or ToolPlace
+	op    string // toolMove or toolPlace
 	task  int
 	name  string
 	slots int
@@ -123,22 +123,22 @@ func (a *Agent) manualEdit(ctx context.Context, s *State, sch *Schedule, avoid [
 		return false
 	}
 	if req.problem != "" {
-		s.Phase, s.Reply = PhaseChatting, req.problem
+		s.Phase, s.Reply = phaseChatting, req.problem
 		a.say(ctx, req.problem)
 		return true
 	}
 	where := sch.Where(req.to.Day, req.to.Start, req.slots)
 	content := fmt.Sprintf("%s把 %s 移到 %s", editMark, req.name, where)
-	if req.op == ToolPlace {
+	if req.op == toolPlace {
 		content = fmt.Sprintf("%s把 %s 放到 %s", editMark, req.name, where)
 	}
 	doneWhen := fmt.Sprintf("确认后完成（%s task_id=%d day=%d start=%d）", req.op, req.task, req.to.Day+1, req.to.Start+1)
 	s.Plan = Plan{Goal: strings.TrimSpace(s.Message), Complexity: "simple", Steps: []Step{{Content: content, DoneWhen: doneWhen}}}
 	s.Notes, s.Avoid, s.Pending = nil, avoid, nil
-	s.Phase, s.RoundBase, s.MsgBase = PhaseExecuting, s.Exec.Rounds, len(s.Exec.Messages)
+	s.Phase, s.RoundBase, s.MsgBase = phaseExecuting, s.Exec.Rounds, len(s.Exec.Messages)
 	s.HealthAt = round1(Measure(sch).Health())
 	s.Exec.Tools = defaultView()
-	s.Exec.Tools.Add(DomainSchedule, PackEdit)
+	s.Exec.Tools.Add(domainSchedule, packEdit)
 	graph.Emit(ctx, graph.KindStatus, "这是一次手动调整："+clipRunes(content, 40))
 	return true
 }
@@ -169,9 +169,9 @@ func parseEdit(text string, sch *Schedule) (editRequest, bool) {
 	for _, it := range sch.Items {
 		for _, n := range []string{norm(it.Name), norm(strings.Replace(it.Name, "#", "", 1))} {
 			if len(n) > best && containsName(before, n) {
-				best, req.op, req.task, req.name, req.slots = len(n), ToolMove, it.ID, it.Name, it.Slots
+				best, req.op, req.task, req.name, req.slots = len(n), toolMove, it.ID, it.Name, it.Slots
 				if !it.Placed() {
-					req.op = ToolPlace
+					req.op = toolPlace
 				}
 			}
 		}
@@ -183,7 +183,7 @@ func parseEdit(text string, sch *Schedule) (editRequest, bool) {
 				locked = &sch.Events[i]
 				continue
 			}
-			best, req.op, req.task, req.name, req.slots = len(n), ToolMove, e.ID, e.Name, e.Slots
+			best, req.op, req.task, req.name, req.slots = len(n), toolMove, e.ID, e.Name, e.Slots
 		}
 	}
 	if best == 0 {
@@ -374,7 +374,7 @@ func editCall(instruction string, sch *Schedule) (string, any, bool) {
 				days = append(days, d)
 			}
 		}
-		return ToolUpsertClass, classArgs{ID: id, Name: c.Name, ExcludedDays: days}, true
+		return toolUpsertClass, classArgs{ID: id, Name: c.Name, ExcludedDays: days}, true
 	}
 	m := reEditStep.FindStringSubmatch(instruction)
 	if m == nil {
@@ -384,8 +384,8 @@ func editCall(instruction string, sch *Schedule) (string, any, bool) {
 	day, _ := strconv.Atoi(m[3])
 	start, _ := strconv.Atoi(m[4])
 	pos := posArgs{TaskID: id, Day: day, Start: start}
-	if m[1] == ToolPlace {
-		return ToolPlace, placeArgs{Items: []posArgs{pos}}, true
+	if m[1] == toolPlace {
+		return toolPlace, placeArgs{Items: []posArgs{pos}}, true
 	}
-	return ToolMove, pos, true
+	return toolMove, pos, true
 }

@@ -26,7 +26,7 @@ func TestManualEdit(t *testing.T) {
 			}
 			rev := p.schedule(t).Revision
 			res = p.say(t, "t", tc.text, true)
-			if k := pendingKind(t, res); k != "tool:"+ToolMove {
+			if k := pendingKind(t, res); k != "tool:"+toolMove {
 				t.Fatalf("%q waits on %q (%s), want a move card", tc.text, k, res.State.Reply)
 			}
 			card := Reply(nil, res.Interrupt)
@@ -55,13 +55,13 @@ func TestManualEdit(t *testing.T) {
 func TestManualEditPlacesPending(t *testing.T) {
 	p := start(t, "", nil)
 	res := p.say(t, "t", "把物理作业#1放到周二下午", true)
-	if k := pendingKind(t, res); k != "tool:"+ToolPlace {
+	if k := pendingKind(t, res); k != "tool:"+toolPlace {
 		t.Fatalf("waits on %q (%s), want a place card", k, res.State.Reply)
 	}
 	p.say(t, "t", "确认", true)
 	s := p.schedule(t)
 	it := s.Item(102 + 5)
-	if it == nil || it.Name != "物理作业#1" || !it.Placed() || s.Window.Day(it.Day).DayOfWeek != 2 || periodOf(it.Start) != Afternoon {
+	if it == nil || it.Name != "物理作业#1" || !it.Placed() || s.Window.Day(it.Day).DayOfWeek != 2 || periodOf(it.Start) != periodAfternoon {
 		t.Errorf("物理作业#1 is %+v, want placed on Tuesday afternoon", it)
 	}
 }
@@ -124,7 +124,7 @@ func TestClassEdit(t *testing.T) {
 				t.Fatal(err)
 			}
 			res = p.say(t, "t", text, true)
-			if k := pendingKind(t, res); k != "tool:"+ToolUpsertClass {
+			if k := pendingKind(t, res); k != "tool:"+toolUpsertClass {
 				t.Fatalf("waits on %q (%s), want a task-class card", k, res.State.Reply)
 			}
 			if card := Reply(nil, res.Interrupt); !strings.Contains(card, "物理作业") || !strings.Contains(card, "周四") {

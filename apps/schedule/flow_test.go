@@ -40,7 +40,7 @@ func TestThreeRequests(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			p := start(t, "", nil)
 			res := p.say(t, "t", "帮我安排下周的复习", mode.resume)
-			if k := pendingKind(t, res); k != KindPlan {
+			if k := pendingKind(t, res); k != kindPlan {
 				t.Fatalf("request 1 waits on %q, want a plan card", k)
 			}
 			if n := len(res.State.Plan.Steps); n != 2 {
@@ -48,7 +48,7 @@ func TestThreeRequests(t *testing.T) {
 			}
 
 			res = p.say(t, "t", "确认", mode.resume)
-			if k := pendingKind(t, res); k != "tool:"+ToolApplyCandidate {
+			if k := pendingKind(t, res); k != "tool:"+toolApplyCandidate {
 				t.Fatalf("request 2 waits on %q, want a tool card", k)
 			}
 			req, args := toolCard(t, res)
@@ -63,7 +63,7 @@ func TestThreeRequests(t *testing.T) {
 			if k := pendingKind(t, res); k != "" {
 				t.Fatalf("request 3 waits on %q, want the run done", k)
 			}
-			if res.State.Phase != PhaseDelivered || res.State.Outcome != OutcomeDone {
+			if res.State.Phase != phaseDelivered || res.State.Outcome != outcomeDone {
 				t.Errorf("phase %s outcome %s, want delivered and done", res.State.Phase, res.State.Outcome)
 			}
 			if !strings.Contains(res.State.Reply, "健康度 65.0 →") {
@@ -87,7 +87,7 @@ func TestRejectPlan(t *testing.T) {
 			p := start(t, "", nil)
 			p.say(t, "t", "帮我安排下周的复习", mode.resume)
 			res := p.say(t, "t", "取消,周三不行", mode.resume)
-			if k := pendingKind(t, res); k != KindPlan {
+			if k := pendingKind(t, res); k != kindPlan {
 				t.Fatalf("after the rejection the run waits on %q, want a new plan card", k)
 			}
 			if !strings.Contains(res.State.Plan.Steps[0].Content, "避开：周三") {
@@ -145,7 +145,7 @@ func TestAskUser(t *testing.T) {
 			p.say(t, "t", "确认", mode.resume)
 			p.say(t, "t", "取消", mode.resume)
 			res := p.say(t, "t", "取消", mode.resume)
-			if k := pendingKind(t, res); k != KindAskUser {
+			if k := pendingKind(t, res); k != kindAskUser {
 				t.Fatalf("after two rejections the run waits on %q, want ask_user", k)
 			}
 			res = p.say(t, "t", "周三和周日都不行", mode.resume)
@@ -196,7 +196,7 @@ func TestChat(t *testing.T) {
 	p := start(t, "", nil)
 	kinds := events(t, p.graph, "t", graph.Input[State]{Update: func(s *State) { s.Message = "你好" }})
 	res := p.say(t, "t2", "你好", false)
-	if pendingKind(t, res) != "" || res.State.Phase != PhaseChatting || !strings.Contains(res.State.Reply, "10 个任务待安排") {
+	if pendingKind(t, res) != "" || res.State.Phase != phaseChatting || !strings.Contains(res.State.Reply, "10 个任务待安排") {
 		t.Errorf("phase %s reply %q; want a chat reply naming the 10 pending tasks", res.State.Phase, res.State.Reply)
 	}
 	if kinds[graph.KindToken] < 2 {
@@ -255,8 +255,8 @@ func TestWriteOncePerStep(t *testing.T) {
 // The chat API's answers decode into every question type; a reply that
 // is neither a yes nor a no asks a card again and answers ask_user.
 func TestParseAnswer(t *testing.T) {
-	askUser, _ := json.Marshal(Interaction{Kind: KindAskUser, Text: "哪几天不方便？"})
-	planCard, _ := json.Marshal(Interaction{Kind: KindPlan, Text: "计划"})
+	askUser, _ := json.Marshal(Interaction{Kind: kindAskUser, Text: "哪几天不方便？"})
+	planCard, _ := json.Marshal(Interaction{Kind: kindPlan, Text: "计划"})
 	for _, tc := range []struct {
 		text    string
 		consent intent.Consent
@@ -279,26 +279,26 @@ func TestParseAnswer(t *testing.T) {
 		{"周三和周日", intent.Unclear, "周三和周日"},
 		{"yesterday was busy", intent.Unclear, "yesterday was busy"},
 	} {
-		a, err := ParseAnswer(tc.text)
+		a, err := parseAnswer(tc.text)
 		accept := tc.consent == intent.Accepted
 		if a.Accept != accept || a.Continue != accept || a.Reason != tc.reason || a.Text != tc.text || errors.Is(err, intent.ErrUnclear) != (tc.consent == intent.Unclear) {
-			t.Errorf("ParseAnswer(%q) = %+v, %v; want %s, reason %q", tc.text, a, err, tc.consent, tc.reason)
+			t.Errorf("parseAnswer(%q) = %+v, %v; want %s, reason %q", tc.text, a, err, tc.consent, tc.reason)
 		}
-		raw, err := ChatAnswer(tc.text, &checkpoint.Interrupt{Payload: planCard})
+		raw, err := chatAnswer(tc.text, &checkpoint.Interrupt{Payload: planCard})
 		var confirm struct {
 			Accept bool   `json:"accept"`
 			Reason string `json:"reason"`
 		}
 		if tc.consent == intent.Unclear {
 			if !errors.Is(err, intent.ErrUnclear) {
-				t.Errorf("ChatAnswer(%q) to a card = %s, %v; want it asked again", tc.text, raw, err)
+				t.Errorf("chatAnswer(%q) to a card = %s, %v; want it asked again", tc.text, raw, err)
 			}
 		} else if err != nil || json.Unmarshal(raw, &confirm) != nil || confirm.Accept != accept {
-			t.Errorf("ChatAnswer(%q) = %s, %v: not a tool.ConfirmAnswer with accept %v", tc.text, raw, err, accept)
+			t.Errorf("chatAnswer(%q) = %s, %v: not a tool.ConfirmAnswer with accept %v", tc.text, raw, err, accept)
 		}
 		var ans Answer
-		if raw, err := ChatAnswer(tc.text, &checkpoint.Interrupt{Payload: askUser}); err != nil || json.Unmarshal(raw, &ans) != nil || ans.Text != tc.text {
-			t.Errorf("ChatAnswer(%q) to ask_user = %s, %v; want the text", tc.text, raw, err)
+		if raw, err := chatAnswer(tc.text, &checkpoint.Interrupt{Payload: askUser}); err != nil || json.Unmarshal(raw, &ans) != nil || ans.Text != tc.text {
+			t.Errorf("chatAnswer(%q) to ask_user = %s, %v; want the text", tc.text, raw, err)
 		}
 	}
 }
@@ -324,8 +324,8 @@ func TestParseDays(t *testing.T) {
 func TestParseOutcome(t *testing.T) {
 	for _, tc := range []struct{ answer, action, text string }{
 		{"next_plan: 已放置", actionNextPlan, "已放置"},
-		{"done：全部完成", OutcomeDone, "全部完成"},
-		{"ABORT: 不行", OutcomeAbort, "不行"},
+		{"done：全部完成", outcomeDone, "全部完成"},
+		{"ABORT: 不行", outcomeAbort, "不行"},
 		{"donezo", actionNextPlan, "donezo"},
 		{"排好了", actionNextPlan, "排好了"},
 	} {

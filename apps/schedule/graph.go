@@ -18,24 +18,24 @@ import (
 
 // Phases of a conversation; the routes follow them.
 const (
-	PhaseChatting  = "chatting"        // a chat reply, no task
-	PhasePlanning  = "planning"        // Plan works on the plan
-	PhaseWaiting   = "waiting_confirm" // a plan waits for its card
-	PhaseExecuting = "executing"       // the plan's current step starts
-	PhaseActing    = "acting"          // back into the ReAct loop after an answer
-	PhaseDone      = "done"            // execution over, Deliver next
-	PhaseDelivered = "delivered"       // the summary is out
+	phaseChatting  = "chatting"        // a chat reply, no task
+	phasePlanning  = "planning"        // Plan works on the plan
+	phaseWaiting   = "waiting_confirm" // a plan waits for its card
+	phaseExecuting = "executing"       // the plan's current step starts
+	phaseActing    = "acting"          // back into the ReAct loop after an answer
+	phaseDone      = "done"            // execution over, Deliver next
+	phaseDelivered = "delivered"       // the summary is out
 )
 
 // Node names.
 const (
-	NodeChat      = "chat"
-	NodePlan      = "plan"
-	NodeConfirm   = "confirm"
-	NodeInterrupt = "interrupt"
-	NodeStep      = "step"
-	NodeAdvance   = "advance"
-	NodeDeliver   = "deliver"
+	nodeChat      = "chat"
+	nodePlan      = "plan"
+	nodeConfirm   = "confirm"
+	nodeInterrupt = "interrupt"
+	nodeStep      = "step"
+	nodeAdvance   = "advance"
+	nodeDeliver   = "deliver"
 	// execPrefix names the ReAct nodes: execute_think, execute_act,
 	// execute_pause.
 	execPrefix = "execute_"
@@ -51,9 +51,9 @@ const (
 
 // Outcomes of execution, for Deliver.
 const (
-	OutcomeDone   = "done"
-	OutcomeAbort  = "abort"
-	OutcomeBudget = "budget"
+	outcomeDone   = "done"
+	outcomeAbort  = "abort"
+	outcomeBudget = "budget"
 )
 
 // Step is one step of a plan.
@@ -168,50 +168,50 @@ func (a *Agent) Tools() *tool.Registry { return a.tools }
 func (a *Agent) Graph() *graph.Graph[State] {
 	g := graph.New[State]("schedule")
 	think := execPrefix + agent.Think
-	g.Node(NodeChat, a.chat).
-		Node(NodePlan, a.plan).
-		Node(NodeConfirm, a.confirm).
-		Node(NodeInterrupt, a.interrupt).
-		Node(NodeStep, a.step).
-		Node(NodeAdvance, a.advance).
-		Node(NodeDeliver, a.deliver)
-	agent.AddTo(g, execPrefix, a.exec, func(s *State) *agent.State { return &s.Exec }, NodeAdvance)
-	g.Edge(graph.Start, NodeChat).
-		Route(NodeChat, func(s State) string {
+	g.Node(nodeChat, a.chat).
+		Node(nodePlan, a.plan).
+		Node(nodeConfirm, a.confirm).
+		Node(nodeInterrupt, a.interrupt).
+		Node(nodeStep, a.step).
+		Node(nodeAdvance, a.advance).
+		Node(nodeDeliver, a.deliver)
+	agent.AddTo(g, execPrefix, a.exec, func(s *State) *agent.State { return &s.Exec }, nodeAdvance)
+	g.Edge(graph.Start, nodeChat).
+		Route(nodeChat, func(s State) string {
 			switch s.Phase {
-			case PhasePlanning:
-				return NodePlan
-			case PhaseExecuting:
-				return NodeStep
-			case PhaseActing:
+			case phasePlanning:
+				return nodePlan
+			case phaseExecuting:
+				return nodeStep
+			case phaseActing:
 				return think
-			case PhaseDone:
-				return NodeDeliver
+			case phaseDone:
+				return nodeDeliver
 			}
 			return graph.End
-		}, NodePlan, NodeStep, think, NodeDeliver, graph.End).
-		Route(NodePlan, func(s State) string {
+		}, nodePlan, nodeStep, think, nodeDeliver, graph.End).
+		Route(nodePlan, func(s State) string {
 			switch {
 			case s.Pending != nil:
-				return NodeInterrupt
-			case s.Phase == PhasePlanning:
-				return NodePlan
+				return nodeInterrupt
+			case s.Phase == phasePlanning:
+				return nodePlan
 			}
-			return NodeConfirm
-		}, NodeInterrupt, NodePlan, NodeConfirm).
-		Loop(NodePlan, NodePlan, maxPlanRounds, NodeConfirm).
-		Edge(NodeConfirm, NodeInterrupt).
-		Edge(NodeInterrupt, NodeChat).
-		Loop(NodeInterrupt, NodeChat, maxInteractions, NodeDeliver).
-		Edge(NodeStep, think).
-		Route(NodeAdvance, func(s State) string {
-			if s.Phase == PhaseExecuting {
-				return NodeStep
+			return nodeConfirm
+		}, nodeInterrupt, nodePlan, nodeConfirm).
+		Loop(nodePlan, nodePlan, maxPlanRounds, nodeConfirm).
+		Edge(nodeConfirm, nodeInterrupt).
+		Edge(nodeInterrupt, nodeChat).
+		Loop(nodeInterrupt, nodeChat, maxInteractions, nodeDeliver).
+		Edge(nodeStep, think).
+		Route(nodeAdvance, func(s State) string {
+			if s.Phase == phaseExecuting {
+				return nodeStep
 			}
-			return NodeDeliver
-		}, NodeStep, NodeDeliver).
-		Loop(NodeAdvance, NodeStep, maxSteps, NodeDeliver).
-		Edge(NodeDeliver, graph.End)
+			return nodeDeliver
+		}, nodeStep, nodeDeliver).
+		Loop(nodeAdvance, nodeStep, maxSteps, nodeDeliver).
+		Edge(nodeDeliver, graph.End)
 	return g
 }
 
@@ -252,12 +252,12 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 		}
 	}
 	if !task {
-		s.Phase, s.Reply = PhaseChatting, reply
+		s.Phase, s.Reply = phaseChatting, reply
 		a.say(ctx, reply)
 		return s, nil
 	}
 	graph.Emit(ctx, graph.KindStatus, "这是一个排程任务，开始规划")
-	s.Phase, s.Plan, s.Notes, s.Avoid = PhasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil, avoid
+	s.Phase, s.Plan, s.Notes, s.Avoid = phasePlanning, Plan{Goal: strings.TrimSpace(s.Message)}, nil, avoid
 	return s, nil
 }
 
@@ -296,27 +296,27 @@ func constraintsNoted(c constraintChange, avoid []Avoid) string {
 func (a *Agent) resume(ctx context.Context, s State) (State, error) {
 	p := s.Pending
 	s.Pending = nil
-	ans, _ := ParseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
+	ans, _ := parseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
 	if p.Answer != nil {
 		ans = *p.Answer
 	}
 	switch {
-	case p.Kind == KindPlan && ans.Accept:
+	case p.Kind == kindPlan && ans.Accept:
 		sch, err := a.load(ctx)
 		if err != nil {
 			return s, fmt.Errorf("chat: resume: %w", err)
 		}
-		s.Phase, s.Plan.Current, s.RoundBase, s.MsgBase = PhaseExecuting, 0, s.Exec.Rounds, len(s.Exec.Messages)
+		s.Phase, s.Plan.Current, s.RoundBase, s.MsgBase = phaseExecuting, 0, s.Exec.Rounds, len(s.Exec.Messages)
 		s.HealthAt = round1(Measure(sch).Health())
 		s.Exec.Tools = defaultView()
 		graph.Emit(ctx, graph.KindStatus, "计划已确认，开始执行")
-	case p.Kind == KindPlan:
-		s.Phase, s.Plan.Steps = PhasePlanning, nil
+	case p.Kind == kindPlan:
+		s.Phase, s.Plan.Steps = phasePlanning, nil
 		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Reason))
 		a.noteAnswer(ctx, &s, ans.Reason)
 		graph.Emit(ctx, graph.KindStatus, "计划被拒绝，重新规划")
 	default:
-		s.Phase = PhasePlanning
+		s.Phase = phasePlanning
 		s.Notes = append(s.Notes, "问："+p.Text+"\n答："+ans.Text)
 		a.noteAnswer(ctx, &s, ans.Text)
 	}
@@ -361,15 +361,15 @@ func (a *Agent) plan(ctx context.Context, s State) (State, error) {
 	}
 	switch d.Action {
 	case planContinue:
-		s.Phase = PhasePlanning
+		s.Phase = phasePlanning
 		if d.Speak != "" {
 			s.Notes = append(s.Notes, "规划中："+d.Speak)
 		}
 	case planAskUser:
-		s.Phase = PhaseWaiting
-		s.Pending = &Interaction{Kind: KindAskUser, Text: d.Question}
+		s.Phase = phaseWaiting
+		s.Pending = &Interaction{Kind: kindAskUser, Text: d.Question}
 	default:
-		s.Phase = PhaseWaiting
+		s.Phase = phaseWaiting
 		s.Plan.Complexity, s.Plan.Steps, s.Plan.Current = d.Complexity, d.steps(), 0
 	}
 	return s, nil
@@ -384,8 +384,8 @@ func (a *Agent) confirm(ctx context.Context, s State) (State, error) {
 		}
 		s.Plan.Steps = heuristicPlan(sch, &s).steps()
 	}
-	s.Phase = PhaseWaiting
-	s.Pending = &Interaction{Kind: KindPlan, Text: planCard(s.Plan, s.Avoid), Steps: s.Plan.Steps, Avoid: s.Avoid}
+	s.Phase = phaseWaiting
+	s.Pending = &Interaction{Kind: kindPlan, Text: planCard(s.Plan, s.Avoid), Steps: s.Plan.Steps, Avoid: s.Avoid}
 	s.Exec.Pins = s.Exec.Pins.Set("plan", planText(s.Plan))
 	return s, nil
 }
@@ -427,19 +427,19 @@ func (a *Agent) advance(_ context.Context, s State) (State, error) {
 	action, text := parseOutcome(s.Exec.Answer)
 	if s.Plan.Current < len(s.Plan.Steps) {
 		st := &s.Plan.Steps[s.Plan.Current]
-		st.Result, st.Done = text, action != OutcomeAbort
+		st.Result, st.Done = text, action != outcomeAbort
 	}
-	s.Phase = PhaseDone
+	s.Phase = phaseDone
 	switch {
-	case action == OutcomeAbort:
-		s.Outcome = OutcomeAbort
+	case action == outcomeAbort:
+		s.Outcome = outcomeAbort
 	case s.Exec.Rounds-s.RoundBase >= a.cfg.MaxRounds:
-		s.Outcome = OutcomeBudget
-	case action == OutcomeDone || s.Plan.Current+1 >= len(s.Plan.Steps):
-		s.Outcome = OutcomeDone
+		s.Outcome = outcomeBudget
+	case action == outcomeDone || s.Plan.Current+1 >= len(s.Plan.Steps):
+		s.Outcome = outcomeDone
 	default:
 		s.Plan.Current++
-		s.Phase = PhaseExecuting
+		s.Phase = phaseExecuting
 	}
 	return s, nil
 }
@@ -453,7 +453,7 @@ const actionNextPlan = "next_plan"
 // abort, from a leading "action:") and the text.
 func parseOutcome(answer string) (string, string) {
 	t := strings.TrimSpace(answer)
-	for _, act := range []string{actionNextPlan, OutcomeDone, OutcomeAbort} {
+	for _, act := range []string{actionNextPlan, outcomeDone, outcomeAbort} {
 		if rest, ok := strings.CutPrefix(strings.ToLower(t), act); ok && (rest == "" || strings.ContainsRune(":：] ", []rune(rest)[0])) {
 			return act, strings.TrimSpace(strings.TrimLeft(t[len(act):], ":：] "))
 		}
@@ -469,9 +469,9 @@ func (a *Agent) deliver(ctx context.Context, s State) (State, error) {
 		return s, fmt.Errorf("deliver: %w", err)
 	}
 	if s.Outcome == "" { // a loop bound ended the task early
-		s.Outcome = OutcomeBudget
+		s.Outcome = outcomeBudget
 		if len(s.Plan.Steps) > 0 && !slices.ContainsFunc(s.Plan.Steps, func(st Step) bool { return !st.Done }) {
-			s.Outcome = OutcomeDone
+			s.Outcome = outcomeDone
 		}
 	}
 	if avoid := constraints(&s); !slices.Equal(avoid, normalizeAvoids(s.Avoid)) {
@@ -490,7 +490,7 @@ func (a *Agent) deliver(ctx context.Context, s State) (State, error) {
 		text = mechanicalSummary(facts)
 		a.say(ctx, "\n"+text)
 	}
-	s.Reply, s.Phase, s.Pending = text, PhaseDelivered, nil
+	s.Reply, s.Phase, s.Pending = text, phaseDelivered, nil
 	return s, nil
 }
 
@@ -505,16 +505,16 @@ func waiting(st *agent.State) bool {
 // as the reason otherwise; ask_user gets the message as its answer; the
 // pause goes on or, refused, ends in Deliver.
 func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
-	ans, _ := ParseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
+	ans, _ := parseAnswer(s.Message) // unclear: no yes; the message is feedback on the card
 	st := &s.Exec
 	if st.PauseSummary != "" {
 		st.PauseSummary = "" // chat → think starts the round budget again
 		if !ans.Continue {
-			s.Phase, s.Outcome = PhaseDone, OutcomeBudget
+			s.Phase, s.Outcome = phaseDone, outcomeBudget
 			return s, nil
 		}
 		st.Messages = append(st.Messages, llm.User(cmpText(ans.Message, "Continue.")))
-		s.Phase = PhaseActing
+		s.Phase = phaseActing
 		return s, nil
 	}
 	vctx := tool.WithView(ctx, &st.Tools)
@@ -526,14 +526,14 @@ func (a *Agent) resumeExecution(ctx context.Context, s State) (State, error) {
 		st.Messages = append(st.Messages, llm.ToolResult(c.ID, result))
 		graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": c.ID, "tool": c.Name, "result": result})
 	}
-	s.Phase = PhaseActing
+	s.Phase = phaseActing
 	return s, nil
 }
 
 // answerCall answers one open tool call with the person's message:
 // ask_user gets the text, a tool card is answered by agent.AnswerCall.
 func (a *Agent) answerCall(ctx context.Context, c llm.ToolCall, ans Answer) (string, error) {
-	if c.Name == ToolAskUser {
+	if c.Name == toolAskUser {
 		return answerText(ans), nil
 	}
 	out, err := agent.AnswerCall(ctx, a.tools, c, ans.ConfirmAnswer)

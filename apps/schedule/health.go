@@ -9,7 +9,7 @@ import (
 
 // Metrics are the four measures of a week, each from 0 (bad) to 1 (good).
 type Metrics struct {
-	// Rhythm penalises runs of more than MaxRun busy slots in a row
+	// Rhythm penalises runs of more than maxRun busy slots in a row
 	// (courses and tasks) without a break.
 	Rhythm float64 `json:"rhythm"`
 	// Tightness penalises task slots over the daily maximum and an uneven
@@ -31,13 +31,13 @@ const (
 	wProfile     = 0.20
 )
 
-// MaxRun is how many busy slots in a row a day may have before a break is
+// maxRun is how many busy slots in a row a day may have before a break is
 // due.
-const MaxRun = 4
+const maxRun = 4
 
-// MinGain is the smallest health gain that counts as an improvement; when
+// minGain is the smallest health gain that counts as an improvement; when
 // no candidate reaches it, the optimiser has stagnated.
-const MinGain = 0.05
+const minGain = 0.05
 
 // avoidPenalty is what each task on a time the person asked to keep free
 // costs the objective of a scan.
@@ -89,10 +89,10 @@ func (sc *scoring) strategyOf(c *TaskClass) string {
 	switch {
 	case sc.strategy != "":
 		return sc.strategy
-	case c != nil && c.Strategy == Rapid:
-		return Rapid
+	case c != nil && c.Strategy == strategyRapid:
+		return strategyRapid
 	}
-	return Steady
+	return strategySteady
 }
 
 // evaluator computes metrics on a board without allocating, for the
@@ -173,7 +173,7 @@ func (e *evaluator) metrics() Metrics {
 			if b.busy(d*SlotsPerDay + s) {
 				busy++
 				run++
-				if run > MaxRun {
+				if run > maxRun {
 					excess++
 				}
 			} else {
@@ -221,7 +221,7 @@ func (e *evaluator) itemProfile(i, j, n int, crowded bool) float64 {
 	}
 	days := float64(b.days)
 	var fit float64
-	if e.sc.strategyOf(c) == Rapid {
+	if e.sc.strategyOf(c) == strategyRapid {
 		fit = 1 - float64(it.Day)/days
 	} else {
 		target := it.Day
@@ -255,11 +255,11 @@ func periodFit(prefer string, slot int) float64 {
 
 func periodIndex(p string) int {
 	switch p {
-	case Morning:
+	case periodMorning:
 		return 0
-	case Afternoon:
+	case periodAfternoon:
 		return 1
-	case Evening:
+	case periodEvening:
 		return 2
 	}
 	return -1
@@ -316,13 +316,13 @@ func issues(s *Schedule, limit int) []string {
 				run++
 				continue
 			}
-			if run > MaxRun {
+			if run > maxRun {
 				add("%s 连续 %d 节没有休息（第%d-%d节）", s.DayName(d), run, sl-run+1, sl)
 			}
 			run = 0
 		}
 	}
-	names := map[string]string{Morning: "上午", Afternoon: "下午", Evening: "晚上"}
+	names := map[string]string{periodMorning: "上午", periodAfternoon: "下午", periodEvening: "晚上"}
 	for i := range b.s.Items {
 		it := &b.s.Items[i]
 		if c := b.class(i); it.Placed() && c != nil && periodFit(c.Profile.Prefer, it.Start) < 1 {

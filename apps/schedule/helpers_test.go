@@ -107,7 +107,7 @@ func (p *process) say(t *testing.T, thread, text string, resume bool) *graph.Res
 	var err error
 	cp, gerr := p.saver.Get(ctx, thread, "")
 	if resume && gerr == nil && cp.Interrupt != nil {
-		ans, _ := ParseAnswer(text)
+		ans, _ := parseAnswer(text)
 		res, err = p.graph.Resume(ctx, thread, ans)
 	} else {
 		res, err = p.graph.Invoke(ctx, thread, func(s *State) { s.Message = text })

@@ -136,7 +136,7 @@ func constraints(s *State) []Avoid {
 	avoid := normalizeAvoids(s.Avoid)
 	for _, c := range turnCalls(s.Exec.Messages, s.MsgBase) {
 		switch {
-		case c.name == ToolAskUser:
+		case c.name == toolAskUser:
 			avoid = readAnswer(c.result).apply(avoid)
 		case isWrite(c.name) && c.rejected():
 			avoid = readAnswer(c.reason()).apply(avoid)
@@ -246,9 +246,9 @@ func deliveryFacts(s *State, sch *Schedule) facts {
 func mechanicalSummary(f facts) string {
 	var b strings.Builder
 	switch f.Outcome {
-	case OutcomeAbort:
+	case outcomeAbort:
 		fmt.Fprintf(&b, "已中止：%s\n", f.Goal)
-	case OutcomeBudget:
+	case outcomeBudget:
 		fmt.Fprintf(&b, "轮次预算用完，先交付当前进度：%s\n", f.Goal)
 	default:
 		fmt.Fprintf(&b, "已完成：%s\n", f.Goal)
@@ -296,7 +296,7 @@ func mechanicalSummary(f facts) string {
 
 func isWrite(name string) bool {
 	switch name {
-	case ToolPlace, ToolMove, ToolSwap, ToolBatchMove, ToolUnplace, ToolUpsertClass, ToolApplyCandidate:
+	case toolPlace, toolMove, toolSwap, toolBatchMove, toolUnplace, toolUpsertClass, toolApplyCandidate:
 		return true
 	}
 	return false
@@ -409,9 +409,9 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 			switch {
 			case c.name != op || c.result == "":
 			case c.rejected():
-				return finish(OutcomeAbort+"：你没有确认这次调整，日程没有改动。\n", "用户没有确认这次移动。")
+				return finish(outcomeAbort+"：你没有确认这次调整，日程没有改动。\n", "用户没有确认这次移动。")
 			case strings.HasPrefix(c.result, "error"):
-				return finish(OutcomeAbort+"：这次调整没能完成（那个时间已经被占用或日程刚刚变了），日程没有改动。\n", "移动失败。")
+				return finish(outcomeAbort+"：这次调整没能完成（那个时间已经被占用或日程刚刚变了），日程没有改动。\n", "移动失败。")
 			default:
 				return finish(stepDone+c.result+"\n", "调整完成。")
 			}
@@ -419,16 +419,16 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 		return callTool(op, args, "按用户的要求手动调整这一个任务。")
 	}
 	if len(calls) == 0 {
-		return callTool(ToolOverview, noArgs{}, "先看一眼整个窗口的概况。")
+		return callTool(toolOverview, noArgs{}, "先看一眼整个窗口的概况。")
 	}
 	// Times to keep free: named in the step, in rejections, in answers.
 	avoid := avoidIn(instruction)
 	lastScan, lastChange, applied, asked := -1, -1, 0, false
 	for i, c := range calls {
 		switch {
-		case c.name == ToolAnalyzeHealth:
+		case c.name == toolAnalyzeHealth:
 			lastScan = i
-		case c.name == ToolAskUser:
+		case c.name == toolAskUser:
 			asked = true
 			avoid = readAnswer(c.result).apply(avoid)
 		case isWrite(c.name) && c.rejected():
@@ -451,7 +451,7 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 		if len(avoid) > 0 {
 			why = "按要求避开" + avoidList(avoid) + "，重新诊断。"
 		}
-		return callTool(ToolAnalyzeHealth, healthArgs{Avoid: days, Times: times}, why)
+		return callTool(toolAnalyzeHealth, healthArgs{Avoid: days, Times: times}, why)
 	}
 	r := Analyze(sch, ScanOptions{Avoid: days, Times: times})
 	if strings.Contains(instruction, roughMark) && applied > 0 && r.Pending == 0 {
@@ -465,22 +465,22 @@ func decide(sch *Schedule, instruction string, calls []call) (agent.Decision, st
 	rejected := map[int]bool{}
 	for _, c := range calls[lastScan+1:] {
 		var a applyArgs
-		if c.name == ToolApplyCandidate && c.rejected() && json.Unmarshal([]byte(c.args), &a) == nil && a.Revision == r.Revision {
+		if c.name == toolApplyCandidate && c.rejected() && json.Unmarshal([]byte(c.args), &a) == nil && a.Revision == r.Revision {
 			rejected[a.Index] = true
 		}
 	}
 	for _, cand := range r.Candidates {
 		if !rejected[cand.Index] {
 			why := fmt.Sprintf("候选 #%d 增益 +%.2f（%s），是未被拒绝的候选中最好的。", cand.Index, cand.Gain, cand.Summary)
-			return callTool(ToolApplyCandidate, applyArgs{Index: cand.Index, Revision: r.Revision, Avoid: days, Times: times}, why)
+			return callTool(toolApplyCandidate, applyArgs{Index: cand.Index, Revision: r.Revision, Avoid: days, Times: times}, why)
 		}
 	}
 	switch {
 	case len(rejected) > 0 && !asked:
-		return callTool(ToolAskUser, askArgs{Question: "这几个方案你都不满意。哪几天不方便安排？（例如「周三不行」；说「算了」就保持现状）"},
+		return callTool(toolAskUser, askArgs{Question: "这几个方案你都不满意。哪几天不方便安排？（例如「周三不行」；说「算了」就保持现状）"},
 			"候选都被拒绝了，问问用户的约束。")
 	case len(rejected) > 0:
-		return finish(OutcomeAbort+"：用户拒绝了所有候选，保持当前安排。\n", "没有可接受的候选，结束。")
+		return finish(outcomeAbort+"：用户拒绝了所有候选，保持当前安排。\n", "没有可接受的候选，结束。")
 	}
 	return finish(stepDone+r.Verdict+"\n", "优化器已停滞，这一步完成。")
 }

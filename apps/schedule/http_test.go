@@ -238,12 +238,12 @@ func TestWeekAPI(t *testing.T) {
 				t.Errorf("%s: entries out of order", d.Name)
 			}
 			switch e.Kind {
-			case EntryTask:
+			case entryTask:
 				tasks++
 				if d.DayOfWeek == 3 && e.To >= 9 {
 					t.Errorf("%s on Wednesday evening", e.Name)
 				}
-			case EntryCourse:
+			case entryCourse:
 				courses++
 			}
 		}

@@ -123,7 +123,7 @@ func TestOptimizerKeepsInvariants(t *testing.T) {
 		}
 		before := Measure(s).Health()
 		for _, c := range Optimize(s, 100) {
-			if c.Gain < MinGain {
+			if c.Gain < minGain {
 				t.Errorf("seed %d: applied %s with gain %.3f", seed, c.Summary, c.Gain)
 			}
 		}
@@ -171,9 +171,9 @@ func TestCommitMatchesMemory(t *testing.T) {
 			case 0:
 				RoughSchedule(after, RoughOptions{})
 			case 5: // a new class with items, as upsert_task_class makes
-				after.Classes = append(after.Classes, TaskClass{ID: after.NextID(), Name: "新课", ExcludedDays: []int{2, 6}, Strategy: Rapid,
-					Profile: Profile{Subject: "化学", Difficulty: 2, Prefer: Evening}})
-				after.Items = append(after.Items, Item{ID: after.NextID(), Class: after.Classes[len(after.Classes)-1].ID, Name: "新课#1", Slots: 2, Status: StatusPending})
+				after.Classes = append(after.Classes, TaskClass{ID: after.NextID(), Name: "新课", ExcludedDays: []int{2, 6}, Strategy: strategyRapid,
+					Profile: Profile{Subject: "化学", Difficulty: 2, Prefer: periodEvening}})
+				after.Items = append(after.Items, Item{ID: after.NextID(), Class: after.Classes[len(after.Classes)-1].ID, Name: "新课#1", Slots: 2, Status: statusPending})
 			default:
 				for range 10 {
 					_, _, op := randomOp(r, after)
@@ -187,7 +187,7 @@ func TestCommitMatchesMemory(t *testing.T) {
 			// before is now stale: its commit must fail and change nothing.
 			stale := before.Clone()
 			RoughSchedule(stale, RoughOptions{})
-			stale.Items = append(stale.Items, Item{ID: 99999, Name: "x", Slots: 1, Status: StatusPending})
+			stale.Items = append(stale.Items, Item{ID: 99999, Name: "x", Slots: 1, Status: statusPending})
 			if err := st.Commit(ctx, before, stale, "", ""); !errors.Is(err, ErrConflict) {
 				t.Fatalf("seed %d round %d: stale commit: %v, want ErrConflict", seed, round, err)
 			}
@@ -203,7 +203,7 @@ func TestSplitPseudoStreamProperties(t *testing.T) {
 		if minLen > maxLen {
 			minLen, maxLen = maxLen, minLen
 		}
-		chunks := SplitPseudoStream(text, minLen, maxLen)
+		chunks := splitPseudoStream(text, minLen, maxLen)
 		if strings.Join(chunks, "") != text {
 			return false
 		}
@@ -233,9 +233,9 @@ func TestSplitPseudoStream(t *testing.T) {
 		{"第一句话说完了。第二句话也说完了。第三句话还在继续说下去", []string{"第一句话说完了。第二句话也说完了。", "第三句话还在继续说下去"}},
 		{"step one is done. step two is running now", []string{"step one is done.", " step two is running now"}},
 	} {
-		got := SplitPseudoStream(tc.text, chunkMin, chunkMax)
+		got := splitPseudoStream(tc.text, chunkMin, chunkMax)
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("SplitPseudoStream(%q) = %q, want %q", tc.text, got, tc.want)
+			t.Errorf("splitPseudoStream(%q) = %q, want %q", tc.text, got, tc.want)
 		}
 	}
 }

@@ -86,10 +86,10 @@ func TestModelChoosesCandidate(t *testing.T) {
 	var sawCandidates bool
 	sc, model := newScripted(t,
 		func([]llm.Message, bool) llmtest.Reply { return llmtest.Text("让我先想想……") },
-		func([]llm.Message, bool) llmtest.Reply { return callReply(ToolAnalyzeHealth, map[string]any{}) },
+		func([]llm.Message, bool) llmtest.Reply { return callReply(toolAnalyzeHealth, map[string]any{}) },
 		func(msgs []llm.Message, _ bool) llmtest.Reply {
 			sawCandidates = strings.Contains(msgs[len(msgs)-1].Content, `"candidates":[{"index":0`)
-			return callReply(ToolApplyCandidate, map[string]any{"index": 1, "revision": lastRevision(msgs)})
+			return callReply(toolApplyCandidate, map[string]any{"index": 1, "revision": lastRevision(msgs)})
 		},
 		func([]llm.Message, bool) llmtest.Reply {
 			return decideReply(`{"action":"finish","answer":"done: 已应用候选 1"}`)
@@ -106,7 +106,7 @@ func TestModelChoosesCandidate(t *testing.T) {
 	wantCard := fmt.Sprintf("%s（健康度 %.1f → %.1f）", want.Summary, Measure(sch).Health(), Measure(after).Health())
 
 	res := p.say(t, "t", "帮我安排下周的复习", true)
-	if k := pendingKind(t, res); k != KindPlan || len(res.State.Plan.Steps) != 1 {
+	if k := pendingKind(t, res); k != kindPlan || len(res.State.Plan.Steps) != 1 {
 		t.Fatalf("waits on %q with %d steps, want the model's one-step plan card", k, len(res.State.Plan.Steps))
 	}
 	res = p.say(t, "t", "确认", true)
@@ -141,7 +141,7 @@ func TestRoundBudgetDelivers(t *testing.T) {
 		if !tools {
 			return llmtest.Text("一直在看概况。")
 		}
-		return callReply(ToolOverview, map[string]any{})
+		return callReply(toolOverview, map[string]any{})
 	}
 	_, model := newScripted(t, loop, loop, loop, loop)
 	p := start(t, "", model, func(c *Config) { c.MaxRounds = 3 })
@@ -151,7 +151,7 @@ func TestRoundBudgetDelivers(t *testing.T) {
 		t.Fatalf("waits on %q, want the pause at the round budget", k)
 	}
 	res = p.say(t, "t", "不用了", true)
-	if k := pendingKind(t, res); k != "" || res.State.Outcome != OutcomeBudget {
+	if k := pendingKind(t, res); k != "" || res.State.Outcome != outcomeBudget {
 		t.Fatalf("waits on %q with outcome %q, want delivered with outcome budget", k, res.State.Outcome)
 	}
 }

@@ -50,7 +50,7 @@ func (s *Schedule) Unplace(id int) error {
 	case !it.Placed():
 		return fmt.Errorf("unplace %s: it is pending: %w", it.Name, ErrStatus)
 	}
-	it.Status, it.Day, it.Start = StatusPending, 0, 0
+	it.Status, it.Day, it.Start = statusPending, 0, 0
 	return nil
 }
 

@@ -10,9 +10,9 @@ import (
 
 // Candidate operations.
 const (
-	OpPlace = "place"
-	OpMove  = "move"
-	OpSwap  = "swap"
+	opPlace = "place"
+	opMove  = "move"
+	opSwap  = "swap"
 )
 
 // Candidate is a change the optimiser proposes: place the pending items,
@@ -31,11 +31,11 @@ type Candidate struct {
 // Apply makes the change on s, all or nothing.
 func (c Candidate) Apply(s *Schedule) error {
 	switch {
-	case c.Op == OpPlace:
+	case c.Op == opPlace:
 		return s.Place(c.Moves...)
-	case c.Op == OpMove && len(c.Moves) == 1:
+	case c.Op == opMove && len(c.Moves) == 1:
 		return s.Move(c.Moves[0])
-	case c.Op == OpSwap && len(c.Moves) == 2:
+	case c.Op == opSwap && len(c.Moves) == 2:
 		return s.Swap(c.Moves[0].Task, c.Moves[1].Task)
 	}
 	return fmt.Errorf("apply candidate %d: malformed %s", c.Index, c.Op)
@@ -96,7 +96,7 @@ func rough(b *board, sc scoring) []Placement {
 		}
 		for k, i := range list {
 			target[i] = a[0]
-			if sc.strategyOf(c) == Steady {
+			if sc.strategyOf(c) == strategySteady {
 				target[i] = a[(2*k+1)*len(a)/(2*len(list))]
 			}
 		}
@@ -158,7 +158,7 @@ func rough(b *board, sc scoring) []Placement {
 }
 
 // runExcess is how far a task at (day, start) would stretch the run of busy
-// slots around it past MaxRun.
+// slots around it past maxRun.
 func runExcess(b *board, day, start, slots int) int {
 	run := slots
 	for s := start - 1; s >= 0 && b.busy(day*SlotsPerDay+s); s-- {
@@ -167,7 +167,7 @@ func runExcess(b *board, day, start, slots int) int {
 	for s := start + slots; s < SlotsPerDay && b.busy(day*SlotsPerDay+s); s++ {
 		run++
 	}
-	return max(0, run-MaxRun)
+	return max(0, run-maxRun)
 }
 
 // change is a move (j < 0: item i to day, start) or a swap (items i, j).
@@ -233,11 +233,11 @@ func scanChanges(ev *evaluator, movable func(i int) bool, base float64, visit fu
 func (c change) candidate(s *Schedule) Candidate {
 	if c.j < 0 {
 		it := &s.Items[c.i]
-		return Candidate{Op: OpMove, Moves: []Placement{{Task: it.ID, Day: c.day, Start: c.start}},
+		return Candidate{Op: opMove, Moves: []Placement{{Task: it.ID, Day: c.day, Start: c.start}},
 			Summary: fmt.Sprintf("把 %s 从 %s 移到 %s", it.Name, s.Where(it.Day, it.Start, it.Slots), s.Where(c.day, c.start, it.Slots))}
 	}
 	a, o := &s.Items[c.i], &s.Items[c.j]
-	return Candidate{Op: OpSwap, Moves: []Placement{{Task: a.ID, Day: o.Day, Start: o.Start}, {Task: o.ID, Day: a.Day, Start: a.Start}},
+	return Candidate{Op: opSwap, Moves: []Placement{{Task: a.ID, Day: o.Day, Start: o.Start}, {Task: o.ID, Day: a.Day, Start: a.Start}},
 		Summary: fmt.Sprintf("交换 %s（%s）与 %s（%s）", a.Name, s.Where(a.Day, a.Start, a.Slots), o.Name, s.Where(o.Day, o.Start, o.Slots))}
 }
 
@@ -256,13 +256,13 @@ func (c change) apply(b *board) {
 }
 
 // improve applies the best move or swap of the movable items again and
-// again until none gains MinGain or steps run out, and returns what it
+// again until none gains minGain or steps run out, and returns what it
 // applied.
 func improve(ev *evaluator, movable func(i int) bool, steps int) []Candidate {
 	var done []Candidate
 	for range steps {
 		base := ev.objective()
-		best, bestGain := change{}, MinGain
+		best, bestGain := change{}, minGain
 		found := false
 		scanChanges(ev, movable, base, func(c change, gain float64) {
 			if gain > bestGain+1e-9 {
@@ -281,16 +281,16 @@ func improve(ev *evaluator, movable func(i int) bool, steps int) []Candidate {
 }
 
 // Optimize improves s by its best move or swap, again and again, until no
-// candidate gains MinGain or maxSteps are taken, and returns the changes
+// candidate gains minGain or maxSteps are taken, and returns the changes
 // made, in order.
 func Optimize(s *Schedule, maxSteps int) []Candidate {
 	ev := newEvaluator(newBoard(s), scoring{})
 	return improve(ev, func(int) bool { return true }, maxSteps)
 }
 
-// OptimizeStep scans every move and swap of s once and applies the best,
-// if it gains MinGain. It reports whether it changed s.
-func OptimizeStep(s *Schedule) (Candidate, bool) {
+// optimizeStep scans every move and swap of s once and applies the best,
+// if it gains minGain. It reports whether it changed s.
+func optimizeStep(s *Schedule) (Candidate, bool) {
 	done := Optimize(s, 1)
 	if len(done) == 0 {
 		return Candidate{}, false
@@ -319,7 +319,7 @@ type Report struct {
 	Issues   []string `json:"issues,omitempty"`
 	// Candidates are the changes worth making, best first.
 	Candidates []Candidate `json:"candidates"`
-	// Stagnation: no candidate gains MinGain.
+	// Stagnation: no candidate gains minGain.
 	Stagnation bool `json:"stagnation"`
 	// ForcedImperfection: the optimiser stagnated while issues remain,
 	// which no single move or swap can fix.
@@ -353,7 +353,7 @@ func Analyze(s *Schedule, opt ScanOptions) Report {
 	} else {
 		r.Candidates = changeCandidates(base, baseObj, limit)
 	}
-	r.Candidates = slices.DeleteFunc(r.Candidates, func(c Candidate) bool { return c.Gain < MinGain })
+	r.Candidates = slices.DeleteFunc(r.Candidates, func(c Candidate) bool { return c.Gain < minGain })
 	if len(r.Candidates) > limit {
 		r.Candidates = r.Candidates[:limit]
 	}
@@ -378,10 +378,10 @@ func Analyze(s *Schedule, opt ScanOptions) Report {
 // strategies and for the other one, each refined by moves and swaps of the
 // new items.
 func placeCandidates(s *Schedule, avoid []Avoid, baseObj float64) []Candidate {
-	alt := Steady
+	alt := strategySteady
 	for _, c := range s.Classes {
-		if c.Strategy != Rapid {
-			alt = Rapid
+		if c.Strategy != strategyRapid {
+			alt = strategyRapid
 		}
 	}
 	var out []Candidate
@@ -400,7 +400,7 @@ func placeCandidates(s *Schedule, avoid []Avoid, baseObj float64) []Candidate {
 		// Refined for the classes' own strategies, so that no single move
 		// improves an accepted placement right away.
 		improve(newEvaluator(b, newScoring("", avoid)), func(i int) bool { return fresh[i] }, 40)
-		c := Candidate{Op: OpPlace}
+		c := Candidate{Op: opPlace}
 		for _, p := range placed {
 			it := t.Item(p.Task)
 			c.Moves = append(c.Moves, Placement{Task: it.ID, Day: it.Day, Start: it.Start})
@@ -418,7 +418,7 @@ func placeCandidates(s *Schedule, avoid []Avoid, baseObj float64) []Candidate {
 
 // strategyName says a placement strategy in Chinese.
 func strategyName(s string) string {
-	if n, ok := map[string]string{Steady: "均匀分散", Rapid: "集中前置"}[s]; ok {
+	if n, ok := map[string]string{strategySteady: "均匀分散", strategyRapid: "集中前置"}[s]; ok {
 		return n
 	}
 	return s
@@ -455,7 +455,7 @@ func changeCandidates(ev *evaluator, baseObj float64, limit int) []Candidate {
 	bestMove := map[int]scored{}
 	var swaps []scored
 	scanChanges(ev, func(int) bool { return true }, baseObj, func(c change, gain float64) {
-		if gain < MinGain {
+		if gain < minGain {
 			return
 		}
 		if c.j >= 0 {

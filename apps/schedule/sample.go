@@ -33,14 +33,14 @@ func Sample(owner string) *Schedule {
 	course(10, "线性代数", 4, 2, 2, true, false)
 	course(11, "体育", 4, 6, 2, true, false)
 	s.Classes = []TaskClass{
-		{ID: 20, Name: "高数复习", Profile: Profile{Subject: "数学", Difficulty: 3, Prefer: Morning}, ExcludedDays: []int{7}, Strategy: Steady},
-		{ID: 21, Name: "英语阅读", Profile: Profile{Subject: "英语", Difficulty: 1, Prefer: Evening}, Strategy: Steady},
-		{ID: 22, Name: "物理作业", Profile: Profile{Subject: "物理", Difficulty: 2, Prefer: Afternoon}, ExcludedDays: []int{6, 7}, Strategy: Rapid},
+		{ID: 20, Name: "高数复习", Profile: Profile{Subject: "数学", Difficulty: 3, Prefer: periodMorning}, ExcludedDays: []int{7}, Strategy: strategySteady},
+		{ID: 21, Name: "英语阅读", Profile: Profile{Subject: "英语", Difficulty: 1, Prefer: periodEvening}, Strategy: strategySteady},
+		{ID: 22, Name: "物理作业", Profile: Profile{Subject: "物理", Difficulty: 2, Prefer: periodAfternoon}, ExcludedDays: []int{6, 7}, Strategy: strategyRapid},
 	}
 	id := 100
 	item := func(class int, name string, n, slots int) {
 		for k := 1; k <= n; k++ {
-			s.Items = append(s.Items, Item{ID: id, Class: class, Name: fmt.Sprintf("%s#%d", name, k), Slots: slots, Status: StatusPending})
+			s.Items = append(s.Items, Item{ID: id, Class: class, Name: fmt.Sprintf("%s#%d", name, k), Slots: slots, Status: statusPending})
 			id++
 		}
 	}
@@ -69,11 +69,11 @@ func Generate(seed uint64) *Schedule {
 		}
 	}
 	subjects := []string{"数学", "英语", "物理", "编程", "化学"}
-	periods := []string{Morning, Afternoon, Evening, Anytime}
+	periods := []string{periodMorning, periodAfternoon, periodEvening, periodAny}
 	for c := range 3 {
 		class := TaskClass{ID: id, Name: fmt.Sprintf("%s任务", subjects[(int(seed)+c)%len(subjects)]),
 			Profile:  Profile{Subject: subjects[(int(seed)+c)%len(subjects)], Difficulty: 1 + r.IntN(3), Prefer: periods[r.IntN(len(periods))]},
-			Strategy: []string{Steady, Rapid}[r.IntN(2)]}
+			Strategy: []string{strategySteady, strategyRapid}[r.IntN(2)]}
 		for range r.IntN(3) {
 			if d := 1 + r.IntN(7); !class.Excludes(d) {
 				class.ExcludedDays = append(class.ExcludedDays, d)
@@ -84,7 +84,7 @@ func Generate(seed uint64) *Schedule {
 	}
 	for _, c := range s.Classes {
 		for k := range 3 + r.IntN(6) {
-			s.Items = append(s.Items, Item{ID: id, Class: c.ID, Name: fmt.Sprintf("%s#%d", c.Name, k+1), Slots: 1 + r.IntN(3), Status: StatusPending})
+			s.Items = append(s.Items, Item{ID: id, Class: c.ID, Name: fmt.Sprintf("%s#%d", c.Name, k+1), Slots: 1 + r.IntN(3), Status: statusPending})
 			id++
 		}
 	}

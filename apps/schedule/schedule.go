@@ -32,24 +32,24 @@ const SlotsPerDay = 12
 
 // Task item statuses.
 const (
-	StatusPending = "pending"
-	StatusPlaced  = "placed"
+	statusPending = "pending"
+	statusPlaced  = "placed"
 )
 
 // Strategies of a task class.
 const (
-	// Steady spreads a class's items evenly over the window.
-	Steady = "steady"
-	// Rapid gets a class's items done as early as possible.
-	Rapid = "rapid"
+	// strategySteady spreads a class's items evenly over the window.
+	strategySteady = "steady"
+	// strategyRapid gets a class's items done as early as possible.
+	strategyRapid = "rapid"
 )
 
 // Preferred periods of a subject profile.
 const (
-	Morning   = "morning"   // slots 1–4
-	Afternoon = "afternoon" // slots 5–8
-	Evening   = "evening"   // slots 9–12
-	Anytime   = "any"
+	periodMorning   = "morning"   // slots 1–4
+	periodAfternoon = "afternoon" // slots 5–8
+	periodEvening   = "evening"   // slots 9–12
+	periodAny       = "any"
 )
 
 // Sentinel errors that callers branch on. Operations wrap them with the
@@ -157,7 +157,7 @@ type Item struct {
 }
 
 // Placed reports whether the item has a position.
-func (it *Item) Placed() bool { return it.Status == StatusPlaced }
+func (it *Item) Placed() bool { return it.Status == statusPlaced }
 
 // Schedule is one owner's window with its events, classes and items: the
 // state the tools work on. It round-trips through JSON.
@@ -283,11 +283,11 @@ func (s *Schedule) Label(id int) string {
 func periodOf(slot int) string {
 	switch {
 	case slot < 4:
-		return Morning
+		return periodMorning
 	case slot < 8:
-		return Afternoon
+		return periodAfternoon
 	}
-	return Evening
+	return periodEvening
 }
 
 // dayList names days of the week for people: "周三、周日".

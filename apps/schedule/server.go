@@ -23,7 +23,7 @@ type ServerOptions struct {
 	// Model is the language model; nil runs on heuristics.
 	Model llm.Model
 	// StreamDelay is the pause between pseudo-stream chunks; 0 means
-	// DefaultStreamDelay, a negative value none.
+	// 40 ms, a negative value none.
 	StreamDelay time.Duration
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -38,7 +38,7 @@ type Input struct {
 // "schedule". Its tables are Migrations, which the server applies before
 // Build; Build keeps the schedules on the server's database and creates
 // the sample schedule on first start; a chat message starts a task or
-// answers the pending card or question (see ChatAnswer).
+// answers the pending card or question (see chatAnswer).
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
 		Name:          "schedule",
@@ -66,9 +66,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		},
 		Migrations:   Migrations,
 		RoutesPrefix: "/api/v1/schedule/",
-		FromChat:     FromChat,
+		FromChat:     fromChat,
 		Reply:        Reply,
-		Answer:       ChatAnswer,
+		Answer:       chatAnswer,
 	}
 }
 
@@ -87,7 +87,7 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 	delay := opts.StreamDelay
 	switch {
 	case delay == 0:
-		delay = DefaultStreamDelay
+		delay = defaultStreamDelay
 	case delay < 0:
 		delay = 0
 	}
@@ -98,21 +98,21 @@ func agentOn(ctx context.Context, st *Store, where string, opts ServerOptions) (
 	return a, nil
 }
 
-// FromChat turns a chat message into a run's input.
-func FromChat(text string) (json.RawMessage, error) {
+// fromChat turns a chat message into a run's input.
+func fromChat(text string) (json.RawMessage, error) {
 	return json.Marshal(map[string]string{"message": strings.TrimSpace(text)})
 }
 
-// ChatAnswer turns a chat message into the answer to the pending question,
-// whichever it is (see Answer and ParseAnswer): a yes ("确认", "没问题",
+// chatAnswer turns a chat message into the answer to the pending question,
+// whichever it is (see Answer and parseAnswer): a yes ("确认", "没问题",
 // "yes" …) accepts a plan or tool card and continues at the round budget;
 // a no ("取消", "不行", "no" …) rejects; any text answers an ask_user
 // question. A reply to a card that is neither is an error wrapping
 // intent.ErrUnclear, so the chat asks again.
-func ChatAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
-	a, err := ParseAnswer(text)
+func chatAnswer(text string, pending *checkpoint.Interrupt) (json.RawMessage, error) {
+	a, err := parseAnswer(text)
 	var c card
-	if err != nil && (pending == nil || json.Unmarshal(pending.Payload, &c) != nil || c.Kind != KindAskUser) {
+	if err != nil && (pending == nil || json.Unmarshal(pending.Payload, &c) != nil || c.Kind != kindAskUser) {
 		return nil, err
 	}
 	return json.Marshal(a)
@@ -137,9 +137,9 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 			return string(pending.Payload)
 		}
 		switch {
-		case c.Kind == KindPlan:
+		case c.Kind == kindPlan:
 			return c.Text + "\n回复「确认」开始执行，「取消」重新规划（可以附上原因，比如「取消，周三不行」）。"
-		case c.Kind == KindAskUser:
+		case c.Kind == kindAskUser:
 			return c.Text
 		case c.Tool != "":
 			return "需要你确认：" + c.Summary + "\n回复「确认」执行，「取消」换一个方案（可以附上原因）。"

@@ -10,9 +10,9 @@ import (
 	"github.com/loomkit/loom/graph"
 )
 
-// DefaultStreamDelay is the pause between pseudo-stream chunks, so that a
+// defaultStreamDelay is the pause between pseudo-stream chunks, so that a
 // reply the agent has whole still reads as typed.
-const DefaultStreamDelay = 40 * time.Millisecond
+const defaultStreamDelay = 40 * time.Millisecond
 
 // Sizes of pseudo-stream chunks, in characters.
 const (
@@ -20,12 +20,12 @@ const (
 	chunkMax = 24
 )
 
-// SplitPseudoStream cuts a whole text into the chunks a pseudo-stream
+// splitPseudoStream cuts a whole text into the chunks a pseudo-stream
 // sends: at most maxLen characters each, cut after the last punctuation
 // mark (else the last space) that leaves the chunk at least minLen long,
 // and a short tail joined to the chunk before it when they fit together.
 // The chunks joined are the text.
-func SplitPseudoStream(text string, minLen, maxLen int) []string {
+func splitPseudoStream(text string, minLen, maxLen int) []string {
 	maxLen = max(1, maxLen)
 	minLen = max(1, min(minLen, maxLen))
 	runes := []rune(text)
@@ -77,7 +77,7 @@ func isPunct(runes []rune, i int) bool {
 // say pseudo-streams a whole text as token events, chunk by chunk, with the
 // configured pause between chunks.
 func (a *Agent) say(ctx context.Context, text string) {
-	for i, c := range SplitPseudoStream(text, chunkMin, chunkMax) {
+	for i, c := range splitPseudoStream(text, chunkMin, chunkMax) {
 		if i > 0 && a.cfg.StreamDelay > 0 {
 			t := time.NewTimer(a.cfg.StreamDelay)
 			select {

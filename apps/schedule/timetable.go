@@ -65,8 +65,8 @@ type Entry struct {
 
 // Kinds of a timetable entry.
 const (
-	EntryCourse = "course"
-	EntryTask   = "task"
+	entryCourse = "course"
+	entryTask   = "task"
 )
 
 // slotTime is the clock time slots [from, to) cover, from 0.
@@ -92,11 +92,11 @@ func (s *Schedule) Timetable(avoid []Avoid) Timetable {
 		if e.Day < 0 || e.Day >= s.Window.Days {
 			continue
 		}
-		t.Days[e.Day].Entries = append(t.Days[e.Day].Entries, Entry{ID: e.ID, Kind: EntryCourse, Name: e.Name, From: e.Start + 1, To: e.Start + e.Slots,
+		t.Days[e.Day].Entries = append(t.Days[e.Day].Entries, Entry{ID: e.ID, Kind: entryCourse, Name: e.Name, From: e.Start + 1, To: e.Start + e.Slots,
 			Slots: e.Slots, Time: slotTime(e.Start, e.Start+e.Slots), Where: s.Where(e.Day, e.Start, e.Slots), Locked: e.Locked, CanEmbed: e.CanEmbed})
 	}
 	for _, it := range s.Items {
-		en := Entry{ID: it.ID, Kind: EntryTask, Name: it.Name, Slots: it.Slots}
+		en := Entry{ID: it.ID, Kind: entryTask, Name: it.Name, Slots: it.Slots}
 		if c := s.Class(it.Class); c != nil {
 			en.Class = c.Name
 		}

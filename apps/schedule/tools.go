@@ -18,34 +18,34 @@ import (
 // the edit pack or the taskclass domain with context_tools_add when the
 // person asks for a change by hand.
 const (
-	DomainSchedule  = "schedule"
-	DomainTaskClass = "taskclass"
-	PackOptimize    = "optimize"
-	PackEdit        = "edit"
+	domainSchedule  = "schedule"
+	domainTaskClass = "taskclass"
+	packOptimize    = "optimize"
+	packEdit        = "edit"
 )
 
 // Tool names.
 const (
-	ToolOverview       = "get_overview"
-	ToolQueryRange     = "query_range"
-	ToolFindFree       = "find_free"
-	ToolListTasks      = "list_tasks"
-	ToolTaskInfo       = "get_task_info"
-	ToolPlace          = "place"
-	ToolMove           = "move"
-	ToolSwap           = "swap"
-	ToolBatchMove      = "batch_move"
-	ToolUnplace        = "unplace"
-	ToolUpsertClass    = "upsert_task_class"
-	ToolAnalyzeHealth  = "analyze_health"
-	ToolApplyCandidate = "apply_candidate"
-	ToolAskUser        = "ask_user"
+	toolOverview       = "get_overview"
+	toolQueryRange     = "query_range"
+	toolFindFree       = "find_free"
+	toolListTasks      = "list_tasks"
+	toolTaskInfo       = "get_task_info"
+	toolPlace          = "place"
+	toolMove           = "move"
+	toolSwap           = "swap"
+	toolBatchMove      = "batch_move"
+	toolUnplace        = "unplace"
+	toolUpsertClass    = "upsert_task_class"
+	toolAnalyzeHealth  = "analyze_health"
+	toolApplyCandidate = "apply_candidate"
+	toolAskUser        = "ask_user"
 )
 
 // defaultView is what the model sees when a plan starts executing.
 func defaultView() tool.View {
 	var v tool.View
-	v.Add(DomainSchedule, PackOptimize)
+	v.Add(domainSchedule, packOptimize)
 	return v
 }
 
@@ -124,37 +124,37 @@ func (p posArgs) placement() Placement {
 func (a *Agent) newTools() (*tool.Registry, error) {
 	reg := tool.NewRegistry()
 	reads := []tool.Tool{
-		tool.New(ToolOverview, "Overview of the schedule window: each day's courses, tasks and free slots, the task classes, the pending items and the health score.", tool.Read, a.overview),
-		tool.New(ToolQueryRange, "What holds each slot of one day (courses, tasks, free).", tool.Read, a.queryRange),
-		tool.New(ToolFindFree, "Find free runs of consecutive slots where a task of that length fits.", tool.Read, a.findFree),
-		tool.New(ToolListTasks, "List task items, filtered by status, class or day.", tool.Read, a.listTasks),
-		tool.New(ToolTaskInfo, "Details of one task item or event: class, position, and the event it is embedded in.", tool.Read, a.taskInfo),
+		tool.New(toolOverview, "Overview of the schedule window: each day's courses, tasks and free slots, the task classes, the pending items and the health score.", tool.Read, a.overview),
+		tool.New(toolQueryRange, "What holds each slot of one day (courses, tasks, free).", tool.Read, a.queryRange),
+		tool.New(toolFindFree, "Find free runs of consecutive slots where a task of that length fits.", tool.Read, a.findFree),
+		tool.New(toolListTasks, "List task items, filtered by status, class or day.", tool.Read, a.listTasks),
+		tool.New(toolTaskInfo, "Details of one task item or event: class, position, and the event it is embedded in.", tool.Read, a.taskInfo),
 	}
 	optimize := []tool.Tool{
-		tool.New(ToolAnalyzeHealth, "Diagnose the schedule: health score, rhythm/tightness/profile/feasibility metrics, issues, and the candidate changes (placements of pending items, moves, swaps) ranked by gain, with the stagnation signal and the forced-imperfection verdict. Call it before choosing a candidate.", tool.Read, a.analyzeHealth),
-		tool.New(ToolApplyCandidate, "Apply one candidate of analyze_health's latest list, by index, with the revision it reported. This is how changes are chosen: the backend proposes, you choose.", tool.Write, a.applyCandidate,
+		tool.New(toolAnalyzeHealth, "Diagnose the schedule: health score, rhythm/tightness/profile/feasibility metrics, issues, and the candidate changes (placements of pending items, moves, swaps) ranked by gain, with the stagnation signal and the forced-imperfection verdict. Call it before choosing a candidate.", tool.Read, a.analyzeHealth),
+		tool.New(toolApplyCandidate, "Apply one candidate of analyze_health's latest list, by index, with the revision it reported. This is how changes are chosen: the backend proposes, you choose.", tool.Write, a.applyCandidate,
 			tool.WithSummary(a.describeCandidate)),
 	}
 	edit := []tool.Tool{
-		tool.New(ToolPlace, "Place pending items at positions, all or none.", tool.Write, a.place, tool.WithSummary(a.describePlace)),
-		tool.New(ToolMove, "Move a placed item or an unlocked event to a new position.", tool.Write, a.move, tool.WithSummary(a.describeMove)),
-		tool.New(ToolSwap, "Swap the positions of two placed tasks of equal length.", tool.Write, a.swap, tool.WithSummary(a.describeSwap)),
-		tool.New(ToolBatchMove, "Move several tasks at once, all or none; they may take each other's slots.", tool.Write, a.batchMove, tool.WithSummary(a.describeBatch)),
-		tool.New(ToolUnplace, "Take a placed item off the schedule, back to pending.", tool.Write, a.unplace, tool.WithSummary(a.describeUnplace)),
+		tool.New(toolPlace, "Place pending items at positions, all or none.", tool.Write, a.place, tool.WithSummary(a.describePlace)),
+		tool.New(toolMove, "Move a placed item or an unlocked event to a new position.", tool.Write, a.move, tool.WithSummary(a.describeMove)),
+		tool.New(toolSwap, "Swap the positions of two placed tasks of equal length.", tool.Write, a.swap, tool.WithSummary(a.describeSwap)),
+		tool.New(toolBatchMove, "Move several tasks at once, all or none; they may take each other's slots.", tool.Write, a.batchMove, tool.WithSummary(a.describeBatch)),
+		tool.New(toolUnplace, "Take a placed item off the schedule, back to pending.", tool.Write, a.unplace, tool.WithSummary(a.describeUnplace)),
 	}
 	classes := []tool.Tool{
-		tool.New(ToolUpsertClass, "Create or change a task class (profile, excluded days, strategy) and optionally add pending items to it.", tool.Write, a.upsertClass,
+		tool.New(toolUpsertClass, "Create or change a task class (profile, excluded days, strategy) and optionally add pending items to it.", tool.Write, a.upsertClass,
 			tool.WithSummary(func(_ context.Context, c classArgs) string { return describeClass(c) })),
 	}
 	core := []tool.Tool{
-		tool.New(ToolAskUser, "Ask the person a question and wait for the answer.", tool.Read, a.askUser),
+		tool.New(toolAskUser, "Ask the person a question and wait for the answer.", tool.Read, a.askUser),
 	}
 	for _, r := range []struct {
 		domain, pack string
 		tools        []tool.Tool
 	}{
-		{DomainSchedule, "", reads}, {DomainSchedule, PackOptimize, optimize}, {DomainSchedule, PackEdit, edit},
-		{DomainTaskClass, "", classes}, {"", "", core},
+		{domainSchedule, "", reads}, {domainSchedule, packOptimize, optimize}, {domainSchedule, packEdit, edit},
+		{domainTaskClass, "", classes}, {"", "", core},
 	} {
 		if err := reg.Register(r.domain, r.pack, r.tools...); err != nil {
 			return nil, err
@@ -355,7 +355,7 @@ func (a *Agent) findFree(ctx context.Context, args freeArgs) (any, error) {
 		return nil, err
 	}
 	// A probe item of the asked length, of the task's class if one is given.
-	probe := Item{ID: -1, Name: "probe", Slots: args.Slots, Status: StatusPending}
+	probe := Item{ID: -1, Name: "probe", Slots: args.Slots, Status: statusPending}
 	if args.TaskID != 0 {
 		it := s.Item(args.TaskID)
 		if it == nil {
@@ -580,7 +580,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 	return a.write(ctx, func(s *Schedule) (string, error) {
 		c := s.Class(args.ID)
 		if args.ID == 0 {
-			s.Classes = append(s.Classes, TaskClass{ID: s.NextID(), Strategy: Steady, Profile: Profile{Difficulty: 2, Prefer: Anytime}})
+			s.Classes = append(s.Classes, TaskClass{ID: s.NextID(), Strategy: strategySteady, Profile: Profile{Difficulty: 2, Prefer: periodAny}})
 			c = &s.Classes[len(s.Classes)-1]
 		} else if c == nil {
 			return "", fmt.Errorf("task class %d: %w", args.ID, ErrNotFound)
@@ -614,7 +614,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 				}
 			}
 			for k := range n.Count {
-				s.Items = append(s.Items, Item{ID: s.NextID(), Class: class.ID, Name: fmt.Sprintf("%s#%d", prefix, existing+k+1), Slots: n.Slots, Status: StatusPending})
+				s.Items = append(s.Items, Item{ID: s.NextID(), Class: class.ID, Name: fmt.Sprintf("%s#%d", prefix, existing+k+1), Slots: n.Slots, Status: statusPending})
 				added++
 			}
 		}
@@ -622,7 +622,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 		moved := 0
 		for i := range s.Items {
 			if it := &s.Items[i]; it.Class == class.ID && it.Placed() && class.Excludes(s.Window.Day(it.Day).DayOfWeek) {
-				it.Status, it.Day, it.Start = StatusPending, 0, 0
+				it.Status, it.Day, it.Start = statusPending, 0, 0
 				moved++
 			}
 		}
@@ -658,7 +658,7 @@ func describeClass(c classArgs) string {
 // askUser asks the person through an interrupt; on resume it returns the
 // answer for the model.
 func (a *Agent) askUser(ctx context.Context, args askArgs) (string, error) {
-	ans, err := graph.Ask[Answer](ctx, Interaction{Kind: KindAskUser, Text: args.Question})
+	ans, err := graph.Ask[Answer](ctx, Interaction{Kind: kindAskUser, Text: args.Question})
 	if err != nil {
 		return "", err
 	}

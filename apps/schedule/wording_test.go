@@ -19,7 +19,7 @@ func (p *process) turn(t *testing.T, text string, resume bool) (status []string,
 	ctx := context.Background()
 	in := graph.Input[State]{Update: func(s *State) { s.Message = text }}
 	if resume {
-		ans, _ := ParseAnswer(text)
+		ans, _ := parseAnswer(text)
 		in = graph.Input[State]{Resume: ans}
 	}
 	for e, err := range p.graph.Stream(ctx, "t", in) {
