@@ -34,10 +34,10 @@ func TestBrowserReport(t *testing.T) {
 	b := openBrowser(t, screenshotDir(t))
 	b.openWithKey(base)
 	b.pickAgent("report")
-	if hidden := eval[bool](b, `document.querySelector('#report-panel').hidden || document.querySelector('#upload').hidden`); hidden {
+	if hidden := eval[bool](b, `!document.querySelector('#agent-panel > #report-panel') || document.querySelector('#upload').hidden`); hidden {
 		t.Fatal("the report designer has no panel or no upload button")
 	}
-	if !eval[bool](b, `document.querySelector('#knowledge-panel').hidden`) {
+	if eval[bool](b, `!!document.querySelector('#knowledge-panel')`) {
 		t.Error("the analyst's knowledge panel shows for the report designer")
 	}
 
@@ -119,7 +119,7 @@ func TestBrowserAnalyst(t *testing.T) {
 	b := openBrowser(t, screenshotDir(t))
 	b.openWithKey(base)
 	b.pickAgent("dataagent")
-	if !eval[bool](b, `document.querySelector('#report-panel').hidden && document.querySelector('#upload').hidden`) {
+	if !eval[bool](b, `!document.querySelector('#report-panel') && document.querySelector('#upload').hidden`) {
 		t.Error("the report designer's panel or upload button shows for the analyst")
 	}
 	b.do("wait for the knowledge", chromedp.WaitVisible(chromedp.CSS(`#knowledge-panel li.kn-entry`)))

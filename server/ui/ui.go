@@ -9,13 +9,19 @@
 // status lines and confirm cards that resume the run), draws the agent's
 // graph as SVG, and shows the thread's checkpoints with undo and fork.
 //
-// Two agents have more: the report designer ("report") an upload button
-// in the chat and a panel with the current preview and every version's
-// JRXML, PNG and PDF; the data analyst ("dataagent") its HTML report
-// inline in a sandboxed frame (no scripts) with a download, and a panel
-// for its knowledge (list, filter, delete, add a term or an example,
-// import a YAML file). Files are fetched with the API key and shown or
-// saved as blob URLs, since a plain link or image would send no key.
+// An agent may bring its own view (server.Agent.Panel): when the
+// assistant's metadata names a panel, the page loads its style and
+// imports its module, whose default export is called with what the page
+// offers — el (elements by DOM calls, with message keys that a language
+// switch translates again), t, lang, setMsg, words (the panel's own
+// messages, {en, zh}), api, headers, apiError, fetchBlob, saveBlob, enc,
+// thread and agent — and returns {element, refresh, upload, reply,
+// close}: the element shown beside the chat, refreshed when the thread
+// changes or a run ends; upload, {accept, title, send(file)}, for the
+// chat's upload button, send giving the turn's input; reply(text), an
+// element for what a reply names (a report) or null. The page itself
+// names no agent. Files are fetched with the API key and shown or saved
+// as blob URLs, since a plain link or image would send no key.
 //
 // Serve it as the server's UI:
 //

@@ -6,7 +6,7 @@
 // agent's own events), updates (interrupts) and values (states).
 
 import { drawGraph } from './graph.js';
-import { t, lang, setLang, translate, fieldName, wordFor, countText } from './i18n.js';
+import { t, lang, setLang, translate, fieldName, wordFor, countText, addMessages } from './i18n.js';
 import { renderMarkdown, looksLikeMarkdown } from './markdown.js';
 
 const MODES = ['events', 'custom', 'updates', 'values'];
@@ -22,12 +22,7 @@ const ui = {
   history: $('#history'), historyNote: $('#history-note'), copyThread: $('#copy-thread'), refresh: $('#refresh'),
   fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkValues: $('#fork-values'),
   forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'), lang: $('#lang'), forkH: $('#fork-h'),
-  upload: $('#upload'), uploadFile: $('#upload-file'),
-  reportPanel: $('#report-panel'), reportNote: $('#report-note'), reportPreview: $('#report-preview'),
-  reportVersions: $('#report-versions'), reportRefresh: $('#report-refresh'),
-  knPanel: $('#knowledge-panel'), knSource: $('#kn-source'), knFilter: $('#kn-filter'), knNote: $('#kn-note'), knEntries: $('#kn-entries'),
-  knForm: $('#kn-form'), knA: $('#kn-a'), knB: $('#kn-b'), knALabel: $('#kn-a-label'), knBLabel: $('#kn-b-label'),
-  knImport: $('#kn-import'), knImportFile: $('#kn-import-file'),
+  upload: $('#upload'), uploadFile: $('#upload-file'), panelSlot: $('#agent-panel'),
 };
 
 const app = {
@@ -35,6 +30,8 @@ const app = {
   agents: [],
   agent: '',          // assistant id
   schema: null,       // the agent's input schema
+  configSchema: null, // the schema of its configuration (config.configurable)
+  stateSchema: null,  // the schema of its state
   graph: null,        // {highlight} of the drawn graph
   spec: null,         // the graph spec drawn
   mermaid: '',
@@ -45,13 +42,9 @@ const app = {
   abort: null,        // its AbortController
   pendingCard: null,  // the confirm card that waits for an answer
   forkFrom: null,     // the checkpoint the fork dialog edits
-  previewURL: '',     // the blob URL of the report designer's preview
-  panelSeq: 0,        // the latest refresh of an agent's panel
+  panel: null,        // the agent's own panel, if it has one
+  panelSeq: 0,        // the latest panel asked for
 };
-
-// The agents with a panel of their own beside the chat.
-const REPORT = 'report';
-const ANALYST = 'dataagent';
 
 // ---- small helpers ----
 
@@ -289,7 +282,7 @@ function showMarkdown(e, text) {
 function linkKind(path) {
   if (/\.(png|jpe?g|svg|webp)$/i.test(path) || /preview/i.test(path)) return 'link.preview';
   if (/\.pdf$/i.test(path)) return 'link.pdf';
-  if (/report/i.test(path)) return 'link.report';
+  if (/\breports?\b/i.test(path)) return 'link.report';
   return 'link.file';
 }
 
@@ -699,13 +692,13 @@ class Run {
       // unless it streamed its text already; its state folds away.
       const bubble = st.loom_reply && !this.texts.size ? this.add(showMarkdown(el('div', { class: 'bubble assistant reply' }), st.loom_reply)) : null;
       const said = st.loom_reply || this.said();
-      const report = said.match(REPORT_PATH);
-      if (report) {
-        // The report page says what the reply says, with its charts: the
-        // reply's text folds away under it.
-        this.add(reportCard(report[0]));
+      const shown = said ? app.panel?.reply?.(said) : null;
+      if (shown?.card) {
+        // The agent's panel shows what the reply names (a report with its
+        // charts): the reply's text folds away under it.
+        this.add(shown.card);
         if (bubble) {
-          const d = el('details', { class: 'reply-text' }, el('summary', { i18n: 'analyst.asText' }));
+          const d = el('details', { class: 'reply-text' }, el('summary', { i18n: shown.asText || 'run.asText' }));
           bubble.replaceWith(d);
           d.append(bubble);
         }
@@ -847,6 +840,15 @@ function setBusy(busy) {
 
 // runStream starts a run on the thread with body's input, resume or
 // nothing (continue), and shows it as it streams.
+// withLocale is a run's body with the page's language as the run's
+// config.configurable.locale, for an agent whose configuration takes one
+// (its status lines and replies follow it); others would refuse it.
+function withLocale(body) {
+  if (!app.configSchema?.properties?.locale) return body;
+  const config = { ...body.config, configurable: { locale: lang(), ...body.config?.configurable } };
+  return { ...body, config };
+}
+
 async function runStream(body) {
   if (app.busy || !app.thread) return;
   if (!body.command && app.pendingCard) settleCard(app.pendingCard, 'dismissed');
@@ -857,7 +859,7 @@ async function runStream(body) {
   try {
     const res = await fetch(`/threads/${enc(app.thread)}/runs/stream?format=ndjson`, {
       method: 'POST', headers: headers(true), signal: app.abort.signal,
-      body: JSON.stringify({ assistant_id: app.agent, stream_mode: MODES, ...body }),
+      body: JSON.stringify({ assistant_id: app.agent, stream_mode: MODES, ...withLocale(body) }),
     });
     if (!res.ok) throw await apiError(res);
     for await (const ev of ndjson(res.body)) run.handle(ev);
@@ -1024,217 +1026,85 @@ function saveBlob(blob, file) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-// ---- the report designer: uploads, preview, versions ----
+// ---- an agent's own panel ----
 
-const reportBase = () => `/api/v1/report/threads/${enc(app.thread)}`;
-
-// uploadFile sends file to the report designer's thread (multipart, field
-// "file"), then runs the turn that uses it, with the message typed, if any.
+// uploadFile sends file through the agent's panel (which knows where its
+// uploads go), then runs the turn that uses it, with the message typed,
+// if any.
 async function uploadFile(file) {
-  if (!file || app.busy) return;
+  const up = app.panel?.upload;
+  if (!file || app.busy || !up) return;
   const text = ui.message.value.trim();
-  let up;
+  let sent;
   try {
     await ensureThread(text || file.name);
-    const body = new FormData();
-    body.append('file', file, file.name);
-    const res = await fetch(`${reportBase()}/uploads`, { method: 'POST', headers: headers(false), body });
-    if (!res.ok) throw await apiError(res);
-    up = await res.json();
+    sent = await up.send(file);
   } catch (e) {
     note(e.message, 'error');
     return;
   }
   ui.message.value = '';
   const li = userMessage(text);
-  li.querySelector('.bubble').append(el('span', { class: 'attachment', dataset: { kind: up.kind }, i18n: ['chat.attached', { name: file.name }] }));
+  li.querySelector('.bubble').append(el('span', { class: 'attachment', dataset: { kind: sent.kind || '' }, i18n: ['chat.attached', { name: file.name }] }));
   if (app.pendingCard) settleCard(app.pendingCard, 'replied', text || file.name);
-  const input = { upload: up.id };
+  const input = { ...sent.input };
   if (text) input.message = text;
   await runStream({ input });
 }
 
-// versionLabel is what a person reads of a version's intent and status,
-// as elements a language switch translates again.
-function versionLabel(v) {
-  const key = 'report.intent.' + v.intent;
-  const dot = () => el('span', { class: 'sep', text: ' · ' });
-  return el('span', { class: 'muted small' }, el('span', { i18n: t(key) === key ? 'report.intent.other' : key }), dot(),
-    el('span', { i18n: v.status === 'pass' ? 'report.pass' : 'report.fail' }), v.ssim ? [dot(), el('span', { text: `SSIM ${v.ssim.toFixed(2)}` })] : null);
-}
+// panelHost is what the page offers an agent's panel: its element maker
+// and messages, the API with the page's key, files as blobs, and the
+// thread shown.
+const panelHost = Object.freeze({
+  el, t, lang, setMsg, enc, api, headers, apiError, fetchBlob, saveBlob,
+  words: addMessages,
+  thread: () => app.thread,
+  agent: () => app.agent,
+});
 
-function versionRow(v) {
-  const when = v.created_at ? new Date(v.created_at).toLocaleTimeString(lang() === 'zh' ? 'zh-CN' : 'en') : '';
-  const get = (ext) => el('button', {
-    type: 'button', class: 'dl', dataset: { ext }, i18nLabel: ['report.download', { n: v.version, ext: ext.toUpperCase() }], text: ext.toUpperCase(),
-    onclick: async () => {
-      try {
-        saveBlob(await fetchBlob(`${reportBase()}/versions/${v.version}.${ext}`), `report-v${v.version}.${ext}`);
-      } catch (e) {
-        setMsg(ui.reportNote, 'report.failed', { error: e.message });
-      }
-    },
-  });
-  return el('li', { class: 'version', dataset: { version: v.version, status: v.status } },
-    el('div', { class: 'v-main' }, el('span', { class: 'seq', i18n: ['report.version', { n: v.version }] }),
-      versionLabel(v), when ? el('span', { class: 'muted small', text: when }) : null),
-    el('div', { class: 'v-actions' }, ['jrxml', 'png', 'pdf'].map(get)));
-}
+// A panel's files are the server's own, under /ui/panels/.
+const PANEL_PATH = /^\/ui\/panels\/[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+\.(js|css)$/;
 
-// refreshReport shows the thread's current preview and its versions,
-// newest first.
-async function refreshReport() {
+// mountPanel shows the agent's own panel, when its metadata names one: a
+// module whose default export makes it from panelHost, and its style.
+async function mountPanel(name) {
   const seq = ++app.panelSeq;
-  const fig = ui.reportPreview.parentElement;
-  if (!app.thread) {
-    fig.hidden = true;
-    ui.reportVersions.replaceChildren();
-    setMsg(ui.reportNote, 'report.none');
-    return;
-  }
-  let versions = [];
-  let preview = null;
+  app.panel?.close?.();
+  app.panel = null;
+  ui.panelSlot.replaceChildren();
+  ui.panelSlot.hidden = true;
+  for (const l of document.querySelectorAll('link[data-panel]')) l.remove();
+  ui.upload.hidden = true;
+  const meta = app.agents.find((a) => a.assistant_id === name)?.metadata?.panel;
+  if (!meta || !PANEL_PATH.test(meta.script || '')) return;
+  if (meta.style && PANEL_PATH.test(meta.style)) document.head.append(el('link', { rel: 'stylesheet', href: meta.style, dataset: { panel: name } }));
+  let made;
   try {
-    versions = (await api('GET', `${reportBase()}/versions`)).versions || [];
-    if (versions.length) preview = await fetchBlob(`${reportBase()}/preview.png`, 'image/png');
-  } catch (e) {
-    // A thread with nothing in it yet has no versions and no preview.
-    if (e.status !== 404) setMsg(ui.reportNote, 'report.failed', { error: e.message });
-    if (e.status !== 404 || seq !== app.panelSeq) return;
-  }
-  if (seq !== app.panelSeq) return;
-  if (app.previewURL) URL.revokeObjectURL(app.previewURL);
-  app.previewURL = preview ? URL.createObjectURL(preview) : '';
-  if (preview) ui.reportPreview.src = app.previewURL;
-  else ui.reportPreview.removeAttribute('src');
-  fig.hidden = !preview;
-  ui.reportVersions.replaceChildren(...versions.slice().reverse().map(versionRow));
-  if (versions.length) setMsg(ui.reportNote, 'report.count', { n: versions.length });
-  else setMsg(ui.reportNote, 'report.empty');
-}
-
-// ---- the data analyst: its report inline, its knowledge ----
-
-// REPORT_PATH is where a reply names the analyst's HTML report.
-const REPORT_PATH = /\/api\/v1\/dataagent\/reports\/[A-Za-z0-9._~%-]+/;
-
-// reportCard shows the HTML report at path in a sandboxed frame (no
-// scripts, no requests: it is only srcdoc; the page's own origin, so that
-// browsers draw it in the page's process), with a download button.
-function reportCard(path) {
-  const frame = el('iframe', { class: 'report-frame', sandbox: 'allow-same-origin', i18nTitle: 'analyst.report', referrerpolicy: 'no-referrer' });
-  const msg = el('p', { class: 'muted small', role: 'status', i18n: 'analyst.loading' });
-  let html = '';
-  const save = el('button', { type: 'button', class: 'download', disabled: true, i18n: 'analyst.download',
-    onclick: () => saveBlob(new Blob([html], { type: 'text/html' }), `report-${decodeURIComponent(path.split('/').pop())}.html`) });
-  const card = el('div', { class: 'card analyst-report', dataset: { path } },
-    el('div', { class: 'card-title' }, el('span', { i18n: 'analyst.report' }), save), msg, frame);
-  fetchBlob(path, 'text/html').then((b) => b.text()).then((text) => {
-    html = text;
-    frame.srcdoc = text;
-    save.disabled = false;
-    msg.remove();
-    card.dataset.state = 'loaded';
-  }).catch((e) => {
-    setMsg(msg, 'analyst.failed', { error: e.message });
-    frame.remove();
-  });
-  return card;
-}
-
-const knBase = '/api/v1/dataagent/knowledge/';
-const knKind = () => ui.knForm.querySelector('input[name="kn-kind"]:checked').value;
-
-// entryText is an entry's title and what it says.
-function entryText(e) {
-  switch (e.kind) {
-    case 'term': return [e.term, e.description || e.formula];
-    case 'example': return [e.question, e.sql];
-    case 'document': return [e.title, e.text];
-    default: return [e.column ? `${e.table}.${e.column}` : e.table, e.name || e.description || (e.synonyms || []).join(', ')];
-  }
-}
-
-const plural = (kind) => (kind === 'semantic' ? kind : kind + 's');
-
-function entryRow(e) {
-  const [title, text] = entryText(e);
-  return el('li', { class: 'kn-entry', dataset: { id: e.id, kind: e.kind } },
-    el('div', { class: 'kn-main' },
-      el('span', { class: 'tag', i18n: 'kn.kind.' + e.kind }), el('strong', { class: 'kn-title', text: title || '' }),
-      text ? el('span', { class: 'kn-text muted small', text }) : null),
-    el('button', { type: 'button', class: 'delete', i18n: 'kn.delete', i18nLabel: ['kn.delete.label', { name: title || '' }],
-      onclick: async () => {
-        try {
-          await api('DELETE', `${knBase}${plural(e.kind)}/${enc(e.id)}`);
-          await refreshKnowledge();
-        } catch (err) {
-          ui.knNote.textContent = err.message;
-        }
-      } }));
-}
-
-// refreshKnowledge lists the sources, and the chosen source's entries
-// (of the chosen kind).
-async function refreshKnowledge() {
-  const seq = ++app.panelSeq;
-  try {
-    const { sources } = await api('GET', `${knBase}sources`);
-    const chosen = ui.knSource.value || localStorage.getItem('loom.knSource') || '';
-    ui.knSource.replaceChildren(...sources.map((s) => el('option', { value: s, text: s })));
-    if (sources.includes(chosen)) ui.knSource.value = chosen;
-    const source = ui.knSource.value;
-    const kind = ui.knFilter.value ? `&kind=${enc(ui.knFilter.value)}` : '';
-    const { entries } = source ? await api('GET', `${knBase}entries?source=${enc(source)}${kind}`) : { entries: [] };
+    const mod = await import(meta.script);
     if (seq !== app.panelSeq) return;
-    ui.knEntries.replaceChildren(...entries.map(entryRow));
-    setMsg(ui.knNote, source ? 'kn.count' : 'kn.noSources', { n: entries.length });
+    made = mod.default(panelHost);
   } catch (e) {
-    if (seq === app.panelSeq) ui.knNote.textContent = e.message;
-  }
-}
-
-// knKindChanged relabels the form's two fields for a term or an example.
-function knKindChanged() {
-  const ex = knKind() === 'example';
-  setMsg(ui.knALabel, ex ? 'kn.question' : 'kn.term');
-  setMsg(ui.knBLabel, ex ? 'kn.sql' : 'kn.description');
-  ui.knB.spellcheck = !ex;
-}
-
-async function addKnowledge(e) {
-  e.preventDefault();
-  const kind = knKind();
-  const a = ui.knA.value.trim();
-  const b = ui.knB.value.trim();
-  const entry = kind === 'example' ? { question: a, sql: b } : { term: a, description: b };
-  try {
-    await api('POST', knBase + plural(kind), { source: ui.knSource.value, ...entry });
-  } catch (err) {
-    ui.knNote.textContent = err.message;
+    note('note.panelFailed', 'error', { error: e.message });
     return;
   }
-  ui.knA.value = '';
-  ui.knB.value = '';
-  await refreshKnowledge();
-}
-
-async function importKnowledge(file) {
-  if (!file) return;
-  try {
-    const res = await api('POST', `${knBase}import?source=${enc(ui.knSource.value)}`, { yaml: await file.text() });
-    await refreshKnowledge();
-    setMsg(ui.knNote, 'kn.imported', { name: file.name, n: (res.created ?? 0) + (res.updated ?? 0) });
-  } catch (err) {
-    ui.knNote.textContent = err.message;
+  app.panel = made;
+  if (made.element) {
+    ui.panelSlot.append(made.element);
+    ui.panelSlot.hidden = false;
+  }
+  if (made.upload) {
+    ui.upload.hidden = false;
+    ui.uploadFile.accept = made.upload.accept || '';
+    if (made.upload.title) {
+      ui.upload.dataset.i18nTitle = made.upload.title;
+      ui.upload.title = t(made.upload.title);
+    }
   }
 }
 
 // refreshPanels refreshes the open agent's own panel, if it has one.
 function refreshPanels() {
-  if (app.agent === REPORT) return refreshReport();
-  if (app.agent === ANALYST) return refreshKnowledge();
-  return null;
+  return app.panel?.refresh?.() ?? null;
 }
 
 // ---- thread state and history ----
@@ -1558,15 +1428,15 @@ async function selectAgent(name) {
   ui.agent.value = name;
   localStorage.setItem('loom.agent', name);
   showDescription();
-  ui.upload.hidden = name !== REPORT;
-  ui.reportPanel.hidden = name !== REPORT;
-  ui.knPanel.hidden = name !== ANALYST;
+  await mountPanel(name);
   try {
     const [schemas, graph] = await Promise.all([
       api('GET', `/assistants/${enc(name)}/schemas`),
       api('GET', `/assistants/${enc(name)}/graph`),
     ]);
     app.schema = schemas.input_schema;
+    app.configSchema = schemas.config_schema;
+    app.stateSchema = schemas.state_schema;
     app.mermaid = graph.mermaid || '';
     ui.mermaid.textContent = app.mermaid;
     app.spec = { name, ...graph.spec };
@@ -1632,20 +1502,6 @@ async function init() {
     const f = ui.uploadFile.files[0];
     ui.uploadFile.value = '';
     uploadFile(f);
-  });
-  ui.reportRefresh.addEventListener('click', refreshReport);
-  ui.knSource.addEventListener('change', () => {
-    localStorage.setItem('loom.knSource', ui.knSource.value);
-    refreshKnowledge();
-  });
-  ui.knFilter.addEventListener('change', refreshKnowledge);
-  for (const r of ui.knForm.querySelectorAll('input[name="kn-kind"]')) r.addEventListener('change', knKindChanged);
-  ui.knForm.addEventListener('submit', addKnowledge);
-  ui.knImport.addEventListener('click', () => ui.knImportFile.click());
-  ui.knImportFile.addEventListener('change', () => {
-    const f = ui.knImportFile.files[0];
-    ui.knImportFile.value = '';
-    importKnowledge(f);
   });
   ui.key.value = app.key;
   ui.keyForm.addEventListener('submit', (e) => {
