@@ -2,16 +2,19 @@ package dataagent_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // writes the test dealer
 
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/datasource"
@@ -204,6 +207,27 @@ func userText(r llmtest.Request) string {
 	return ""
 }
 
+// dealer writes the test dealer (testdata/dealer.sql, made up for these
+// tests) into a SQLite file of the test's own and returns the source that
+// reads it.
+func dealer(t *testing.T) datasource.Config {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("testdata", "dealer.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dealer.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(string(script)); err != nil {
+		t.Fatalf("writing the dealer: %v", err)
+	}
+	return datasource.Config{Name: "dealer", URL: path, Description: "a car dealer: salespersons, customers, cars, sales and their payments (2024)"}
+}
+
 // defog loads the defog database name into a PostgreSQL schema of the
 // test's own and returns the source that reads it.
 func defog(t *testing.T, name string) datasource.Config {
@@ -233,6 +257,18 @@ func defog(t *testing.T, name string) datasource.Config {
 func query(t *testing.T, src datasource.Config, stmt string) [][]any {
 	t.Helper()
 	ctx := context.Background()
+	if !strings.HasPrefix(src.URL, "postgres") {
+		s, err := datasource.Open(ctx, src.URL, datasource.DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		res, err := s.Query(ctx, stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Rows
+	}
 	conn, err := pgx.Connect(ctx, src.URL)
 	if err != nil {
 		t.Fatal(err)
