@@ -107,7 +107,7 @@ func TestConstraintsInFirstMessage(t *testing.T) {
 			if k := pendingKind(t, res); k != kindPlan {
 				t.Fatalf("waits on %q, want the plan card", k)
 			}
-			card := Reply(nil, res.Interrupt)
+			card := replyText(nil, res.Interrupt)
 			if !strings.Contains(card, tc.card) || !strings.Contains(card, "避开：周三晚上") {
 				t.Errorf("the plan card does not show the constraint:\n%s", card)
 			}
@@ -139,7 +139,7 @@ func TestRejectionKeepsWholeDay(t *testing.T) {
 	p := start(t, "", nil)
 	p.say(t, "t", "帮我安排下周的复习", true)
 	res := p.say(t, "t", "取消，周三不行", true)
-	if card := Reply(nil, res.Interrupt); !strings.Contains(card, "你的要求：周三全天 不排任务") {
+	if card := replyText(nil, res.Interrupt); !strings.Contains(card, "你的要求：周三全天 不排任务") {
 		t.Errorf("the new plan card does not show Wednesday:\n%s", card)
 	}
 	for res.Status != "done" {
@@ -159,14 +159,14 @@ func TestConstraintsCarryOver(t *testing.T) {
 	for res.Status != "done" {
 		res = p.say(t, "a", "确认", true)
 	}
-	got, err := p.store.Constraints(context.Background(), DefaultOwner)
+	got, err := p.store.constraints(context.Background(), DefaultOwner)
 	if err != nil || !slices.Equal(got, []Avoid{{Day: 3}}) {
 		t.Fatalf("saved constraints %v (%v), want Wednesday", got, err)
 	}
 
 	// A new thread: the card shows Wednesday, and the week keeps it.
 	res = p.say(t, "b", "帮我安排下周的复习", true)
-	if card := Reply(nil, res.Interrupt); !strings.Contains(card, "周三全天 不排任务") {
+	if card := replyText(nil, res.Interrupt); !strings.Contains(card, "周三全天 不排任务") {
 		t.Errorf("a new thread's card forgets Wednesday:\n%s", card)
 	}
 	for res.Status != "done" {
@@ -195,7 +195,7 @@ func TestConstraintsCarryOver(t *testing.T) {
 	} else if !strings.Contains(res.State.Reply, "记下了") {
 		t.Errorf("the reply does not say the constraint was noted: %s", res.State.Reply)
 	}
-	got, _ = p.store.Constraints(context.Background(), DefaultOwner)
+	got, _ = p.store.constraints(context.Background(), DefaultOwner)
 	if !slices.Equal(got, []Avoid{{Day: 3}, {Day: 7}}) {
 		t.Errorf("saved constraints %v, want Wednesday and Sunday", got)
 	}
@@ -205,7 +205,7 @@ func TestConstraintsCarryOver(t *testing.T) {
 	if res.Status != "done" || !strings.Contains(res.State.Reply, "周三全天 又可以排任务了") {
 		t.Errorf("lifting Wednesday replied %q", res.State.Reply)
 	}
-	got, _ = p.store.Constraints(context.Background(), DefaultOwner)
+	got, _ = p.store.constraints(context.Background(), DefaultOwner)
 	if !slices.Equal(got, []Avoid{{Day: 7}}) {
 		t.Errorf("saved constraints %v, want Sunday only", got)
 	}
@@ -215,14 +215,14 @@ func TestConstraintsCarryOver(t *testing.T) {
 func TestConstraintsPerOwner(t *testing.T) {
 	p := start(t, "", nil)
 	ctx := context.Background()
-	if err := p.store.SetConstraints(ctx, "alice", []Avoid{{Day: 2}}); err != nil {
+	if err := p.store.setConstraints(ctx, "alice", []Avoid{{Day: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := p.store.Constraints(ctx, DefaultOwner); len(got) != 0 {
+	if got, _ := p.store.constraints(ctx, DefaultOwner); len(got) != 0 {
 		t.Errorf("demo has alice's constraints %v", got)
 	}
 	res := p.say(t, "t", "帮我安排下周的复习", true)
-	if card := Reply(nil, res.Interrupt); strings.Contains(card, "你的要求") {
+	if card := replyText(nil, res.Interrupt); strings.Contains(card, "你的要求") {
 		t.Errorf("demo's card shows a constraint:\n%s", card)
 	}
 }

@@ -29,7 +29,7 @@ func TestManualEdit(t *testing.T) {
 			if k := pendingKind(t, res); k != "tool:"+toolMove {
 				t.Fatalf("%q waits on %q (%s), want a move card", tc.text, k, res.State.Reply)
 			}
-			card := Reply(nil, res.Interrupt)
+			card := replyText(nil, res.Interrupt)
 			if !strings.Contains(card, tc.where) {
 				t.Errorf("the card does not say where: %s", card)
 			}
@@ -120,14 +120,14 @@ func TestClassEdit(t *testing.T) {
 			if err := s.Move(Placement{Task: 107, Day: 3, Start: 0}); err != nil {
 				t.Fatalf("set up %s on Thursday: %v", it.Name, err)
 			}
-			if err := p.store.Commit(context.Background(), before, s, "", ""); err != nil {
+			if err := p.store.commit(context.Background(), before, s, "", ""); err != nil {
 				t.Fatal(err)
 			}
 			res = p.say(t, "t", text, true)
 			if k := pendingKind(t, res); k != "tool:"+toolUpsertClass {
 				t.Fatalf("waits on %q (%s), want a task-class card", k, res.State.Reply)
 			}
-			if card := Reply(nil, res.Interrupt); !strings.Contains(card, "物理作业") || !strings.Contains(card, "周四") {
+			if card := replyText(nil, res.Interrupt); !strings.Contains(card, "物理作业") || !strings.Contains(card, "周四") {
 				t.Errorf("the card: %s", card)
 			}
 			for res.Status != "done" {
@@ -145,7 +145,7 @@ func TestClassEdit(t *testing.T) {
 			if c := s.Class(22); !slices.Contains(c.ExcludedDays, 4) {
 				t.Errorf("物理作业 excludes %v, want Thursday among them", c.ExcludedDays)
 			}
-			if got, _ := p.store.Constraints(context.Background(), DefaultOwner); len(got) != 0 {
+			if got, _ := p.store.constraints(context.Background(), DefaultOwner); len(got) != 0 {
 				t.Errorf("a class's day became everyone's constraint: %v", got)
 			}
 		})

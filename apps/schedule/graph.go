@@ -159,9 +159,6 @@ func New(cfg Config) (*Agent, error) {
 // roundStatus is the status line of a round of execution.
 func roundStatus(round int) string { return fmt.Sprintf("思考下一步（第 %d 轮）", round) }
 
-// Tools returns the agent's tool registry.
-func (a *Agent) Tools() *tool.Registry { return a.tools }
-
 // Graph builds the agent's graph:
 //
 //	chat → plan ⟲ → confirm → interrupt → chat (resume) → step → execute (ReAct) → advance → step … → deliver
@@ -229,7 +226,7 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, fmt.Errorf("chat: %w", err)
 	}
-	saved, err := a.cfg.Store.Constraints(ctx, a.owner(ctx))
+	saved, err := a.cfg.Store.constraints(ctx, a.owner(ctx))
 	if err != nil {
 		return s, fmt.Errorf("chat: %w", err)
 	}
@@ -264,7 +261,7 @@ func (a *Agent) chat(ctx context.Context, s State) (State, error) {
 // saveConstraints keeps the times the run's owner wants kept free for
 // their next threads. A failure is logged: the task goes on with them.
 func (a *Agent) saveConstraints(ctx context.Context, avoid []Avoid) {
-	if err := a.cfg.Store.SetConstraints(ctx, a.owner(ctx), avoid); err != nil {
+	if err := a.cfg.Store.setConstraints(ctx, a.owner(ctx), avoid); err != nil {
 		a.log.WarnContext(ctx, "schedule: constraints not saved", "err", err)
 	}
 }

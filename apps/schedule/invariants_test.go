@@ -155,7 +155,7 @@ func TestCommitMatchesMemory(t *testing.T) {
 	for seed := uint64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewPCG(seed, 11))
 		g := Generate(seed)
-		if err := st.Create(ctx, g); err != nil {
+		if _, err := st.create(ctx, g, false); err != nil {
 			t.Fatal(err)
 		}
 		for round := range 8 {
@@ -171,16 +171,16 @@ func TestCommitMatchesMemory(t *testing.T) {
 			case 0:
 				RoughSchedule(after, RoughOptions{})
 			case 5: // a new class with items, as upsert_task_class makes
-				after.Classes = append(after.Classes, TaskClass{ID: after.NextID(), Name: "新课", ExcludedDays: []int{2, 6}, Strategy: strategyRapid,
+				after.Classes = append(after.Classes, TaskClass{ID: after.nextID(), Name: "新课", ExcludedDays: []int{2, 6}, Strategy: strategyRapid,
 					Profile: Profile{Subject: "化学", Difficulty: 2, Prefer: periodEvening}})
-				after.Items = append(after.Items, Item{ID: after.NextID(), Class: after.Classes[len(after.Classes)-1].ID, Name: "新课#1", Slots: 2, Status: statusPending})
+				after.Items = append(after.Items, Item{ID: after.nextID(), Class: after.Classes[len(after.Classes)-1].ID, Name: "新课#1", Slots: 2, Status: statusPending})
 			default:
 				for range 10 {
 					_, _, op := randomOp(r, after)
 					_ = op(after)
 				}
 			}
-			if err := st.Commit(ctx, before, after, "", ""); err != nil {
+			if err := st.commit(ctx, before, after, "", ""); err != nil {
 				t.Fatalf("seed %d round %d: %v", seed, round, err)
 			}
 			g = after
@@ -188,7 +188,7 @@ func TestCommitMatchesMemory(t *testing.T) {
 			stale := before.Clone()
 			RoughSchedule(stale, RoughOptions{})
 			stale.Items = append(stale.Items, Item{ID: 99999, Name: "x", Slots: 1, Status: statusPending})
-			if err := st.Commit(ctx, before, stale, "", ""); !errors.Is(err, ErrConflict) {
+			if err := st.commit(ctx, before, stale, "", ""); !errors.Is(err, ErrConflict) {
 				t.Fatalf("seed %d round %d: stale commit: %v, want ErrConflict", seed, round, err)
 			}
 		}

@@ -34,7 +34,7 @@ func (s *Schedule) Swap(a, b int) error {
 		return fmt.Errorf("swap: %w", err)
 	}
 	if la != lb {
-		return fmt.Errorf("swap %s (%d slots) and %s (%d slots): lengths differ: %w", s.Label(a), la, s.Label(b), lb, ErrOverlap)
+		return fmt.Errorf("swap %s (%d slots) and %s (%d slots): lengths differ: %w", s.label(a), la, s.label(b), lb, ErrOverlap)
 	}
 	return s.relocate([]Placement{{Task: a, Day: pb.Day, Start: pb.Start}, {Task: b, Day: pa.Day, Start: pa.Start}}, false)
 }
@@ -44,7 +44,7 @@ func (s *Schedule) Unplace(id int) error {
 	it := s.Item(id)
 	switch {
 	case it == nil && s.Event(id) != nil:
-		return fmt.Errorf("unplace %s: events cannot be unplaced: %w", s.Label(id), ErrStatus)
+		return fmt.Errorf("unplace %s: events cannot be unplaced: %w", s.label(id), ErrStatus)
 	case it == nil:
 		return fmt.Errorf("unplace task %d: %w", id, ErrNotFound)
 	case !it.Placed():

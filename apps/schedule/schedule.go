@@ -226,8 +226,8 @@ func (s *Schedule) Pending() []Item {
 	return out
 }
 
-// NextID returns an id not used by any event, class or item.
-func (s *Schedule) NextID() int {
+// nextID returns an id not used by any event, class or item.
+func (s *Schedule) nextID() int {
 	n := 0
 	for _, e := range s.Events {
 		n = max(n, e.ID)
@@ -268,8 +268,8 @@ func (s *Schedule) Where(day, start, slots int) string {
 	return fmt.Sprintf("%s 第%d-%d节", s.DayName(day), start+1, start+slots)
 }
 
-// Label names a task or event for people: "高数复习#2".
-func (s *Schedule) Label(id int) string {
+// label names a task or event for people: "高数复习#2".
+func (s *Schedule) label(id int) string {
 	if it := s.Item(id); it != nil {
 		return it.Name
 	}

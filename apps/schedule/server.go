@@ -67,7 +67,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Migrations:   Migrations,
 		RoutesPrefix: "/api/v1/schedule/",
 		FromChat:     fromChat,
-		Reply:        Reply,
+		Reply:        replyText,
 		Answer:       chatAnswer,
 	}
 }
@@ -128,9 +128,9 @@ type card struct {
 	Rounds  int    `json:"rounds"`
 }
 
-// Reply is the assistant's text for a run: the card or question it waits
+// replyText is the assistant's text for a run: the card or question it waits
 // on, else the chat reply or the summary.
-func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+func replyText(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	if pending != nil {
 		var c card
 		if err := json.Unmarshal(pending.Payload, &c); err != nil {

@@ -118,12 +118,6 @@ func (st *Store) EnsureSample(ctx context.Context, owner string) (bool, error) {
 	return st.create(ctx, Sample(owner), true)
 }
 
-// Create stores a new schedule for s.Owner, in one transaction.
-func (st *Store) Create(ctx context.Context, s *Schedule) error {
-	_, err := st.create(ctx, s, false)
-	return err
-}
-
 // create stores a new schedule for s.Owner, in one transaction, and
 // reports whether it did: with ifAbsent, an owner who has a schedule
 // keeps it (found by the window's insert, which waits for a concurrent
@@ -259,9 +253,9 @@ func (st *Store) loadRows(ctx context.Context, tx *sql.Tx, s *Schedule) error {
 	})
 }
 
-// Committed returns the result stored by the commit made under key, if
+// committed returns the result stored by the commit made under key, if
 // there was one.
-func (st *Store) Committed(ctx context.Context, owner, key string) (string, bool, error) {
+func (st *Store) committed(ctx context.Context, owner, key string) (string, bool, error) {
 	var result string
 	err := st.db.SQL().QueryRowContext(ctx, st.q(`SELECT result FROM schedule_commits WHERE owner = ? AND step_key = ?`), owner, key).Scan(&result)
 	switch {
@@ -273,12 +267,12 @@ func (st *Store) Committed(ctx context.Context, owner, key string) (string, bool
 	return result, true, nil
 }
 
-// Commit writes the difference between before (as loaded) and after in
+// commit writes the difference between before (as loaded) and after in
 // one transaction, and bumps the revision. It fails with ErrConflict when
 // the stored revision is no longer before's. With a key (graph.StepKey) it
-// also records result under it, so Committed finds it. It sets
+// also records result under it, so committed finds it. It sets
 // after.Revision to the new revision.
-func (st *Store) Commit(ctx context.Context, before, after *Schedule, key, result string) error {
+func (st *Store) commit(ctx context.Context, before, after *Schedule, key, result string) error {
 	changes, err := diff(before, after)
 	if err != nil {
 		return fmt.Errorf("schedule store: commit %s: %w", before.Owner, err)
@@ -410,9 +404,9 @@ func tableOf(query string) string {
 	return ""
 }
 
-// Constraints returns the times owner wants kept free, as last saved; none
+// constraints returns the times owner wants kept free, as last saved; none
 // for an owner who never said.
-func (st *Store) Constraints(ctx context.Context, owner string) ([]Avoid, error) {
+func (st *Store) constraints(ctx context.Context, owner string) ([]Avoid, error) {
 	var raw string
 	err := st.db.SQL().QueryRowContext(ctx, st.q(`SELECT avoid FROM schedule_constraints WHERE owner = ?`), owner).Scan(&raw)
 	switch {
@@ -428,8 +422,8 @@ func (st *Store) Constraints(ctx context.Context, owner string) ([]Avoid, error)
 	return normalizeAvoids(avoid), nil
 }
 
-// SetConstraints replaces the times owner wants kept free.
-func (st *Store) SetConstraints(ctx context.Context, owner string, avoid []Avoid) error {
+// setConstraints replaces the times owner wants kept free.
+func (st *Store) setConstraints(ctx context.Context, owner string, avoid []Avoid) error {
 	avoid = normalizeAvoids(avoid)
 	if avoid == nil {
 		avoid = []Avoid{}

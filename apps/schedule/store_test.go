@@ -45,18 +45,18 @@ func TestStoreOnEachDatabase(t *testing.T) {
 			}
 			after := before.Clone()
 			after.Events[0].Name += " (moved)"
-			if err := st.Commit(ctx, before, after, "step-1", "done"); err != nil {
+			if err := st.commit(ctx, before, after, "step-1", "done"); err != nil {
 				t.Fatal(err)
 			}
-			if got, ok, err := st.Committed(ctx, "u", "step-1"); err != nil || !ok || got != "done" {
+			if got, ok, err := st.committed(ctx, "u", "step-1"); err != nil || !ok || got != "done" {
 				t.Errorf("Committed: %q %v %v, want done", got, ok, err)
 			}
 			stale := before.Clone()
 			stale.Events[0].Name = "stale"
-			if err := st.Commit(ctx, before, stale, "step-2", "no"); !errors.Is(err, ErrConflict) {
+			if err := st.commit(ctx, before, stale, "step-2", "no"); !errors.Is(err, ErrConflict) {
 				t.Errorf("stale commit: %v, want ErrConflict", err)
 			}
-			if _, ok, _ := st.Committed(ctx, "u", "step-2"); ok {
+			if _, ok, _ := st.committed(ctx, "u", "step-2"); ok {
 				t.Error("the stale commit recorded its step")
 			}
 			now, err := st.Load(ctx, "u")
@@ -67,10 +67,10 @@ func TestStoreOnEachDatabase(t *testing.T) {
 				t.Errorf("stored revision %d (want %d), same as committed: %v", now.Revision, before.Revision+1, canonical(now) == canonical(after))
 			}
 			for _, avoid := range [][]Avoid{{{Day: 3, From: 2, To: 4}}, nil} {
-				if err := st.SetConstraints(ctx, "u", avoid); err != nil {
+				if err := st.setConstraints(ctx, "u", avoid); err != nil {
 					t.Fatal(err)
 				}
-				got, err := st.Constraints(ctx, "u")
+				got, err := st.constraints(ctx, "u")
 				if err != nil || len(got) != len(avoid) {
 					t.Errorf("constraints after setting %v: %v %v", avoid, got, err)
 				}

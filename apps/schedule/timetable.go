@@ -123,7 +123,7 @@ func (a *Agent) Week(ctx context.Context) (Timetable, error) {
 	if err != nil {
 		return Timetable{}, fmt.Errorf("schedule week: %w", err)
 	}
-	avoid, err := a.cfg.Store.Constraints(ctx, a.owner(ctx))
+	avoid, err := a.cfg.Store.constraints(ctx, a.owner(ctx))
 	if err != nil {
 		return Timetable{}, fmt.Errorf("schedule week: %w", err)
 	}
@@ -155,7 +155,7 @@ func routes(srv *server.Server, a *Agent) http.Handler {
 		writeJSON(w, t)
 	})
 	m.HandleFunc("GET /api/v1/schedule/constraints", func(w http.ResponseWriter, r *http.Request) {
-		avoid, err := a.cfg.Store.Constraints(r.Context(), a.owner(r.Context()))
+		avoid, err := a.cfg.Store.constraints(r.Context(), a.owner(r.Context()))
 		if err != nil {
 			srv.Fail(w, r, err)
 			return
@@ -180,7 +180,7 @@ func routes(srv *server.Server, a *Agent) http.Handler {
 				return
 			}
 		}
-		if err := a.cfg.Store.SetConstraints(r.Context(), a.owner(r.Context()), body.Avoid); err != nil {
+		if err := a.cfg.Store.setConstraints(r.Context(), a.owner(r.Context()), body.Avoid); err != nil {
 			srv.Fail(w, r, err)
 			return
 		}

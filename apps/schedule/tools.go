@@ -203,7 +203,7 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 	}
 	key := graph.StepKey(ctx)
 	if key != "" {
-		if res, ok, err := a.cfg.Store.Committed(ctx, a.owner(ctx), key); err != nil || ok {
+		if res, ok, err := a.cfg.Store.committed(ctx, a.owner(ctx), key); err != nil || ok {
 			return res, err
 		}
 	}
@@ -219,7 +219,7 @@ func (a *Agent) write(ctx context.Context, change func(s *Schedule) (string, err
 		}
 		h0, h1 := Measure(before).Health(), Measure(after).Health()
 		result += fmt.Sprintf("（健康度 %.1f → %.1f，修订 %d）", h0, h1, before.Revision+1)
-		err = a.cfg.Store.Commit(ctx, before, after, key, result)
+		err = a.cfg.Store.commit(ctx, before, after, key, result)
 		if errors.Is(err, ErrConflict) && attempt < 3 {
 			continue
 		}
@@ -497,7 +497,7 @@ func placementsText(s *Schedule, ps []Placement) string {
 		} else if e := s.Event(p.Task); e != nil {
 			slots = e.Slots
 		}
-		parts[i] = s.Label(p.Task) + " → " + s.Where(p.Day, p.Start, slots)
+		parts[i] = s.label(p.Task) + " → " + s.Where(p.Day, p.Start, slots)
 	}
 	return strings.Join(parts, "；")
 }
@@ -530,13 +530,13 @@ func (a *Agent) swap(ctx context.Context, args swapArgs) (string, error) {
 		if err := s.Swap(args.A, args.B); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("已交换 %s 与 %s", s.Label(args.A), s.Label(args.B)), nil
+		return fmt.Sprintf("已交换 %s 与 %s", s.label(args.A), s.label(args.B)), nil
 	})
 }
 
 func (a *Agent) describeSwap(ctx context.Context, args swapArgs) string {
 	return a.describe(ctx, func(s *Schedule) string {
-		return fmt.Sprintf("交换 %s 与 %s 的时段", s.Label(args.A), s.Label(args.B))
+		return fmt.Sprintf("交换 %s 与 %s 的时段", s.label(args.A), s.label(args.B))
 	})
 }
 
@@ -568,19 +568,19 @@ func (a *Agent) unplace(ctx context.Context, args taskArgs) (string, error) {
 		if err := s.Unplace(args.TaskID); err != nil {
 			return "", err
 		}
-		return "已取消放置 " + s.Label(args.TaskID) + "，它回到待安排", nil
+		return "已取消放置 " + s.label(args.TaskID) + "，它回到待安排", nil
 	})
 }
 
 func (a *Agent) describeUnplace(ctx context.Context, args taskArgs) string {
-	return a.describe(ctx, func(s *Schedule) string { return "取消放置 " + s.Label(args.TaskID) })
+	return a.describe(ctx, func(s *Schedule) string { return "取消放置 " + s.label(args.TaskID) })
 }
 
 func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error) {
 	return a.write(ctx, func(s *Schedule) (string, error) {
 		c := s.Class(args.ID)
 		if args.ID == 0 {
-			s.Classes = append(s.Classes, TaskClass{ID: s.NextID(), Strategy: strategySteady, Profile: Profile{Difficulty: 2, Prefer: periodAny}})
+			s.Classes = append(s.Classes, TaskClass{ID: s.nextID(), Strategy: strategySteady, Profile: Profile{Difficulty: 2, Prefer: periodAny}})
 			c = &s.Classes[len(s.Classes)-1]
 		} else if c == nil {
 			return "", fmt.Errorf("task class %d: %w", args.ID, ErrNotFound)
@@ -614,7 +614,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 				}
 			}
 			for k := range n.Count {
-				s.Items = append(s.Items, Item{ID: s.NextID(), Class: class.ID, Name: fmt.Sprintf("%s#%d", prefix, existing+k+1), Slots: n.Slots, Status: statusPending})
+				s.Items = append(s.Items, Item{ID: s.nextID(), Class: class.ID, Name: fmt.Sprintf("%s#%d", prefix, existing+k+1), Slots: n.Slots, Status: statusPending})
 				added++
 			}
 		}

@@ -84,7 +84,7 @@ func TestTools(t *testing.T) {
 		{tool: toolAnalyzeHealth, args: `{"avoid_days_of_week":[3]}`, check: says(`"candidates":[{"index":0,"op":"place"`, `"stagnation":false`)},
 		{tool: toolApplyCandidate, args: `{"index":0,"revision":0}`, err: "call analyze_health again"},
 	} {
-		tl, _, ok := p.agent.Tools().Lookup(tc.tool)
+		tl, _, ok := p.agent.tools.Lookup(tc.tool)
 		if !ok {
 			t.Fatalf("no tool %s", tc.tool)
 		}

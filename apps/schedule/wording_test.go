@@ -34,7 +34,7 @@ func (p *process) turn(t *testing.T, text string, resume bool) (status []string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return status, Reply(cp.State, cp.Interrupt)
+	return status, replyText(cp.State, cp.Interrupt)
 }
 
 // What the student reads, whole, over the sample schedule without a
