@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // analyse groups the cells of an OCR'd page into rows by their vertical
@@ -198,15 +199,23 @@ func (l *Layout) table(first, last int) {
 }
 
 // splitLabel tells a label — text ending in a colon, or text, a colon and
-// a value ("客户：张三") — from other text, and splits it.
+// a value ("客户：张三") — from other text, and splits it. Colons may be
+// full- or half-width; a comma OCR read where a colon was is taken as one
+// after a short Chinese label ("单号，XS20240518") or at the end of a
+// cell ("Date,").
 func splitLabel(s string) (label, value string, ok bool) {
+	s = strings.TrimSpace(s)
 	i := strings.IndexAny(s, ":：")
+	if i <= 0 {
+		i = commaColon(s)
+	}
 	if i <= 0 {
 		return "", "", false
 	}
 	label = strings.TrimSpace(s[:i])
 	_, n := firstRune(s[i:])
-	value = strings.TrimSpace(s[i+n:])
+	// Underscores after a label are a line to fill in, not a value.
+	value = strings.TrimSpace(strings.Trim(strings.TrimSpace(s[i+n:]), "_＿"))
 	// A time or a ratio ("12:30") is not a label.
 	hasLetter := false
 	for _, r := range label {
@@ -219,6 +228,30 @@ func splitLabel(s string) (label, value string, ok bool) {
 		return "", "", false
 	}
 	return label, value, true
+}
+
+// commaColon is where a comma that stands for a colon is in s, -1 for
+// none: the last character, or the first full-width comma after two to
+// eight Chinese characters.
+func commaColon(s string) int {
+	if last, n := utf8.DecodeLastRuneInString(s); strings.ContainsRune(",，;；", last) {
+		return len(s) - n
+	}
+	i := strings.Index(s, "，")
+	if i <= 0 {
+		return -1
+	}
+	k := 0
+	for _, r := range s[:i] {
+		if !unicode.Is(unicode.Han, r) {
+			return -1
+		}
+		k++
+	}
+	if k < 2 || k > 8 {
+		return -1
+	}
+	return i
 }
 
 func firstRune(s string) (rune, int) {

@@ -126,8 +126,7 @@ func FromImage(ctx context.Context, img []byte, opts Options) (*Layout, error) {
 	if err := CheckPicture(img); err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
-	clean, rules := withoutRules(img)
-	w, h, words, err := OCR(ctx, clean, opts.psm())
+	w, h, words, rules, err := readPicture(ctx, img, opts.psm())
 	if err != nil {
 		return nil, fmt.Errorf("reading layout: %w", err)
 	}
@@ -163,7 +162,10 @@ func FromWords(w, h int, words []Word, minConfidence float64) *Layout {
 	}
 	kept := make([]Word, 0, len(words))
 	for _, wd := range words {
-		if wd.Confidence < minConfidence || isRule(wd.Text) || wd.Confidence < 60 && wd.Box.H < minH {
+		if colon(wd.Text) {
+			// A colon read as a word of its own ends the label before it.
+			wd.Confidence = max(wd.Confidence, minConfidence)
+		} else if wd.Confidence < minConfidence || isRule(wd.Text) || wd.Confidence < 60 && wd.Box.H < minH {
 			continue
 		}
 		kept = append(kept, wd)
@@ -172,6 +174,12 @@ func FromWords(w, h int, words []Word, minConfidence float64) *Layout {
 	l.Cells = joinWords(kept)
 	l.analyse()
 	return l
+}
+
+// colon is a word that is only a colon, full- or half-width (or the
+// comma OCR may read one as).
+func colon(s string) bool {
+	return s == ":" || s == "：" || s == "，" || s == ","
 }
 
 // isRule is a "word" made of the strokes OCR reads table borders as.
@@ -204,6 +212,22 @@ func joinWords(words []Word) []Cell {
 		var cur *Cell
 		var last Box
 		for _, wd := range ws {
+			if colon(wd.Text) {
+				// A colon of its own ends the cell before it, as a colon
+				// (a comma here is one misread); one with no cell before
+				// it on its line is a speck.
+				if cur != nil && wd.Box.X-last.Right() < 3*max(last.H, wd.Box.H) {
+					ra, _ := utf8.DecodeLastRuneInString(cur.Text)
+					if unicode.Is(unicode.Han, ra) {
+						cur.Text += "："
+					} else {
+						cur.Text += ":"
+					}
+					cur.Box = union(cur.Box, wd.Box)
+					last = wd.Box
+				}
+				continue
+			}
 			if gap := wd.Box.X - last.Right(); cur != nil && gap < max(last.H, wd.Box.H) {
 				last = wd.Box
 				cur.Text = joinText(cur.Text, wd.Text, gap*4 > max(last.H, wd.Box.H))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"log/slog"
 	"math"
 	"os/exec"
@@ -40,7 +41,9 @@ var ErrNoPdftoppm = errors.New("pdftoppm is not installed (Debian package popple
 var ErrBadPDF = errors.New("the PDF could not be read")
 
 // FromPDF reads the layout of a page of a PDF (page 1 unless opts.Page
-// says otherwise): pdftoppm draws it at 150 dpi and OCR reads the picture.
+// says otherwise): its text layer (pdftotext -bbox-layout) gives the text
+// and where it is when it has one; otherwise pdftoppm draws it at 150 dpi
+// and OCR reads the picture. The drawn page gives the rules either way.
 func FromPDF(ctx context.Context, pdf []byte, opts Options) (*Layout, error) {
 	if Detect(pdf) != KindPDF {
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
@@ -52,9 +55,19 @@ func FromPDF(ctx context.Context, pdf []byte, opts Options) (*Layout, error) {
 	if err := CheckPicture(png); err != nil {
 		return nil, fmt.Errorf("reading layout of PDF page %d: %w", opts.page(), err)
 	}
-	clean, rules := withoutRules(png)
-	w, h, words, err := OCR(ctx, clean, opts.psm())
-	if err != nil {
+	var w, h int
+	var words []Word
+	var rules []Box
+	if words = textLayer(ctx, pdf, opts.page()); words != nil {
+		// The page's own text, exactly where it is; the drawn page gives
+		// the rules.
+		var g *image.Gray
+		if g, rules = greyWithoutRules(png); g == nil {
+			return nil, fmt.Errorf("reading layout of PDF page %d: %w", opts.page(), ErrBadPDF)
+		}
+		w, h = g.Rect.Dx(), g.Rect.Dy()
+		fitInk(g, words)
+	} else if w, h, words, rules, err = readPicture(ctx, png, opts.psm()); err != nil {
 		return nil, fmt.Errorf("reading layout of PDF page %d: %w", opts.page(), err)
 	}
 	l := FromWords(w, h, words, opts.minConfidence())

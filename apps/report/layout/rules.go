@@ -117,9 +117,23 @@ func bytesPerPixel(m color.Model) int64 {
 // so OCR reads the text next to them, and the rules it found. img is given
 // back unchanged, with no rules, when it cannot be decoded.
 func withoutRules(img []byte) ([]byte, []Box) {
+	g, rules := greyWithoutRules(img)
+	if g == nil {
+		return img, nil
+	}
+	var out bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, g); err != nil {
+		return img, nil
+	}
+	return out.Bytes(), rules
+}
+
+// greyWithoutRules is withoutRules' picture before it is encoded, nil
+// when img cannot be decoded.
+func greyWithoutRules(img []byte) (*image.Gray, []Box) {
 	src, _, err := image.Decode(bytes.NewReader(img))
 	if err != nil {
-		return img, nil
+		return nil, nil
 	}
 	g := grey(src)
 	w, h := g.Rect.Dx(), g.Rect.Dy()
@@ -146,11 +160,7 @@ func withoutRules(img []byte) ([]byte, []Box) {
 			g.Pix[(i/w)*g.Stride+i%w] = 255
 		}
 	}
-	var out bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, g); err != nil {
-		return img, nil
-	}
-	return out.Bytes(), append(thicken(hruns, true), thicken(vruns, false)...)
+	return g, append(thicken(hruns, true), thicken(vruns, false)...)
 }
 
 // runs calls found for each run of at least minRun positions that are
