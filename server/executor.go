@@ -42,8 +42,8 @@ type executor interface {
 	// (rec is its record), or nil.
 	kept(ctx context.Context, rec *RunRecord) (*run, error)
 	// held returns the runs of thread that this process holds in memory,
-	// newer than their records say, newest first; busy is their number
-	// above zero. The job queue holds none: its records are up to date.
+	// whose records may be behind, newest first (a thread that has any is
+	// busy). The job queue holds none: its records are up to date.
 	held(thread string) []*run
 	// busyThreads returns the threads that runs of this process hold,
 	// and whether it keeps that in memory rather than in the threads'
