@@ -136,23 +136,34 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shot("2-undo.png")
 
-	// Fork the head with a new title: another head, still waiting.
+	// Fork the head with a new title, in the form made from the state's
+	// schema: another head, still waiting.
 	b.do("open the fork dialog", chromedp.Click(chromedp.CSS(`#history li.cp.head button.fork`)),
-		chromedp.WaitVisible(chromedp.CSS(`#fork-dialog[open] #fork-values`)))
-	edited := eval[string](b, `(() => { const v = JSON.parse(document.querySelector('#fork-values').value); v.title = 'launch v2'; return JSON.stringify(v); })()`)
-	b.do("fork", chromedp.SetValue(chromedp.CSS(`#fork-values`), edited),
+		chromedp.WaitVisible(chromedp.CSS(`#fork-dialog[open] #fork-fields input#fork-f-title`)))
+	types := eval[map[string]string](b, `Object.fromEntries([...document.querySelectorAll('#fork-fields [data-field]')].map(e => [e.dataset.field, e.dataset.type + ':' + (e.type || e.tagName)]))`)
+	if types["title"] != "string:text" || types["approved"] != "boolean:checkbox" || types["items"] != "array:textarea" {
+		t.Errorf("the fork form's fields are %v; want title as text, approved as a checkbox, items as JSON", types)
+	}
+	if eval[bool](b, `document.querySelector('#fork-raw-box').hidden === false`) {
+		t.Error("the raw JSON shows beside the fork form")
+	}
+	b.shot("2b-fork-form.png")
+	b.do("fork", chromedp.SetValue(chromedp.CSS(`#fork-f-title`), "launch v2"),
 		chromedp.Click(chromedp.CSS(`#fork-dialog button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-kind="fork"] `+pending)),
 		chromedp.WaitNotPresent(chromedp.CSS(`#fork-dialog[open]`)))
 	getJSON(t, base+"/threads/"+tid+"/state", &st)
-	if st.Values.Title != "launch v2" || !slices.Equal(st.Next, []string{"confirm"}) || len(st.Tasks) == 0 || len(st.Tasks[0].Interrupts) == 0 {
-		t.Errorf("after fork: state %+v, next %q, tasks %+v; want title launch v2, waiting on confirm", st.Values, st.Next, st.Tasks)
+	if st.Values.Title != "launch v2" || len(st.Values.Items) != 3 || !slices.Equal(st.Next, []string{"confirm"}) || len(st.Tasks) == 0 || len(st.Tasks[0].Interrupts) == 0 {
+		t.Errorf("after fork: state %+v, next %q, tasks %+v; want title launch v2, its 3 items kept, waiting on confirm", st.Values, st.Next, st.Tasks)
 	}
 
-	// Fork the head to a new thread: the page opens it; this one stays.
+	// Fork the head to a new thread, as raw JSON: the page opens it; this
+	// one stays.
 	b.do("open the fork dialog again", chromedp.Click(chromedp.CSS(`#history li.cp.head button.fork`)),
+		chromedp.WaitVisible(chromedp.CSS(`#fork-dialog[open] #fork-f-title`)),
+		chromedp.Click(chromedp.CSS(`#fork-raw`)),
 		chromedp.WaitVisible(chromedp.CSS(`#fork-dialog[open] #fork-values`)))
-	edited = eval[string](b, `(() => { const v = JSON.parse(document.querySelector('#fork-values').value); v.title = 'launch v3'; return JSON.stringify(v); })()`)
+	edited := eval[string](b, `(() => { const v = JSON.parse(document.querySelector('#fork-values').value); v.title = 'launch v3'; return JSON.stringify(v); })()`)
 	b.do("fork to a new thread", chromedp.SetValue(chromedp.CSS(`#fork-values`), edited),
 		chromedp.Click(chromedp.CSS(`#fork-new`)),
 		chromedp.Click(chromedp.CSS(`#fork-dialog button[type="submit"]`)),

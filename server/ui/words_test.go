@@ -17,11 +17,11 @@ import (
 )
 
 // pageWords are the ASCII words the Chinese page may show: names of
-// formats, protocols and units, which Chinese writes in Latin letters too.
+// formats, protocols, units and keys, which Chinese writes in Latin letters too.
 // The agents' names are added to them; anything else is an untranslated
 // string.
 var pageWords = []string{"API", "JSON", "SQL", "PDF", "PNG", "JPEG", "XLSX", "JRXML", "YAML", "HTML", "Mermaid", "mmd",
-	"Loom", "English", "Authorization", "Bearer", "SSIM", "ms"}
+	"Loom", "English", "Authorization", "Bearer", "SSIM", "ms", "Ctrl"}
 
 // englishWordsJS walks every text node the page shows (and the
 // placeholders of its fields) and lists the ASCII words in them that are

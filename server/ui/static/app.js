@@ -5,7 +5,7 @@
 // text and reasoning), custom (status lines, tool calls and results, the
 // agent's own events), updates (interrupts) and values (states).
 
-import { drawGraph } from './graph.js';
+import { drawGraph, zoomable, compact } from './graph.js';
 import { t, lang, setLang, translate, fieldName, wordFor, countText, addMessages } from './i18n.js';
 import { renderMarkdown, looksLikeMarkdown } from './markdown.js';
 
@@ -18,10 +18,11 @@ const ui = {
   status: $('#run-status'), settings: $('#settings'), keyForm: $('#key-form'), key: $('#api-key'),
   keyClear: $('#key-clear'), timeline: $('#timeline'), composer: $('#composer'), message: $('#message'),
   send: $('#send'), stop: $('#stop'), svg: $('#graph-svg'), mermaid: $('#mermaid'),
+  graphWrap: $('#graph-wrap'), zoomIn: $('#zoom-in'), zoomOut: $('#zoom-out'), zoomFit: $('#zoom-fit'), compactView: $('#compact'),
   mermaidCopy: $('#mermaid-copy'), mermaidDownload: $('#mermaid-download'), graphMsg: $('#graph-msg'),
   history: $('#history'), historyNote: $('#history-note'), copyThread: $('#copy-thread'), refresh: $('#refresh'),
   fork: $('#fork-dialog'), forkForm: $('#fork-form'), forkValues: $('#fork-values'),
-  forkError: $('#fork-error'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'), lang: $('#lang'), forkH: $('#fork-h'),
+  forkError: $('#fork-error'), forkRaw: $('#fork-raw'), forkFields: $('#fork-fields'), forkRawBox: $('#fork-raw-box'), forkCancel: $('#fork-cancel'), forkNew: $('#fork-new'), lang: $('#lang'), forkH: $('#fork-h'),
   upload: $('#upload'), uploadFile: $('#upload-file'), panelSlot: $('#agent-panel'),
 };
 
@@ -33,6 +34,8 @@ const app = {
   configSchema: null, // the schema of its configuration (config.configurable)
   stateSchema: null,  // the schema of its state
   graph: null,        // {highlight} of the drawn graph
+  zoom: null,         // its zoom and pan
+  groupOf: null,      // in the compact view, each node's folded group
   spec: null,         // the graph spec drawn
   mermaid: '',
   thread: '',         // thread id
@@ -1146,11 +1149,14 @@ async function refreshThread(run) {
 function paint() {
   if (!app.graph) return;
   const q = app.busy ? null : pendingOf(app.head);
+  // In the compact view a folded node shows what its members do.
+  const g = (n) => app.groupOf?.get(n) ?? n;
+  const set = (s) => new Set([...(s || [])].map(g));
   app.graph.highlight({
-    running: app.run ? app.run.running : new Set(),
-    visited: app.run ? app.run.visited : new Set(),
-    waiting: q ? q.node : null,
-    next: app.busy ? [] : app.head?.next || [],
+    running: set(app.run?.running),
+    visited: set(app.run?.visited),
+    waiting: q ? g(q.node) : null,
+    next: app.busy ? [] : (app.head?.next || []).map(g),
   });
 }
 
@@ -1210,10 +1216,128 @@ function openFork(s) {
   app.forkFrom = s;
   setMsg(ui.forkH, 'fork.h', { seq: `#${s.metadata?.seq}` });
   ui.forkValues.value = JSON.stringify(s.values, null, 2);
+  ui.forkRaw.checked = !isObject(s.values);
+  showForkMode(s.values);
   ui.forkNew.checked = false;
   ui.forkError.textContent = '';
   ui.fork.showModal();
-  ui.forkValues.focus();
+  (ui.forkRaw.checked ? ui.forkValues : ui.forkFields.querySelector('input, select, textarea') || ui.forkRaw).focus();
+}
+
+// schemaOf is the part of the agent's state schema that describes a
+// field, with a local $ref followed.
+function schemaOf(name) {
+  let p = app.stateSchema?.properties?.[name] || {};
+  const ref = p.$ref || p.allOf?.[0]?.$ref;
+  if (typeof ref === 'string' && ref.startsWith('#/')) {
+    p = ref.slice(2).split('/').reduce((o, k) => o?.[k], app.stateSchema) || {};
+  }
+  return p;
+}
+
+// typeOf is a field's JSON type: from its schema, else from its value.
+function typeOf(schema, v) {
+  const ty = Array.isArray(schema.type) ? schema.type.find((x) => x !== 'null') : schema.type;
+  if (ty) return ty;
+  if (typeof v === 'boolean') return 'boolean';
+  if (typeof v === 'number') return 'number';
+  if (typeof v === 'string') return 'string';
+  return 'json';
+}
+
+// forkField is one field of the fork form, typed by the state schema:
+// text, a number, a switch, a choice, or JSON for what has parts.
+function forkField(name, v) {
+  const schema = schemaOf(name);
+  const ty = typeOf(schema, v);
+  const id = 'fork-f-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+  let input;
+  if (Array.isArray(schema.enum)) {
+    input = el('select', { id }, schema.enum.map((x) => el('option', { value: JSON.stringify(x), text: String(x) })));
+    input.value = JSON.stringify(v ?? schema.enum[0]);
+  } else if (ty === 'boolean') {
+    input = el('input', { id, type: 'checkbox' });
+    input.checked = !!v;
+  } else if (ty === 'integer' || ty === 'number') {
+    input = el('input', { id, type: 'number', step: ty === 'integer' ? '1' : 'any', value: v ?? '' });
+  } else if (ty === 'string') {
+    const long = typeof v === 'string' && (v.length > 60 || v.includes('\n'));
+    input = long ? el('textarea', { id, rows: 3 }) : el('input', { id, type: 'text' });
+    input.value = v ?? '';
+  } else {
+    input = el('textarea', { id, rows: 4, spellcheck: 'false', class: 'json' });
+    input.value = v === undefined ? '' : JSON.stringify(v, null, 2);
+  }
+  input.dataset.field = name;
+  input.dataset.type = Array.isArray(schema.enum) ? 'enum' : ty;
+  const label = ['object', 'array', 'json'].includes(input.dataset.type)
+    ? el('label', { for: id, i18n: ['fork.field.json', { name: fieldName(name) }] })
+    : el('label', { for: id, field: name });
+  if (schema.description) label.title = schema.description;
+  return el('div', { class: 'fork-field', dataset: { type: input.dataset.type } }, label, input);
+}
+
+// showForkMode shows the fork's state as a form of its fields, or as
+// raw JSON.
+function showForkMode(values) {
+  ui.forkRawBox.hidden = !ui.forkRaw.checked;
+  ui.forkFields.hidden = ui.forkRaw.checked;
+  if (ui.forkRaw.checked) return;
+  const names = [...new Set([...Object.keys(app.stateSchema?.properties || {}), ...Object.keys(values || {})])];
+  ui.forkFields.replaceChildren(...(names.length ? names.map((n) => forkField(n, values?.[n]))
+    : [el('p', { class: 'muted small', i18n: 'fork.field.none' })]));
+}
+
+// formValues reads the fork form over base: each field as its type says.
+function formValues(base) {
+  const out = { ...base };
+  for (const input of ui.forkFields.querySelectorAll('[data-field]')) {
+    const name = input.dataset.field;
+    switch (input.dataset.type) {
+      case 'boolean': out[name] = input.checked; break;
+      case 'integer': case 'number':
+        if (input.value === '') delete out[name];
+        else out[name] = Number(input.value);
+        break;
+      case 'enum': out[name] = JSON.parse(input.value); break;
+      case 'string': out[name] = input.value; break;
+      default:
+        if (input.value.trim() === '') { delete out[name]; break; }
+        try {
+          out[name] = JSON.parse(input.value);
+        } catch (err) {
+          throw new Error(t('fork.field.bad', { name: fieldName(name), error: err.message }));
+        }
+    }
+  }
+  return out;
+}
+
+// forkModeChanged carries the edits across when the form switches
+// between fields and raw JSON.
+function forkModeChanged() {
+  ui.forkError.textContent = '';
+  if (ui.forkRaw.checked) {
+    try {
+      ui.forkValues.value = JSON.stringify(formValues(app.forkFrom.values), null, 2);
+    } catch (err) {
+      ui.forkRaw.checked = false;
+      ui.forkError.textContent = err.message;
+      return;
+    }
+    showForkMode();
+    return;
+  }
+  let values;
+  try {
+    values = JSON.parse(ui.forkValues.value);
+    if (!isObject(values)) throw new Error(t('fork.mustBeObject'));
+  } catch (err) {
+    ui.forkRaw.checked = true;
+    ui.forkError.textContent = t('fork.notObject', { error: err.message });
+    return;
+  }
+  showForkMode(values);
 }
 
 // fork writes the edited state over the chosen checkpoint as the new head:
@@ -1225,10 +1349,18 @@ async function fork(e) {
   const seq = s.metadata?.seq;
   let values;
   try {
-    values = JSON.parse(ui.forkValues.value);
-    if (!isObject(values)) throw new Error(t('fork.mustBeObject'));
+    if (!ui.forkRaw.checked) {
+      values = formValues(s.values);
+    } else {
+      try {
+        values = JSON.parse(ui.forkValues.value);
+      } catch (err) {
+        throw new Error(t('fork.notObject', { error: err.message }));
+      }
+      if (!isObject(values)) throw new Error(t('fork.notObject', { error: t('fork.mustBeObject') }));
+    }
   } catch (err) {
-    ui.forkError.textContent = t('fork.notObject', { error: err.message });
+    ui.forkError.textContent = err.message;
     return;
   }
   if (ui.forkNew.checked) {
@@ -1419,7 +1551,15 @@ function showPlaceholder() {
 // drawn draws the agent's graph in the page's language.
 function drawn() {
   if (!app.spec) return;
-  app.graph = drawGraph(ui.svg, app.spec, t);
+  const folded = ui.compactView.checked ? compact(app.spec) : null;
+  app.groupOf = null;
+  if (folded) {
+    app.groupOf = new Map();
+    for (const [g, members] of folded.groups) for (const m of members) app.groupOf.set(m, g);
+  }
+  app.graph = drawGraph(ui.svg, folded ? folded.spec : app.spec, t);
+  ui.graphWrap.dataset.compact = folded ? 'true' : 'false';
+  app.zoom.fit();
   paint();
 }
 
@@ -1493,9 +1633,19 @@ async function init() {
   ui.newThread.addEventListener('click', () => openThread(''));
   ui.copyThread.addEventListener('click', copyThread);
   ui.refresh.addEventListener('click', () => refreshThread(null));
+  app.zoom = zoomable(ui.graphWrap, ui.svg);
+  ui.zoomIn.addEventListener('click', () => app.zoom.zoom(1.25));
+  ui.zoomOut.addEventListener('click', () => app.zoom.zoom(0.8));
+  ui.zoomFit.addEventListener('click', () => app.zoom.fit());
+  ui.compactView.checked = localStorage.getItem('loom.compact') === 'true';
+  ui.compactView.addEventListener('change', () => {
+    localStorage.setItem('loom.compact', ui.compactView.checked);
+    drawn();
+  });
   ui.mermaidCopy.addEventListener('click', copyMermaid);
   ui.mermaidDownload.addEventListener('click', downloadMermaid);
   ui.forkForm.addEventListener('submit', fork);
+  ui.forkRaw.addEventListener('change', forkModeChanged);
   ui.forkCancel.addEventListener('click', () => ui.fork.close());
   ui.upload.addEventListener('click', () => ui.uploadFile.click());
   ui.uploadFile.addEventListener('change', () => {
@@ -1520,6 +1670,16 @@ async function init() {
   await load();
 }
 
+// smallest is the agent with the smallest graph, to open on: a first
+// look at a few steps, not the largest agent's.
+async function smallest(agents) {
+  const sizes = await Promise.all(agents.map((a) => api('GET', `/assistants/${enc(a.assistant_id)}/graph`)
+    .then((g) => g.spec?.nodes?.length ?? Infinity, () => Infinity)));
+  let best = 0;
+  sizes.forEach((n, i) => { if (n < sizes[best]) best = i; });
+  return agents[best]?.assistant_id;
+}
+
 async function load() {
   try {
     app.agents = await api('POST', '/assistants/search', { limit: 100 });
@@ -1529,7 +1689,7 @@ async function load() {
   }
   ui.agent.replaceChildren(...app.agents.map((a) => el('option', { value: a.assistant_id, text: a.name })));
   const saved = localStorage.getItem('loom.agent');
-  const name = app.agents.some((a) => a.assistant_id === saved) ? saved : app.agents[0]?.assistant_id;
+  const name = app.agents.some((a) => a.assistant_id === saved) ? saved : await smallest(app.agents);
   if (name) await selectAgent(name);
   document.body.dataset.ready = 'true';
 }

@@ -428,3 +428,176 @@ export function drawGraph(svg, spec, t = defaultT) {
     },
   };
 }
+
+// Zoom bounds: below MIN_ZOOM a label is under about 8 px.
+const MIN_ZOOM = 0.6;
+const MAX_ZOOM = 3;
+// FIT_FLOOR is the least zoom a graph opens at: a large graph opens with
+// labels of at least about 11 px, to be panned, not shrunk to a smudge.
+const FIT_FLOOR = 0.85;
+
+/**
+ * zoomable lets a person zoom and pan the graph svg drawn in wrap, a
+ * scroll container: buttons (zoom in, out, fit), Ctrl + wheel and a
+ * trackpad pinch zoom around the pointer, two fingers pinch, and a drag
+ * pans. It returns {fit(), zoom(factor), scale()}; fit is called when a
+ * graph is drawn.
+ */
+export function zoomable(wrap, svg) {
+  let scale = 1;
+  const size = () => {
+    const vb = svg.viewBox.baseVal;
+    return { w: vb?.width || 0, h: vb?.height || 0 };
+  };
+  // set zooms to s keeping the graph point under (cx, cy), wrap's
+  // coordinates, where it is.
+  const set = (s, cx = wrap.clientWidth / 2, cy = wrap.clientHeight / 2) => {
+    s = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, s));
+    const { w, h } = size();
+    const gx = (wrap.scrollLeft + cx) / scale;
+    const gy = (wrap.scrollTop + cy) / scale;
+    scale = s;
+    svg.setAttribute('width', Math.round(w * s));
+    svg.setAttribute('height', Math.round(h * s));
+    wrap.scrollLeft = gx * s - cx;
+    wrap.scrollTop = gy * s - cy;
+    wrap.dataset.zoom = s.toFixed(2);
+  };
+  const fit = () => {
+    const { w, h } = size();
+    if (!w || !h) return;
+    const room = Math.min((wrap.clientWidth - 8) / w, (wrap.clientHeight - 8) / h);
+    scale = 1;
+    set(Math.min(1, Math.max(FIT_FLOOR, room)));
+    wrap.scrollLeft = (svg.clientWidth - wrap.clientWidth) / 2;
+    wrap.scrollTop = 0;
+  };
+  const local = (e) => {
+    const r = wrap.getBoundingClientRect();
+    return [e.clientX - r.left, e.clientY - r.top];
+  };
+  wrap.addEventListener('wheel', (e) => {
+    if (!e.ctrlKey && !e.metaKey) return; // a plain wheel scrolls (pans)
+    e.preventDefault();
+    set(scale * Math.exp(-e.deltaY / 300), ...local(e));
+  }, { passive: false });
+  const pointers = new Map();
+  let pinch = 0;
+  let drag = null;
+  wrap.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0) return;
+    pointers.set(e.pointerId, e);
+    if (pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      pinch = Math.hypot(a.clientX - b.clientX, a.clientY - b.clientY);
+      drag = null;
+    } else if (e.pointerType === 'mouse') {
+      drag = { x: e.clientX, y: e.clientY, l: wrap.scrollLeft, t: wrap.scrollTop };
+      wrap.setPointerCapture(e.pointerId);
+      wrap.classList.add('dragging');
+    }
+  });
+  wrap.addEventListener('pointermove', (e) => {
+    if (!pointers.has(e.pointerId)) return;
+    pointers.set(e.pointerId, e);
+    if (pointers.size === 2 && pinch) {
+      const [a, b] = [...pointers.values()];
+      const d = Math.hypot(a.clientX - b.clientX, a.clientY - b.clientY);
+      const [cx, cy] = local({ clientX: (a.clientX + b.clientX) / 2, clientY: (a.clientY + b.clientY) / 2 });
+      set(scale * (d / pinch), cx, cy);
+      pinch = d;
+    } else if (drag) {
+      wrap.scrollLeft = drag.l - (e.clientX - drag.x);
+      wrap.scrollTop = drag.t - (e.clientY - drag.y);
+    }
+  });
+  const up = (e) => {
+    pointers.delete(e.pointerId);
+    if (pointers.size < 2) pinch = 0;
+    drag = null;
+    wrap.classList.remove('dragging');
+  };
+  wrap.addEventListener('pointerup', up);
+  wrap.addEventListener('pointercancel', up);
+  return { fit, zoom: (f) => set(scale * f), scale: () => scale };
+}
+
+/**
+ * compact folds a spec for a shorter drawing: a pipeline (nodes one after
+ * another, each with one way in and one way out, no route between them)
+ * becomes one node, and so does a loop (nodes that lead back to each
+ * other). It returns {spec, groups: Map(name → member names)}; a node
+ * not folded is its own group.
+ */
+export function compact(spec) {
+  const nodes = (spec.nodes || []).filter((n) => n !== START && n !== END);
+  const edges = spec.edges || [];
+  const group = new Map(nodes.map((n) => [n, n]));
+  // Loops: strongly connected components (Tarjan) of more than one node.
+  const out = new Map(nodes.map((n) => [n, []]));
+  for (const e of edges) if (out.has(e.from) && out.has(e.to)) out.get(e.from).push(e.to);
+  let index = 0;
+  const idx = new Map();
+  const low = new Map();
+  const stack = [];
+  const on = new Set();
+  const comps = [];
+  const visit = (v) => {
+    idx.set(v, index); low.set(v, index); index++;
+    stack.push(v); on.add(v);
+    for (const w of out.get(v)) {
+      if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v), low.get(w))); }
+      else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const c = [];
+      let w;
+      do { w = stack.pop(); on.delete(w); c.push(w); } while (w !== v);
+      if (c.length > 1) comps.push(c.reverse());
+    }
+  };
+  for (const n of nodes) if (!idx.has(n)) visit(n);
+  for (const c of comps) {
+    const name = `${c[0]} ⟲ ${c[c.length - 1]}`;
+    for (const n of c) group.set(n, name);
+  }
+  // Pipelines: a plain edge a → b where a has one way out and b one way
+  // in, neither folded into a loop.
+  const ins = new Map();
+  const outs = new Map();
+  for (const e of edges) {
+    outs.set(e.from, (outs.get(e.from) || 0) + 1);
+    ins.set(e.to, (ins.get(e.to) || 0) + 1);
+  }
+  const chainNext = new Map();
+  for (const e of edges) {
+    if (e.conditional || e.max || !group.has(e.from) || !group.has(e.to)) continue;
+    if (group.get(e.from) !== e.from || group.get(e.to) !== e.to || e.from === e.to) continue;
+    if (outs.get(e.from) === 1 && ins.get(e.to) === 1) chainNext.set(e.from, e.to);
+  }
+  const heads = [...chainNext.keys()].filter((n) => ![...chainNext.values()].includes(n));
+  for (const h of heads) {
+    const chain = [h];
+    while (chainNext.has(chain[chain.length - 1])) chain.push(chainNext.get(chain[chain.length - 1]));
+    const name = `${chain[0]} → ${chain[chain.length - 1]}`;
+    for (const n of chain) group.set(n, name);
+  }
+  const groups = new Map();
+  for (const [n, g] of group) {
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push(n);
+  }
+  const to = (n) => group.get(n) ?? n;
+  const seen = new Set();
+  const folded = [];
+  for (const e of edges) {
+    const f = to(e.from);
+    const t = to(e.to);
+    if (f === t) continue;
+    const key = `${f}\u0000${t}\u0000${!!e.conditional}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    folded.push({ ...e, from: f, to: t, max: f === e.from && t === e.to ? e.max : 0, exit: f === e.from && t === e.to ? e.exit : undefined });
+  }
+  return { spec: { ...spec, nodes: [...new Set(nodes.map(to))], edges: folded }, groups };
+}
