@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -264,30 +263,6 @@ func TestDemoIsDeterministic(t *testing.T) {
 	}
 	if sums[0] != sums[1] {
 		t.Error("two demo databases differ")
-	}
-}
-
-func TestReadSources(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	got, err := datasource.ReadConfigs(write("a.yaml", "- name: shop\n  url: ./shop.db\n  description: the shop\n- name: dw\n  url: postgres://u:p@h/db\n"))
-	if err != nil || len(got) != 2 || got[1].URL != "postgres://u:p@h/db" || got[0].Description != "the shop" {
-		t.Errorf("yaml list: %+v %v", got, err)
-	}
-	got, err = datasource.ReadConfigs(write("b.json", `{"sources":[{"name":"x","url":"mysql://root@127.0.0.1:3306/x"}]}`))
-	if err != nil || len(got) != 1 || got[0].Name != "x" {
-		t.Errorf("json object: %+v %v", got, err)
-	}
-	for _, bad := range []string{"[]", "- name: 'a b'\n  url: x\n", "- name: a\n", "- {name: a, url: x}\n- {name: a, url: y}\n", "{{{"} {
-		if _, err := datasource.ReadConfigs(write("bad.yaml", bad)); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
 	}
 }
 
