@@ -558,7 +558,7 @@ export function compact(spec) {
   };
   for (const n of nodes) if (!idx.has(n)) visit(n);
   for (const c of comps) {
-    const name = `${c[0]} ⟲ ${c[c.length - 1]}`;
+    const name = `${c[0]} ⟲ ${c[c.length - 1]} (${c.length})`;
     for (const n of c) group.set(n, name);
   }
   // Pipelines: a plain edge a → b where a has one way out and b one way
@@ -579,7 +579,7 @@ export function compact(spec) {
   for (const h of heads) {
     const chain = [h];
     while (chainNext.has(chain[chain.length - 1])) chain.push(chainNext.get(chain[chain.length - 1]));
-    const name = `${chain[0]} → ${chain[chain.length - 1]}`;
+    const name = `${chain[0]} → ${chain[chain.length - 1]} (${chain.length})`;
     for (const n of chain) group.set(n, name);
   }
   const groups = new Map();
