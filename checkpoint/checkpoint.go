@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,19 @@ type Interrupt struct {
 	// Go type the node asked for (empty: any value). Fields may be left
 	// out; a value of the wrong type may not.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// Branch names the fan-out branch that asked ("node[2]"); empty when
+	// the node itself asked.
+	Branch string `json:"branch,omitempty"`
+	// Deadline, when set, is when the question expires: from then on the
+	// run may go on with Default as the answer.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Default is the answer an expired question takes.
+	Default json.RawMessage `json:"default,omitempty"`
+}
+
+// Expired reports whether the question has a deadline that is not after now.
+func (i *Interrupt) Expired(now time.Time) bool {
+	return !i.Deadline.IsZero() && !i.Deadline.After(now)
 }
 
 // Meta describes how a checkpoint came to be.
@@ -89,14 +103,51 @@ type Checkpoint struct {
 	State json.RawMessage `json:"state"`
 	// Next lists the node(s) to run from here; empty when the run is done.
 	Next []string `json:"next,omitempty"`
-	// Interrupt is the pending question, if the run waits for a person.
+	// Interrupt is the first pending question, if the run waits for a
+	// person; Interrupts lists them all. Read both with Pending.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// Interrupts are the pending questions when the node in Next asked
+	// more than one at once (its fan-out branches each asked); each is
+	// answered by its ID. Empty when at most one is pending (older
+	// checkpoints keep only Interrupt).
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
 	// Resumes holds the answers given so far to the node in Next, in the
 	// order that node asked its questions.
 	Resumes []json.RawMessage `json:"resumes,omitempty"`
+	// Answers holds the answers given so far to the fan-out branches of
+	// the node in Next, by branch (Interrupt.Branch), in the order each
+	// branch asked.
+	Answers map[string][]json.RawMessage `json:"answers,omitempty"`
 	// Counters counts traversals of bounded loop edges in the current run.
 	Counters map[string]int `json:"counters,omitempty"`
 	Meta     Meta           `json:"meta"`
+}
+
+// Pending returns the questions the thread waits on at cp: Interrupts,
+// or Interrupt alone when only it is set (as older checkpoints have it).
+func (cp *Checkpoint) Pending() []Interrupt {
+	if len(cp.Interrupts) > 0 {
+		return cp.Interrupts
+	}
+	if cp.Interrupt != nil {
+		return []Interrupt{*cp.Interrupt}
+	}
+	return nil
+}
+
+// SetPending records pending as the questions the thread waits on: the
+// first in Interrupt (for readers of one question) and, when there are
+// several, all in Interrupts.
+func (cp *Checkpoint) SetPending(pending []Interrupt) {
+	cp.Interrupt, cp.Interrupts = nil, nil
+	if len(pending) == 0 {
+		return
+	}
+	first := pending[0]
+	cp.Interrupt = &first
+	if len(pending) > 1 {
+		cp.Interrupts = slices.Clone(pending)
+	}
 }
 
 // Saver stores checkpoints. Implementations must be safe for concurrent use.
@@ -168,7 +219,9 @@ func Fork(ctx context.Context, s Saver, thread, id, dst string, edit func(state 
 	cp.State = from.State
 	cp.Next = from.Next
 	cp.Interrupt = from.Interrupt
+	cp.Interrupts = from.Interrupts
 	cp.Resumes = from.Resumes
+	cp.Answers = from.Answers
 	cp.Counters = from.Counters
 	cp.Meta.From = from.ID
 	if edit != nil {

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -95,6 +96,13 @@ func clone(cp *Checkpoint) *Checkpoint {
 	if cp.Interrupt != nil {
 		i := *cp.Interrupt
 		c.Interrupt = &i
+	}
+	c.Interrupts = slices.Clone(cp.Interrupts)
+	if cp.Answers != nil {
+		c.Answers = make(map[string][]json.RawMessage, len(cp.Answers))
+		for k, v := range cp.Answers {
+			c.Answers[k] = slices.Clone(v)
+		}
 	}
 	return &c
 }

@@ -76,6 +76,20 @@ func sample(thread string, head *checkpoint.Checkpoint, i int, state string) *ch
 		Node:    fmt.Sprintf("node-%d", i),
 		Payload: json.RawMessage(fmt.Sprintf(`{"question": "go on? <%d>", "options": ["yes", "no"], "n": %d}`, i, i)),
 	}
+	if i%2 == 1 {
+		// Several questions at once: fan-out branches each asked, one
+		// with a deadline and a default answer.
+		cp.SetPending([]checkpoint.Interrupt{*cp.Interrupt, {
+			ID:       fmt.Sprintf("ask-%d-b", i),
+			Node:     fmt.Sprintf("node-%d", i),
+			Branch:   fmt.Sprintf("node-%d[1]", i),
+			Payload:  json.RawMessage(`{"question": "and this?"}`),
+			Schema:   json.RawMessage(`{"type": "boolean"}`),
+			Deadline: base.Add(time.Duration(i) * time.Hour),
+			Default:  json.RawMessage(`false`),
+		}})
+		cp.Answers = map[string][]json.RawMessage{fmt.Sprintf("node-%d[0]", i): {json.RawMessage(`true`), json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}}
+	}
 	cp.Resumes = []json.RawMessage{json.RawMessage(`"yes"`), json.RawMessage(fmt.Sprintf(`{"answer": %d}`, i))}
 	cp.Counters = map[string]int{"loop": i, "retry->plan": i * 2}
 	cp.Meta.Node = fmt.Sprintf("node-%d", i)
@@ -178,6 +192,31 @@ func same(t *testing.T, what string, want, got *checkpoint.Checkpoint) {
 			t.Errorf("%s: got interrupt payload %s, want %s", what, got.Interrupt.Payload, want.Interrupt.Payload)
 		}
 	}
+	if gp, wp := got.Pending(), want.Pending(); len(gp) != len(wp) {
+		t.Errorf("%s: got %d pending interrupts, want %d", what, len(gp), len(wp))
+	} else {
+		for i := range gp {
+			g, w := gp[i], wp[i]
+			if g.ID != w.ID || g.Node != w.Node || g.Branch != w.Branch || !g.Deadline.Equal(w.Deadline) || !jsonEqual(g.Payload, w.Payload) || !jsonEqual(g.Schema, w.Schema) || !jsonEqual(g.Default, w.Default) {
+				t.Errorf("%s: pending interrupt %d: got %+v, want %+v", what, i, g, w)
+			}
+		}
+	}
+	if len(got.Answers) != len(want.Answers) {
+		t.Errorf("%s: got answers of %d branches, want %d", what, len(got.Answers), len(want.Answers))
+	}
+	for b, wa := range want.Answers {
+		ga := got.Answers[b]
+		if len(ga) != len(wa) {
+			t.Errorf("%s: branch %s: got %d answers, want %d", what, b, len(ga), len(wa))
+			continue
+		}
+		for i := range wa {
+			if !jsonEqual(ga[i], wa[i]) {
+				t.Errorf("%s: branch %s answer %d: got %s, want %s", what, b, i, ga[i], wa[i])
+			}
+		}
+	}
 	if len(got.Resumes) != len(want.Resumes) {
 		t.Errorf("%s: got %d resumes, want %d", what, len(got.Resumes), len(want.Resumes))
 	} else {
@@ -267,6 +306,8 @@ func testIsolation(t *testing.T, s checkpoint.Saver) {
 	a.Counters["loop"] = 99
 	a.Interrupt.Node = "changed"
 	a.Resumes[0] = json.RawMessage(`"changed"`)
+	a.Interrupts[1].Branch = "changed"
+	a.Answers["node-1[0]"][0] = json.RawMessage(`"changed"`)
 	same(t, "after changing the put checkpoint", want, get(t, s, "iso", a.ID))
 
 	got := get(t, s, "iso", "")
@@ -274,6 +315,8 @@ func testIsolation(t *testing.T, s checkpoint.Saver) {
 	got.Counters["loop"] = 99
 	got.Interrupt.Node = "changed"
 	got.Resumes[0] = json.RawMessage(`"changed"`)
+	got.Interrupts[1].Branch = "changed"
+	got.Answers["node-1[0]"][0] = json.RawMessage(`"changed"`)
 	same(t, "after changing a got checkpoint", want, get(t, s, "iso", ""))
 }
 

@@ -18,17 +18,19 @@ import (
 // metaDoc is the JSON a saver stores beside a checkpoint's state: the
 // fields that have no column (or record field) of their own.
 type metaDoc struct {
-	Next      []string              `json:"next,omitempty"`
-	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
-	Resumes   []json.RawMessage     `json:"resumes,omitempty"`
-	Counters  map[string]int        `json:"counters,omitempty"`
-	Meta      checkpoint.Meta       `json:"meta"`
+	Next       []string                     `json:"next,omitempty"`
+	Interrupt  *checkpoint.Interrupt        `json:"interrupt,omitempty"`
+	Interrupts []checkpoint.Interrupt       `json:"interrupts,omitempty"`
+	Resumes    []json.RawMessage            `json:"resumes,omitempty"`
+	Answers    map[string][]json.RawMessage `json:"answers,omitempty"`
+	Counters   map[string]int               `json:"counters,omitempty"`
+	Meta       checkpoint.Meta              `json:"meta"`
 }
 
 // EncodeMeta encodes the fields of cp that a Row keeps in Meta: next,
-// interrupt, resumes, counters and metadata.
+// interrupts, resumes, answers, counters and metadata.
 func EncodeMeta(cp *checkpoint.Checkpoint) ([]byte, error) {
-	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Resumes: cp.Resumes, Counters: cp.Counters, Meta: cp.Meta})
+	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Interrupts: cp.Interrupts, Resumes: cp.Resumes, Answers: cp.Answers, Counters: cp.Counters, Meta: cp.Meta})
 }
 
 // Row is one stored checkpoint as the SQL and Redis savers keep it: its
@@ -106,17 +108,19 @@ func (r *Resolver) Add(rw *Row) error {
 		return bad("decode meta: %v", err)
 	}
 	r.Out = append(r.Out, &checkpoint.Checkpoint{
-		Thread:    r.Thread,
-		ID:        rw.ID,
-		ParentID:  rw.Parent,
-		Seq:       rw.Seq,
-		Step:      int(rw.Step),
-		State:     r.state,
-		Next:      m.Next,
-		Interrupt: m.Interrupt,
-		Resumes:   m.Resumes,
-		Counters:  m.Counters,
-		Meta:      m.Meta,
+		Thread:     r.Thread,
+		ID:         rw.ID,
+		ParentID:   rw.Parent,
+		Seq:        rw.Seq,
+		Step:       int(rw.Step),
+		State:      r.state,
+		Next:       m.Next,
+		Interrupt:  m.Interrupt,
+		Interrupts: m.Interrupts,
+		Resumes:    m.Resumes,
+		Answers:    m.Answers,
+		Counters:   m.Counters,
+		Meta:       m.Meta,
 	})
 	r.shared = true
 	return nil
