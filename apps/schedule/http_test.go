@@ -248,6 +248,29 @@ func TestWeekAPI(t *testing.T) {
 			}
 		}
 	}
+	// The page draws Days × Slots: each entry's time runs from its first
+	// slot's start to its last slot's end, and two entries share a slot
+	// only when a task sits in a course that lets it (in).
+	if len(week.Slots) != SlotsPerDay || week.Slots[0] != (Slot{Slot: 1, Time: "08:00-08:45"}) {
+		t.Fatalf("slots %+v, want %d from 08:00-08:45", week.Slots, SlotsPerDay)
+	}
+	for _, d := range week.Days {
+		for i, e := range d.Entries {
+			if e.From < 1 || e.To > len(week.Slots) || e.Time != week.Slots[e.From-1].Time[:5]+week.Slots[e.To-1].Time[5:] {
+				t.Errorf("%s %s: slots %d-%d at %s, not on the grid", d.Name, e.Name, e.From, e.To, e.Time)
+				continue
+			}
+			for _, o := range d.Entries[:i] {
+				if o.From > e.To || e.From > o.To {
+					continue
+				}
+				if !(o.Kind == entryCourse && o.CanEmbed && e.Kind == entryTask && e.In == o.ID) &&
+					!(e.Kind == entryCourse && e.CanEmbed && o.Kind == entryTask && o.In == e.ID) {
+					t.Errorf("%s: %s and %s share a slot, not a task in a course that lets it", d.Name, o.Name, e.Name)
+				}
+			}
+		}
+	}
 	if tasks != 10 || courses != 11 {
 		t.Errorf("%d tasks and %d courses in the week, want 10 and 11", tasks, courses)
 	}

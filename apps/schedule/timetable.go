@@ -20,13 +20,24 @@ type Timetable struct {
 	Revision int64   `json:"revision"`
 	Window   Window  `json:"window"`
 	Health   float64 `json:"health"`
-	Days     []Day   `json:"days"`
+	// Slots are the periods of every day, in order: a week's grid is
+	// Days × Slots.
+	Slots []Slot `json:"slots"`
+	Days  []Day  `json:"days"`
 	// Pending are the tasks without a place yet.
 	Pending []Entry `json:"pending"`
 	// Avoid are the times kept free, as the owner last said.
 	Avoid []Avoid `json:"avoid"`
 	// AvoidText says them for people ("周三晚上、周日全天").
 	AvoidText string `json:"avoid_text,omitempty"`
+}
+
+// Slot is one period of a day in a Timetable.
+type Slot struct {
+	// Slot is the period's number, from 1.
+	Slot int `json:"slot"`
+	// Time is its clock time ("08:00-08:45").
+	Time string `json:"time"`
 }
 
 // Day is one day of a Timetable.
@@ -61,6 +72,9 @@ type Entry struct {
 	CanEmbed bool   `json:"can_embed,omitempty"`
 	// Avoided: a task on a time the owner keeps free.
 	Avoided bool `json:"avoided,omitempty"`
+	// In is, for a task that shares slots with a course that lets one be
+	// embedded (can_embed), that course's id.
+	In int `json:"in,omitempty"`
 }
 
 // Kinds of a timetable entry.
@@ -84,6 +98,10 @@ func (s *Schedule) Timetable(avoid []Avoid) Timetable {
 	if t.Avoid == nil {
 		t.Avoid = []Avoid{}
 	}
+	t.Slots = make([]Slot, SlotsPerDay)
+	for k := range t.Slots {
+		t.Slots[k] = Slot{Slot: k + 1, Time: slotTime(k, k+1)}
+	}
 	for d := range t.Days {
 		ref := s.Window.Day(d)
 		t.Days[d] = Day{Day: d + 1, Week: ref.Week, DayOfWeek: ref.DayOfWeek, Name: s.DayName(d), Entries: []Entry{}}
@@ -106,6 +124,11 @@ func (s *Schedule) Timetable(avoid []Avoid) Timetable {
 		}
 		en.From, en.To, en.Time = it.Start+1, it.Start+it.Slots, slotTime(it.Start, it.Start+it.Slots)
 		en.Where, en.Avoided = s.Where(it.Day, it.Start, it.Slots), sc.blocks(s.Window, it.Day, it.Start, it.Slots)
+		for _, e := range s.Events {
+			if e.CanEmbed && e.Day == it.Day && e.Start < it.Start+it.Slots && it.Start < e.Start+e.Slots {
+				en.In = e.ID
+			}
+		}
 		t.Days[it.Day].Entries = append(t.Days[it.Day].Entries, en)
 	}
 	for d := range t.Days {
