@@ -644,6 +644,7 @@ func (s *Server) routes() {
 	s.langGraphRoutes(m)
 	s.panelRoutes(m) // GET /ui/panels/{agent}/{file}
 	s.openAIRoutes(m)
+	s.mcpRoutes() // /mcp: every agent as an MCP tool
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.UI != nil {
 			s.opts.UI.ServeHTTP(w, r)
