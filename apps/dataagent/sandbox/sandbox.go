@@ -49,15 +49,20 @@ type Limits struct {
 	Disk int64
 }
 
-// DefaultLimits are the limits a Runner uses for fields left zero.
-var DefaultLimits = Limits{
-	CPUTime:  30 * time.Second,
-	Wall:     60 * time.Second,
-	Memory:   1 << 30,
-	Procs:    32,
-	Output:   1 << 20,
-	FileSize: 16 << 20,
-	Disk:     64 << 20,
+// DefaultLimits returns the limits a Runner uses for fields left zero:
+// 30 s of CPU, 60 s of wall time, 1 GiB of memory, 32 processes, 1 MiB
+// of output, files up to 16 MiB and 64 MiB written. Each call returns a
+// new value.
+func DefaultLimits() Limits {
+	return Limits{
+		CPUTime:  30 * time.Second,
+		Wall:     60 * time.Second,
+		Memory:   1 << 30,
+		Procs:    32,
+		Output:   1 << 20,
+		FileSize: 16 << 20,
+		Disk:     64 << 20,
+	}
 }
 
 // Runner runs Python scripts in a bubblewrap sandbox. The zero value is
@@ -179,7 +184,7 @@ func (r *Runner) bwrap() (string, error) {
 }
 
 func (r *Runner) limits() Limits {
-	l, d := r.Limits, DefaultLimits
+	l, d := r.Limits, DefaultLimits()
 	orDefault(&l.CPUTime, d.CPUTime)
 	orDefault(&l.Wall, d.Wall)
 	orDefault(&l.Memory, d.Memory)

@@ -100,7 +100,7 @@ func stale(dir, name string) bool {
 	case err != nil || pid <= 0:
 		// Named before runs carried their process id: stale once older
 		// than any run may last.
-		return olderThan(dir, 10*DefaultLimits.Wall)
+		return olderThan(dir, 10*DefaultLimits().Wall)
 	case pid == os.Getpid():
 		return false // this process removes its own
 	case !alive(pid):
