@@ -626,7 +626,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 				moved++
 			}
 		}
-		out := fmt.Sprintf("已保存任务类 %s（#%d）", class.Name, class.ID)
+		out := "已保存任务类 " + class.Name
 		if added > 0 {
 			out += fmt.Sprintf("，新增 %d 个待安排任务", added)
 		}
@@ -640,7 +640,7 @@ func (a *Agent) upsertClass(ctx context.Context, args classArgs) (string, error)
 func describeClass(c classArgs) string {
 	verb := "新建"
 	if c.ID != 0 {
-		verb = fmt.Sprintf("修改（#%d）", c.ID)
+		verb = "修改"
 	}
 	out := fmt.Sprintf("%s任务类 %s", verb, c.Name)
 	if len(c.ExcludedDays) > 0 {
