@@ -2,10 +2,12 @@ package dataagent_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent"
+	"github.com/loomkit/loom/datasource"
 )
 
 // TestFromChatOptions: leading option lines of a chat message choose the
@@ -42,5 +44,44 @@ func TestFromChatOptions(t *testing.T) {
 		if _, err := dataagent.FromChat(text); err == nil || !strings.Contains(err.Error(), says) {
 			t.Errorf("%q: error %v, want one saying %q", text, err, says)
 		}
+	}
+}
+
+// TestChatChoosesReviewAndSQLOnly: over /v1/chat/completions, "review:
+// yes" makes the plan the reply and "yes" runs it; "sql only: yes"
+// answers with the SQL and its table; an unknown source is said in the
+// answer.
+func TestChatChoosesReviewAndSQLOnly(t *testing.T) {
+	src := dealer(t)
+	m := newModel(t)
+	front(m, "Which salespersons had the highest total sales?")
+	m.decide(callPlanner, plan("sql", "total sale price by salesperson, highest first", "report", "a bar chart"))
+	l := serve(t, m, filepath.Join(t.TempDir(), "loom.db"), dataagent.ServerOptions{Sources: []datasource.Config{src}})
+
+	reply := l.chat("chat-review", "source: dealer\nreview: yes\nWho sold the most?")
+	if !strings.Contains(reply, "1. [sql] total sale price by salesperson, highest first") || len(m.requests(callSQL)) != 0 {
+		t.Fatalf("the plan is not the reply, or SQL ran before approval:\n%s", reply)
+	}
+	m.decide(callSQL, map[string]any{"sql": topSalesSQL}).
+		decide(callConsistency, map[string]any{"consistent": true}).
+		add(callReport, reportWithChart("the first"))
+	if reply := l.chat("chat-review", "yes"); !strings.Contains(reply, "# Top salespersons") {
+		t.Errorf("after approval:\n%s", reply)
+	}
+
+	front(m, "Which salespersons had the highest total sales?")
+	m.decide(callSQL, map[string]any{"sql": topSalesSQL}).
+		decide(callConsistency, map[string]any{"consistent": true})
+	reply = l.chat("chat-sql", "SQL only: yes\nWho sold the most?")
+	if !strings.Contains(reply, "```sql\n"+topSalesSQL) || !strings.Contains(reply, "| salesperson | total_sales |") || strings.Contains(reply, "# ") {
+		t.Errorf("SQL only:\n%s", reply)
+	}
+	if st := l.state("chat-sql"); st.Plan == nil || len(st.Plan.Steps) != 1 || st.Answer == nil || st.Answer.Report != "" {
+		t.Errorf("SQL only: plan %+v answer %+v", st.Plan, st.Answer)
+	}
+	m.left()
+
+	if reply := l.chat("chat-nowhere", "source: nowhere\nWho sold the most?"); !strings.Contains(reply, `no data source "nowhere"`) || !strings.Contains(reply, "dealer") {
+		t.Errorf("unknown source:\n%s", reply)
 	}
 }
