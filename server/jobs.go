@@ -90,6 +90,7 @@ type jobSpec struct {
 	Rollback string          `json:"rollback,omitempty"`
 	Temp     bool            `json:"temp,omitempty"`
 	Modes    []string        `json:"modes,omitempty"`
+	Config   json.RawMessage `json:"config,omitempty"`
 }
 
 // jobs executes runs as River jobs.
@@ -545,7 +546,7 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 	var spec jobSpec
 	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
 	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config,
 		status: rec.Status, feed: j.feed(rec.ID)}, nil
 }
 

@@ -44,6 +44,8 @@ func (s *Server) langGraphRoutes(m *http.ServeMux) {
 		"GET /threads/{tid}/runs/{rid}/join":         s.joinRun,
 		"GET /threads/{tid}/runs/{rid}/stream":       s.joinRunStream,
 	}
+	s.assistantRoutes(routes)
+	s.batchRoutes(routes)
 	for p, h := range routes {
 		m.Handle(p, s.api(h))
 	}

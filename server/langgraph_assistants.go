@@ -59,14 +59,22 @@ type assistantQuery struct {
 	page
 }
 
-func (s *Server) findAssistants(r *http.Request) ([]lgAssistant, assistantQuery, error) {
+// findAssistants is the assistants owner may use that a search asks
+// for: those it created, newest first, then the agents.
+func (s *Server) findAssistants(r *http.Request, owner string) ([]lgAssistant, assistantQuery, error) {
 	var q assistantQuery
 	if err := decode(r, &q); err != nil {
 		return nil, q, err
 	}
-	out := []lgAssistant{}
+	all, err := s.records.listAssistants(r.Context(), owner)
+	if err != nil {
+		return nil, q, err
+	}
 	for _, name := range s.order {
-		a := assistantJSON(s.agents[name])
+		all = append(all, assistantJSON(s.agents[name]))
+	}
+	out := []lgAssistant{}
+	for _, a := range all {
 		if (q.GraphID != "" && q.GraphID != a.GraphID) || (q.Name != "" && !strings.Contains(a.Name, q.Name)) {
 			continue
 		}
@@ -98,8 +106,8 @@ func jsonEqual(a, b []byte) bool {
 	return bytes.Equal(xb, yb)
 }
 
-func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request, _ string) error {
-	as, q, err := s.findAssistants(r)
+func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request, owner string) error {
+	as, q, err := s.findAssistants(r, owner)
 	if err != nil {
 		return err
 	}
@@ -111,8 +119,8 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request, _ stri
 	return nil
 }
 
-func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request, _ string) error {
-	as, _, err := s.findAssistants(r)
+func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request, owner string) error {
+	as, _, err := s.findAssistants(r, owner)
 	if err != nil {
 		return err
 	}
@@ -120,12 +128,12 @@ func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request, _ strin
 	return nil
 }
 
-func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request, _ string) error {
-	a, err := s.agent(r.PathValue("id"))
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request, owner string) error {
+	_, as, err := s.assistant(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, assistantJSON(a))
+	writeJSON(w, http.StatusOK, as)
 	return nil
 }
 
@@ -171,8 +179,8 @@ func graphJSON(r graph.Runner) lgGraph {
 	return g
 }
 
-func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request, _ string) error {
-	a, err := s.agent(r.PathValue("id"))
+func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request, owner string) error {
+	a, _, err := s.assistant(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -180,8 +188,8 @@ func (s *Server) assistantGraph(w http.ResponseWriter, r *http.Request, _ string
 	return nil
 }
 
-func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request, _ string) error {
-	a, err := s.agent(r.PathValue("id"))
+func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request, owner string) error {
+	a, _, err := s.assistant(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -192,8 +200,14 @@ func (s *Server) assistantSchemas(w http.ResponseWriter, r *http.Request, _ stri
 	// The state is the output too: a run's values are its final state.
 	// What an interrupt's answer must be comes with each interrupt.
 	state := a.runner.StateSchema()
+	// The configuration is set in config.configurable or in context
+	// alike: both are described by the agent's ConfigSchema.
+	var config any
+	if a.ConfigSchema != nil {
+		config = a.ConfigSchema
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.Name, "input_schema": in, "output_schema": state,
-		"state_schema": state, "config_schema": nil, "context_schema": nil})
+		"state_schema": state, "config_schema": config, "context_schema": config})
 	return nil
 }
 
@@ -244,8 +258,8 @@ func subgraphJSON(r graph.Runner) lgSubgraph {
 // nested in another, listed when recurse is true) to its schemas and
 // drawing. A namespace that names no subgraph gives an empty object, as
 // in LangGraph.
-func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request, _ string) error {
-	a, err := s.agent(r.PathValue("id"))
+func (s *Server) assistantSubgraphs(w http.ResponseWriter, r *http.Request, owner string) error {
+	a, _, err := s.assistant(r.Context(), owner, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,4 +152,28 @@ func (u *utf8Reader) Read(p []byte) (int, error) {
 	}
 	u.tail = append([]byte(nil), b[end:]...)
 	return n, err
+}
+
+// decodeKnown is decode for a body whose every field the server must
+// act on (a run request): a field v has no place for is a 422 that names
+// it (what says whose: "run"), never dropped.
+func decodeKnown(r *http.Request, what string, v any) error {
+	var raw json.RawMessage
+	if err := decode(r, &raw); err != nil || raw == nil {
+		return err
+	}
+	return unmarshalKnown(raw, what, v)
+}
+
+// unmarshalKnown decodes raw into v as decodeKnown does.
+func unmarshalKnown(raw []byte, what string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return errorf(http.StatusUnprocessableEntity, "unsupported_field", "%s field %s is not supported by this server", what, f)
+		}
+		return errorf(http.StatusBadRequest, "malformed_json", "malformed JSON body: %v", err)
+	}
+	return nil
 }

@@ -55,6 +55,17 @@ type runRequest struct {
 	InterruptAfter    json.RawMessage `json:"interrupt_after"`
 	Webhook           string          `json:"webhook"`
 	AfterSeconds      float64         `json:"after_seconds"`
+	// Config (only its configurable) and Context set the agent's
+	// configuration for this run, over the assistant's (see config.go).
+	Config  json.RawMessage `json:"config"`
+	Context json.RawMessage `json:"context"`
+	// Loom's streams are always resumable (a run's events are kept for a
+	// while) and every step is checkpointed before the next: these may
+	// be asked for, and are what Loom does anyway (see checkOptions).
+	StreamResumable  *bool  `json:"stream_resumable"`
+	StreamSubgraphs  *bool  `json:"stream_subgraphs"`
+	Durability       string `json:"durability"`
+	CheckpointDuring *bool  `json:"checkpoint_during"`
 
 	// chat holds the messages of an input in the chat convention
 	// ({"messages": [...]}), which prepareRun turns into the agent's
@@ -116,7 +127,11 @@ func (req *runRequest) checkOptions() error {
 	if req.OnCompletion == "keep" {
 		req.OnCompletion = "continue"
 	}
+	if req.StreamSubgraphs != nil && *req.StreamSubgraphs {
+		return errorf(http.StatusUnprocessableEntity, "unsupported", "stream_subgraphs is not supported: a run streams its own graph's events")
+	}
 	for _, err := range []error{oneOf("if_not_exists", req.IfNotExists, "create", "reject"),
+		oneOf("durability", req.Durability, "sync", "async", "exit"),
 		oneOf("on_disconnect", req.OnDisconnect, "cancel", "continue"), oneOf("on_completion", req.OnCompletion, "delete", "continue")} {
 		if err != nil {
 			return err
@@ -139,7 +154,11 @@ func (req *runRequest) strategy() (string, error) {
 // thread) and starts the run. Nothing is written when it fails, except a
 // thread that if_not_exists asked to create.
 func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequest, modes []string) (*run, error) {
-	a, err := s.agent(req.AssistantID)
+	a, layers, err := s.runAssistant(ctx, owner, req.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	config, err := req.config(a, layers)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +217,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
-	run.from, run.modes = from, modes
+	run.from, run.modes, run.config = from, modes, config
 	run.temp = temp && req.OnCompletion != "continue"
 	if err := s.exec.submit(ctx, run); err != nil {
 		if temp {
@@ -218,7 +237,7 @@ func runLocation(r *run) string { return "/threads/" + publicID(r.thread) + "/ru
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req runRequest
-	if err := decode(r, &req); err != nil {
+	if err := decodeKnown(r, "run", &req); err != nil {
 		return err
 	}
 	if req.AssistantID == "" {

@@ -32,6 +32,14 @@ type Agent struct {
 	// fields are decoded over the agent's state. A run's input is checked
 	// against it before anything is written. Nil accepts any object.
 	InputSchema json.RawMessage
+	// ConfigSchema, when set, is the JSON schema of the agent's
+	// configuration (ConfigSchemaFor makes one from a Go struct): what an
+	// assistant's and a run's config.configurable and context may set,
+	// such as the locale, a model or a limit. A run's settings, merged
+	// over its assistant's, are checked against it before the run starts
+	// (422 naming a wrong field), and the graph's nodes read them with
+	// RunConfig. Nil: the agent takes no configuration.
+	ConfigSchema json.RawMessage
 	// Build compiles the agent's graph on the server's database: it
 	// checkpoints on db.Saver() and keeps the agent's own tables beside
 	// the checkpoints (db.Migrate, db.SQL, db.Write), so that every
@@ -126,6 +134,11 @@ func (r *Registry) Register(a Agent) error {
 	if a.InputSchema != nil {
 		if _, err := contract.ParseSchema(a.InputSchema); err != nil {
 			return fmt.Errorf("register agent %q: input schema: %w", a.Name, err)
+		}
+	}
+	if a.ConfigSchema != nil {
+		if _, err := contract.ParseSchema(a.ConfigSchema); err != nil {
+			return fmt.Errorf("register agent %q: config schema: %w", a.Name, err)
 		}
 	}
 	i, _ := slices.BinarySearchFunc(r.agents, a.Name, func(x Agent, n string) int { return strings.Compare(x.Name, n) })

@@ -57,6 +57,9 @@ type run struct {
 	temp bool
 	// modes are the stream modes the run was asked for (LangGraph API).
 	modes []string
+	// config is the agent's configuration for the run (see RunConfig);
+	// nil for none.
+	config json.RawMessage
 	// recovered marks a run read back from the database when the server
 	// started: it may have begun in the process that stopped.
 	recovered bool
@@ -151,7 +154,7 @@ func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 // spec is what it takes to execute r again, after a restart or on
 // another replica: it is stored with r's record.
 func (r *run) spec() jobSpec {
-	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes}
+	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config}
 }
 
 // runFrom runs r from where it stands, on SQLite and on the job queue: a
@@ -188,6 +191,7 @@ func failed(err error) event {
 func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace, publish func(event), stop func(*event) bool) (end event, stopped bool, steps int, runErr error) {
 	a := s.agents[r.agent]
 	ctx := context.WithValue(r.ctx, callerKey{}, r.owner) // the graph's nodes see who runs it
+	ctx = withRunConfig(ctx, r.config)                    // and how it is configured
 	for e, err := range a.runner.StreamJSON(ctx, r.thread, in) {
 		tr.observe(e)
 		if e.Kind == graph.KindNodeEnd {

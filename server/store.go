@@ -203,6 +203,9 @@ func openRecords(ctx context.Context, db *store.DB) (*records, error) {
 		}
 		return nil, fmt.Errorf("thread store tables: %w", err)
 	}
+	if err := migrateAssistants(ctx, db); err != nil {
+		return nil, err
+	}
 	s := &records{db: db, d: db.Dialect()}
 	if err := s.probe(ctx); err != nil {
 		return nil, cannotWrite(db, err)

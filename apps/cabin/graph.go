@@ -14,6 +14,7 @@ import (
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/tool"
 )
@@ -348,7 +349,7 @@ func askPending(s State) string {
 
 // normalize starts a turn: it takes the input into the turn's facts and
 // the session, normalizes the text and reads its dialog act.
-func (a *App) normalize(_ context.Context, s State) (State, error) {
+func (a *App) normalize(ctx context.Context, s State) (State, error) {
 	sess := &s.Session
 	s.Turn = Facts{Text: strings.TrimSpace(s.Text), Fill: s.FillSlots, Accept: s.Accept, Reason: strings.TrimSpace(s.Reason), Step: -1}
 	sess.ID = cmp.Or(s.SessionID, sess.ID)
@@ -365,6 +366,13 @@ func (a *App) normalize(_ context.Context, s State) (State, error) {
 	}
 	sess.LastUserText = s.Turn.Text
 	sess.Locale = a.speaks(s.Turn.Text, sess.Locale)
+	var set Settings
+	if err := server.RunConfig(ctx, &set); err != nil {
+		return s, err
+	}
+	if set.Locale != "" && a.variants[set.Locale] != nil {
+		sess.Locale = set.Locale // the assistant's or the run's choice
+	}
 	start := time.Now()
 	s.Turn.Normalized = intent.Normalize(s.Turn.Text)
 	s.Reply.Debug.DialogAct = a.engine.Act(s.Turn.Normalized)

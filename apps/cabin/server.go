@@ -36,6 +36,12 @@ type Input struct {
 	VehicleID string            `json:"vehicle_id,omitempty" jsonschema_description:"the simulated car, default car-1"`
 }
 
+// Settings is what an assistant, or a run's config.configurable or
+// context, may set for the cabin on Loom's server.
+type Settings struct {
+	Locale string `json:"locale,omitempty" jsonschema:"enum=zh-CN,enum=en" jsonschema_description:"the language every answer is in, whatever the language of the message: zh-CN or en (default: the language of each message)"`
+}
+
 // ServerAgent returns the agent as Loom registers it, under the name
 // "cabin". Its Build makes an App on the server's saver, with the
 // simulated vehicle and order tables in the same database, and the server
@@ -47,6 +53,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Description:   "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
 		DescriptionZh: "车载助手与客服：本地识别意图，办理业务流程，操作前先确认（无需模型）",
 		InputSchema:   server.InputSchemaFor[Input](),
+		ConfigSchema:  server.ConfigSchemaFor[Settings](),
 		// On the server's database (SQLite or Postgres) the vehicles and
 		// orders live beside the checkpoints, shared by every replica.
 		Migrations: Migrations,
