@@ -53,6 +53,10 @@ type Config struct {
 	// recent messages kept whole (default 10) and its size in characters
 	// (default 5000).
 	Window, MaxLength int
+	// Tools are more tools beside the agent's own, such as an MCP
+	// server's (see tool/mcptool); a write tool among them waits for a
+	// person's confirmation.
+	Tools []tool.Tool
 }
 
 // Agent is the SQL explorer: its tools and graph.
@@ -80,6 +84,9 @@ func New(cfg Config) (*Agent, error) {
 	var err error
 	if a.tools, err = newTools(cfg.Sources); err != nil {
 		return nil, fmt.Errorf("sqlagent: tools: %w", err)
+	}
+	if err := a.tools.Register("", "", cfg.Tools...); err != nil {
+		return nil, fmt.Errorf("sqlagent: more tools: %w", err)
 	}
 	a.react = agent.Config{
 		Model:  cfg.Model,

@@ -22,6 +22,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
+	"github.com/loomkit/loom/tool"
 )
 
 // ServerOptions configure the agent as Loom's server and command line
@@ -47,6 +48,8 @@ type ServerOptions struct {
 	// Window and MaxLength shape the model's copy of the history (see
 	// Config).
 	Window, MaxLength int
+	// Tools are more tools beside the agent's own (see Config.Tools).
+	Tools []tool.Tool
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -115,7 +118,7 @@ func open(ctx context.Context, opts ServerOptions, db *store.DB) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget, Window: opts.Window, MaxLength: opts.MaxLength})
+	return New(Config{Sources: ss, Model: opts.Model, Budget: opts.Budget, Window: opts.Window, MaxLength: opts.MaxLength, Tools: opts.Tools})
 }
 
 // FromChat turns a chat message into a run's input: the question.

@@ -18,6 +18,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/tool"
 )
 
 // agents returns every agent the command knows, configured from the
@@ -55,6 +56,9 @@ type config struct {
 	// reach (LOOM_REPORT_SSIM, loom serve --report-ssim); 0: the defaults.
 	reportMaxRetry int
 	reportSSIM     float64
+	// sqlTools are the SQL explorer's tools from MCP servers (loom serve
+	// --mcp-servers, see openMCP).
+	sqlTools []tool.Tool
 }
 
 // configFromEnv reads the agents' configuration from the environment.
@@ -98,7 +102,7 @@ func agentsFor(cfg config) *server.Registry {
 		// the checkpoints.
 		cabin.ServerAgent(cabin.ServerOptions{Model: model, Locale: cfg.cabinLocale, ConfigDir: cfg.cabinConfig}),
 		sqlagent.ServerAgent(sqlagent.ServerOptions{Model: model, SourcesFile: cfg.sqlSources, DemoPath: cfg.sqlDemo,
-			Budget: cfg.sqlBudget, Window: cfg.sqlWindow, MaxLength: cfg.sqlMaxLength}),
+			Budget: cfg.sqlBudget, Window: cfg.sqlWindow, MaxLength: cfg.sqlMaxLength, Tools: cfg.sqlTools}),
 		// The data analyst reads the SQL explorer's databases, with
 		// knowledge per data source kept beside the checkpoints;
 		// LOOM_EMBED_MODEL adds embeddings to its recall.

@@ -26,6 +26,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cfg.sqlSources, "sqlagent-sources", cfg.sqlSources, "YAML or JSON file of the SQL agent's and the data analyst's data sources ($LOOM_SQLAGENT_SOURCES; without one, a demo shop)")
 	fs.IntVar(&cfg.reportMaxRetry, "report-max-retry", cfg.reportMaxRetry, "corrections the report designer may make of a template that fails validation, one that changes nothing counting twice; 0: 5 ($LOOM_REPORT_MAX_RETRY)")
 	fs.Float64Var(&cfg.reportSSIM, "report-ssim", cfg.reportSSIM, "similarity, from 0 to 1, that a template drawn from a picture must reach against it, measured over the form; 0: 0.35 ($LOOM_REPORT_SSIM)")
+	mcpFile := fs.String("mcp-servers", os.Getenv("LOOM_MCP_SERVERS"), "YAML or JSON file of MCP servers whose tools agents get; agents that take them: "+strings.Join(mcpAgents, ", ")+" ($LOOM_MCP_SERVERS)")
 	hosts := fs.String("allowed-hosts", "", "Host names served besides localhost, 127.0.0.1 and [::1], comma separated (*.example.com: the names under it; *: any); with keys, every Host is served unless some are listed ($LOOM_ALLOWED_HOSTS)")
 	q := server.Quotas{}.WithDefaults()
 	fs.IntVar(&q.ThreadsPerKey, "max-threads", q.ThreadsPerKey, "threads one API key may hold; -1: no limit ($LOOM_MAX_THREADS)")
@@ -72,6 +73,13 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		logger.Warn("could not remove the temporary folders of a stopped process", "err", err)
 	} else if n > 0 {
 		logger.Info("removed the temporary folders of a stopped process", "folders", n)
+	}
+	if *mcpFile != "" {
+		ts, err := openMCP(ctx, *mcpFile, &cfg)
+		if err != nil {
+			return err
+		}
+		defer ts.Close()
 	}
 	reg := agentsFor(cfg)
 	srv, err := server.New(ctx, server.Options{
