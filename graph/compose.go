@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -11,7 +12,9 @@ import (
 // item order whatever order the branches finish in. The first branch error
 // cancels the others' context and fails the node. A fan-out is one step:
 // it is checkpointed after the join, and runs again whole if the process
-// dies before that. Branch events carry the node name "node[i]".
+// dies before that. Branch events carry the node name "node[i]". Branches
+// may each Ask: the node stops with all their questions, once every branch
+// has finished or asked.
 func Map[S, T, R any](items func(S) []T, fn func(ctx context.Context, item T) (R, error), merge func(s S, results []R) (S, error)) NodeFunc[S] {
 	return func(ctx context.Context, s S) (S, error) {
 		its := items(s)
@@ -53,13 +56,14 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
+		asks  = make([][]question, n) // by branch
 	)
 	for i := range n {
 		bctx := ctx
 		if rc != nil {
 			b := *rc
 			b.node = fmt.Sprintf("%s[%d]", rc.node, i)
-			b.ask = nil
+			b.ask = rc.ask.branchAsk(b.node)
 			bctx = context.WithValue(ctx, runKey{}, &b)
 		}
 		wg.Go(func() {
@@ -71,6 +75,12 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 				}()
 				return f(bctx, i)
 			}()
+			// A question stops this branch only; the others go on to
+			// finish or ask theirs.
+			if ie := (*interruptError)(nil); errors.As(err, &ie) {
+				asks[i] = ie.asks
+				return
+			}
 			if err != nil {
 				once.Do(func() {
 					first = fmt.Errorf("branch %d: %w", i, err)
@@ -80,7 +90,17 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		})
 	}
 	wg.Wait()
-	return first
+	if first != nil {
+		return first
+	}
+	var all []question
+	for _, a := range asks {
+		all = append(all, a...)
+	}
+	if all != nil {
+		return &interruptError{asks: all}
+	}
+	return nil
 }
 
 // Subgraph returns a node that runs the graph inner to its end on a state

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if db := os.Getenv("LOOM_ASK_CHILD_DB"); db != "" {
+		askChild(db) // ends the process
+	}
 	os.Exit(m.Run())
 }
 

@@ -35,6 +35,10 @@ type JSONInput struct {
 	Update    json.RawMessage `json:"update,omitempty"`
 	Resume    json.RawMessage `json:"resume,omitempty"`
 	Interrupt string          `json:"interrupt,omitempty"`
+	// Answers answers pending questions by id (see Input.Answers).
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// Goto, with Update, starts the run at this node (see Input.Goto).
+	Goto string `json:"goto,omitempty"`
 	// Run, when set, is the run's id (see Input.Run).
 	Run string `json:"run,omitempty"`
 	// InterruptBefore and InterruptAfter are the run's breakpoints (see
@@ -45,7 +49,7 @@ type JSONInput struct {
 
 // StreamJSON implements Runner.
 func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
-	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter}
+	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, Goto: in.Goto}
 	switch {
 	case in.Update != nil:
 		var check S
@@ -56,6 +60,11 @@ func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInpu
 			}
 		}
 		typed.Update = func(s *S) { _ = json.Unmarshal(in.Update, s) } // checked above
+	case in.Answers != nil:
+		typed.Answers = make(map[string]any, len(in.Answers))
+		for id, v := range in.Answers {
+			typed.Answers[id] = v
+		}
 	case in.Resume != nil:
 		typed.Resume, typed.Interrupt = in.Resume, in.Interrupt
 	}

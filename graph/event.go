@@ -15,7 +15,9 @@ type Kind string
 //   - KindNodeStart: nil
 //   - KindNodeEnd: time.Duration the step took
 //   - KindState: the new state S, after it was checkpointed
-//   - KindInterrupt: *checkpoint.Interrupt
+//   - KindInterrupt: *checkpoint.Interrupt, one event per question
+//   - KindExpired: *checkpoint.Interrupt, a question whose deadline
+//     passed unanswered, now answered with its default
 //   - KindError: nil; the error is in Err
 //   - anything else: whatever the node passed to Emit
 const (
@@ -25,6 +27,7 @@ const (
 	KindNodeEnd   Kind = "node_end"
 	KindState     Kind = "state"
 	KindInterrupt Kind = "interrupt"
+	KindExpired   Kind = "expired"
 	KindError     Kind = "error"
 	// KindToken carries a piece of model output text (string).
 	KindToken Kind = "token"

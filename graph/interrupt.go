@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/contract"
@@ -20,7 +21,7 @@ type runCtx struct {
 	node        string
 	step        int
 	emit        func(Event) bool
-	ask         *askState // nil in fan-out branches
+	ask         *askState
 	// prefix is prepended to node names in a subgraph ("outer/");
 	// keyBase starts StepKey (the thread, or the outer step's key).
 	prefix, keyBase string
@@ -28,11 +29,27 @@ type runCtx struct {
 	budgets budgetView
 }
 
-// askState tracks a node's questions: the answers given so far, and how
-// many the current try has consumed. A subgraph shares its node's askState.
+// askState tracks a node's questions, or a fan-out branch's: the answers
+// given so far, and how many the current try has consumed. A subgraph
+// shares its node's askState; a fan-out branch has its own.
 type askState struct {
 	resumes []json.RawMessage
 	asked   int
+	// branch names the fan-out branch that asks ("node[2]"); "" for the
+	// node itself.
+	branch string
+	// branches holds the answers given so far to the node's fan-out
+	// branches, by branch; shared by the node and its branches.
+	branches map[string][]json.RawMessage
+}
+
+// branchAsk returns the askState of fan-out branch name of a node whose
+// askState is a (nil outside a run).
+func (a *askState) branchAsk(name string) *askState {
+	if a == nil {
+		return nil
+	}
+	return &askState{resumes: a.branches[name], branch: name, branches: a.branches}
 }
 
 type runKey struct{}
@@ -42,13 +59,46 @@ func runOf(ctx context.Context) *runCtx {
 	return rc
 }
 
-// interruptError is how Ask stops a node. It never escapes the runtime.
+// interruptError is how Ask stops a node: the questions it asked (one, or
+// one per fan-out branch that asked). It never escapes the runtime.
 type interruptError struct {
-	payload json.RawMessage
-	schema  json.RawMessage // what an answer must satisfy; nil: anything
+	asks []question
+}
+
+// question is one question of an interruptError.
+type question struct {
+	branch   string
+	payload  json.RawMessage
+	schema   json.RawMessage // what an answer must satisfy; nil: anything
+	deadline time.Time
+	def      json.RawMessage // the answer when the deadline passed
 }
 
 func (e *interruptError) Error() string { return "graph: node interrupted to ask a person" }
+
+// AskOption qualifies a question asked with Ask.
+type AskOption func(*question) error
+
+// Expires gives the question a deadline and the answer it takes when the
+// deadline has passed with no answer, def, which must fit the type asked
+// for. An expired question is answered with def by the next Resume or
+// Continue of the thread (the server sweeps its threads for them), and
+// the run says so with a KindExpired event: an unanswered approval then
+// takes the path its default answer leads to instead of holding the
+// thread forever.
+func Expires(deadline time.Time, def any) AskOption {
+	return func(q *question) error {
+		if deadline.IsZero() {
+			return errors.New("expires: no deadline")
+		}
+		d, err := json.Marshal(def)
+		if err != nil {
+			return fmt.Errorf("expires: encode default answer: %w", err)
+		}
+		q.deadline, q.def = deadline.UTC(), d
+		return nil
+	}
+}
 
 // IsInterrupt reports whether err is the interrupt that Ask returns. A node
 // that gets it from Ask must return it (wrapped or not) unchanged.
@@ -76,14 +126,20 @@ func IsInterrupt(err error) bool {
 // an idempotency key.
 //
 // Rejection is a value: make T carry it (e.g. struct{ Accept bool }).
-func Ask[T any](ctx context.Context, payload any) (T, error) {
+//
+// Fan-out branches (Map, Parallel) may each ask: the node stops when
+// every branch has finished or asked, with all the questions pending,
+// each with its own id; it runs again once every one is answered, and
+// each branch's k-th Ask returns that branch's k-th answer. Expires gives
+// a question a deadline and a default answer.
+func Ask[T any](ctx context.Context, payload any, opts ...AskOption) (T, error) {
 	var zero T
 	rc := runOf(ctx)
 	if rc == nil {
 		return zero, errors.New("graph.Ask called outside a graph run")
 	}
 	if rc.ask == nil {
-		return zero, fmt.Errorf("graph.Ask in %s: not supported inside a fan-out branch", rc.node)
+		return zero, fmt.Errorf("graph.Ask in %s: no question can be asked here", rc.node)
 	}
 	i := rc.ask.asked
 	rc.ask.asked++
@@ -98,7 +154,22 @@ func Ask[T any](ctx context.Context, payload any) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph.Ask in %s: encode question: %w", rc.node, err)
 	}
-	return zero, &interruptError{payload: p, schema: answerSchema(reflect.TypeFor[T]())}
+	q := question{branch: rc.ask.branch, payload: p, schema: answerSchema(reflect.TypeFor[T]())}
+	for _, o := range opts {
+		if err := o(&q); err != nil {
+			return zero, fmt.Errorf("graph.Ask in %s: %w", rc.node, err)
+		}
+	}
+	if q.def != nil {
+		var v T
+		if err := json.Unmarshal(q.def, &v); err != nil {
+			return zero, fmt.Errorf("graph.Ask in %s: default answer does not decode as %T: %w", rc.node, v, err)
+		}
+		if err := CheckAnswer(&checkpoint.Interrupt{Schema: q.schema}, q.def); err != nil {
+			return zero, fmt.Errorf("graph.Ask in %s: default answer: %w", rc.node, err)
+		}
+	}
+	return zero, &interruptError{asks: []question{q}}
 }
 
 var answerSchemas sync.Map // reflect.Type → json.RawMessage (nil: any value)

@@ -27,6 +27,9 @@ var (
 	ErrInvalidAnswer = errors.New("graph: the answer does not fit the question")
 	// ErrNoSaver: Resume or Continue on a graph compiled without a saver.
 	ErrNoSaver = errors.New("graph: no saver; compile with WithSaver to resume or continue")
+	// ErrWhichInterrupt: a resume with one value while several questions
+	// are pending; answer them by id (Input.Answers, or the map form).
+	ErrWhichInterrupt = errors.New("graph: several questions are pending; answer them by id")
 )
 
 // Status is how a run ended.
@@ -39,14 +42,27 @@ const (
 )
 
 // Input says how a run starts. Exactly one way applies: with Update set, a
-// new run starts from Start on the thread's latest state (the zero S for a
-// new thread) after Update changed it — any unfinished work or pending
-// interrupt of the thread is set aside. Else, with Resume set, the pending
-// interrupt is answered with Resume. Else the thread continues where its
-// last checkpoint says (after a crash, a cancel or the step limit).
+// new run starts from Start (or Goto) on the thread's latest state (the
+// zero S for a new thread) after Update changed it — any unfinished work
+// or pending interrupt of the thread is set aside. Else, with Resume or
+// Answers set, pending questions are answered. Else the thread continues
+// where its last checkpoint says (after a crash, a cancel or the step
+// limit).
+//
+// Questions that expired unanswered (see Expires) take their default
+// answers when a resume or a continue finds them.
 type Input[S any] struct {
 	Update func(*S)
+	// Goto, with Update, starts the run at this node instead of Start.
+	Goto string
+	// Resume answers the pending question. A json.RawMessage that is an
+	// object whose keys are all ids of pending questions answers those
+	// (LangGraph's map form).
 	Resume any
+	// Answers answers pending questions by id; any subset may be given.
+	// The node that asked runs again once none of its questions is
+	// pending; until then the run ends interrupted with the rest.
+	Answers map[string]any
 	// Interrupt, with Resume, names the interrupt being answered. When it is
 	// no longer pending (someone else answered it first) the resume fails
 	// with checkpoint.ErrConflict rather than ErrNoInterrupt.
@@ -64,8 +80,10 @@ type Input[S any] struct {
 type Result[S any] struct {
 	State  S      `json:"state"`
 	Status Status `json:"status"`
-	// Interrupt is the pending question when Status is interrupted.
-	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
+	// Interrupt is the first pending question when Status is interrupted;
+	// Interrupts lists every one.
+	Interrupt  *checkpoint.Interrupt  `json:"interrupt,omitempty"`
+	Interrupts []checkpoint.Interrupt `json:"interrupts,omitempty"`
 	// Checkpoint is the id of the thread's head after the run ("" without a saver).
 	Checkpoint string `json:"checkpoint,omitempty"`
 	Run        string `json:"run"`
@@ -178,6 +196,7 @@ func (r *runner[S]) result(status Status) *Result[S] {
 	if r.head != nil {
 		res.Checkpoint = r.head.ID
 		res.Interrupt = r.head.Interrupt
+		res.Interrupts = r.head.Pending()
 	}
 	return res
 }
@@ -252,6 +271,9 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 		return nil, fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
 	}
 	r.skipBefore = in.Update == nil
+	if in.Goto != "" && in.Update == nil {
+		return nil, fmt.Errorf("graph %s: thread %s: goto %q without an update", c.name, r.rc.thread, in.Goto)
+	}
 	r.send(KindRunStart, "", "", nil)
 
 	var cur int
@@ -259,49 +281,56 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	case in.Update != nil:
 		in.Update(&r.state)
 		r.counters = c.countersFromMap(nil)
-		next, err := c.next(r.ctx, &c.start, r.state, r.counters)
-		if err != nil {
-			return nil, fmt.Errorf("graph %s: %w", c.name, err)
+		var next int
+		if in.Goto != "" {
+			i, ok := c.index[in.Goto]
+			if !ok {
+				return nil, fmt.Errorf("graph %s: thread %s: goto %q: no such node (the nodes: %v)", c.name, r.rc.thread, in.Goto, c.nodeNames())
+			}
+			next = i
+		} else {
+			var err error
+			if next, err = c.next(r.ctx, &c.start, r.state, r.counters); err != nil {
+				return nil, fmt.Errorf("graph %s: %w", c.name, err)
+			}
 		}
 		if err := r.save(checkpoint.SourceInput, "", next, nil); err != nil {
 			return nil, err
 		}
 		cur = next
-	case in.Resume != nil:
-		if in.Interrupt != "" && (r.head == nil || r.head.Interrupt == nil || r.head.Interrupt.ID != in.Interrupt) {
-			return nil, fmt.Errorf("graph %s: resume thread %s: interrupt %s is no longer pending: %w (%w)", c.name, r.rc.thread, in.Interrupt, ErrNoInterrupt, checkpoint.ErrConflict)
-		}
-		if r.head == nil || r.head.Interrupt == nil {
-			return nil, fmt.Errorf("graph %s: resume thread %s: %w", c.name, r.rc.thread, ErrNoInterrupt)
-		}
-		v, err := json.Marshal(in.Resume)
+	case in.Resume != nil || in.Answers != nil:
+		pending := r.pending()
+		answers, err := r.answers(in, pending)
 		if err != nil {
-			return nil, fmt.Errorf("graph %s: resume thread %s: encode value: %w", c.name, r.rc.thread, err)
-		}
-		if err := CheckAnswer(r.head.Interrupt, v); err != nil {
 			return nil, fmt.Errorf("graph %s: resume thread %s: %w", c.name, r.rc.thread, err)
 		}
-		r.rc.ask.resumes = append(append([]json.RawMessage(nil), r.head.Resumes...), v)
-		r.counters = c.countersFromMap(r.head.Counters)
-		if cur, err = r.headNext(); err != nil {
-			return nil, err
+		res, err := r.answer(pending, answers)
+		if res != nil || err != nil {
+			return res, err
 		}
-		err = r.save(checkpoint.SourceResume, "", cur, func(cp *checkpoint.Checkpoint) { cp.Resumes = r.rc.ask.resumes })
-		if err != nil {
+		if cur, err = r.headNext(); err != nil {
 			return nil, err
 		}
 	default:
 		if r.head == nil {
 			return nil, fmt.Errorf("graph %s: continue thread %s: %w", c.name, r.rc.thread, checkpoint.ErrNotFound)
 		}
-		if r.head.Interrupt != nil {
-			return nil, fmt.Errorf("graph %s: continue thread %s: %w", c.name, r.rc.thread, ErrInterrupted)
+		if pending := r.head.Pending(); len(pending) > 0 {
+			if !expiredAny(pending, time.Now()) {
+				return nil, fmt.Errorf("graph %s: continue thread %s: %w", c.name, r.rc.thread, ErrInterrupted)
+			}
+			res, err := r.answer(pending, nil)
+			if res != nil || err != nil {
+				return res, err
+			}
+		} else {
+			if len(r.head.Next) == 0 {
+				return r.result(StatusDone), nil
+			}
+			r.rc.ask.resumes = r.head.Resumes
+			r.rc.ask.branches = r.head.Answers
+			r.counters = c.countersFromMap(r.head.Counters)
 		}
-		if len(r.head.Next) == 0 {
-			return r.result(StatusDone), nil
-		}
-		r.rc.ask.resumes = r.head.Resumes
-		r.counters = c.countersFromMap(r.head.Counters)
 		var err error
 		if cur, err = r.headNext(); err != nil {
 			return nil, err
@@ -417,21 +446,28 @@ func (r *runner[S]) breakpoint(i int, when string) (*Result[S], error) {
 	return res, nil
 }
 
-// interrupt checkpoints the state node n returned with its question.
+// interrupt checkpoints the state node n returned with its questions.
 func (r *runner[S]) interrupt(n *cnode[S], out S, ie *interruptError) (*Result[S], error) {
 	if r.c.saver == nil {
 		return nil, fmt.Errorf("graph %s: node %s asked a question: %w", r.c.name, n.name, ErrNoSaver)
 	}
 	r.state = out
-	intr := &checkpoint.Interrupt{ID: checkpoint.NewID(), Node: n.name, Payload: ie.payload, Schema: ie.schema}
+	pending := make([]checkpoint.Interrupt, len(ie.asks))
+	for i, q := range ie.asks {
+		pending[i] = checkpoint.Interrupt{ID: checkpoint.NewID(), Node: n.name, Branch: q.branch,
+			Payload: q.payload, Schema: q.schema, Deadline: q.deadline, Default: q.def}
+	}
 	err := r.save(checkpoint.SourceStep, n.name, r.c.index[n.name], func(cp *checkpoint.Checkpoint) {
-		cp.Interrupt = intr
+		cp.SetPending(pending)
 		cp.Resumes = r.rc.ask.resumes
+		cp.Answers = r.rc.ask.branches
 	})
 	if err != nil {
 		return r.result(""), err
 	}
-	r.send(KindInterrupt, n.name, r.head.ID, intr)
+	for i := range pending {
+		r.send(KindInterrupt, n.name, r.head.ID, &pending[i])
+	}
 	return r.result(StatusInterrupted), nil
 }
 
