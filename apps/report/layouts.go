@@ -10,7 +10,8 @@ import (
 	"github.com/loomkit/loom/apps/report/skeleton"
 )
 
-// detectLayoutKind tells a picture, a PDF or an XLSX workbook by content.
+// detectLayoutKind tells a picture, a PDF, an XLSX workbook or a DOCX
+// document by content.
 func detectLayoutKind(data []byte) string {
 	switch layout.Detect(data) {
 	case layout.KindImage:
@@ -19,12 +20,16 @@ func detectLayoutKind(data []byte) string {
 		return KindPDF
 	case layout.KindXLSX:
 		return KindXLSX
+	case layout.KindDOCX:
+		return KindDOCX
 	}
 	return ""
 }
 
 // Toolkit reads forms with the toolkit: tesseract OCR for pictures and PDF
-// pages, the cells of XLSX workbooks, and the deterministic skeleton.
+// pages (a PDF's text layer when it has one), the cells of XLSX workbooks,
+// the paragraphs and tables of DOCX documents, and the deterministic
+// skeleton.
 type Toolkit struct {
 	// Options tune the reading (see layout.Options).
 	Options layout.Options
@@ -54,6 +59,8 @@ func (t Toolkit) Read(ctx context.Context, kind string, data []byte) (*Layout, e
 		l, err = layout.FromPDF(ctx, data, t.Options)
 	case KindXLSX:
 		l, err = layout.FromXLSX(ctx, data, t.Options)
+	case KindDOCX:
+		l, err = layout.FromDOCX(ctx, data, t.Options)
 	default:
 		return nil, fmt.Errorf("reading a layout: %q is not a form", kind)
 	}

@@ -32,6 +32,7 @@ const (
 	KindImage = "image"
 	KindXLSX  = "xlsx"
 	KindPDF   = "pdf"
+	KindDOCX  = "docx"
 	KindJRXML = "jrxml"
 )
 
@@ -397,7 +398,8 @@ func readUpload(r *http.Request) (Upload, int, string, error) {
 // judged cheaply: a template that jrxml.Parse refuses (a DOCTYPE or
 // entity, an XInclude, a foreign schema location, past its size caps),
 // and a picture whose header cannot be read or that would take too much
-// memory decoded. Workbooks and PDFs are bounded where they are read.
+// memory decoded, and a DOCX document whose text does not unzip within
+// its limit. Workbooks and PDFs are bounded where they are read.
 func checkUpload(kind string, data []byte) (int, string, error) {
 	switch kind {
 	case KindJRXML:
@@ -412,6 +414,13 @@ func checkUpload(kind string, data []byte) (int, string, error) {
 			return http.StatusUnprocessableEntity, "bad_template", fmt.Errorf("the template cannot be used: line %s", p.Error())
 		}
 		return http.StatusUnprocessableEntity, "bad_template", errors.New("the template cannot be used: it is not well-formed XML")
+	case KindDOCX:
+		switch err := layout.CheckDOCX(data); {
+		case errors.Is(err, layout.ErrDocumentTooLarge):
+			return http.StatusRequestEntityTooLarge, "too_large", err
+		case err != nil:
+			return http.StatusUnprocessableEntity, "bad_document", errors.New("the document cannot be read: " + formProblem(err))
+		}
 	case KindImage:
 		switch err := layout.CheckPicture(data); {
 		case errors.Is(err, layout.ErrTooLarge):
@@ -461,7 +470,7 @@ func uploadName(name, kind string) string {
 }
 
 // DetectKind tells an upload's kind by its content: KindImage, KindPDF,
-// KindXLSX, KindJRXML, or "" for anything else.
+// KindXLSX, KindDOCX, KindJRXML, or "" for anything else.
 func DetectKind(data []byte) string {
 	if k := detectLayoutKind(data); k != "" {
 		return k

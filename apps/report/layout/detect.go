@@ -6,8 +6,8 @@ import (
 )
 
 // Detect names the kind of input data is by its first bytes (and, for a
-// ZIP file, whether it holds a workbook): KindImage, KindPDF, KindXLSX, or
-// "" for anything else. A file's name is never consulted.
+// ZIP file, whether it holds a workbook or a document): KindImage,
+// KindPDF, KindXLSX, KindDOCX, or "" for anything else. A file's name is never consulted.
 func Detect(data []byte) string {
 	switch {
 	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")),
@@ -22,8 +22,11 @@ func Detect(data []byte) string {
 	case bytes.HasPrefix(data, []byte("PK\x03\x04")):
 		if z, err := zip.NewReader(bytes.NewReader(data), int64(len(data))); err == nil {
 			for _, f := range z.File {
-				if f.Name == "xl/workbook.xml" {
+				switch f.Name {
+				case "xl/workbook.xml":
 					return KindXLSX
+				case "word/document.xml":
+					return KindDOCX
 				}
 			}
 		}

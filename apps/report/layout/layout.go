@@ -173,7 +173,8 @@ func (o Options) minConfidence() float64 {
 	return o.MinConfidence
 }
 
-// Read reads the layout of data, a picture, a PDF or an XLSX workbook,
+// Read reads the layout of data, a picture, a PDF, an XLSX workbook or a
+// DOCX document,
 // told apart by content rather than by name.
 func Read(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 	switch k := Detect(data); k {
@@ -183,6 +184,8 @@ func Read(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 		return FromPDF(ctx, data, opts)
 	case KindXLSX:
 		return FromXLSX(ctx, data, opts)
+	case KindDOCX:
+		return FromDOCX(ctx, data, opts)
 	default:
 		return nil, fmt.Errorf("reading layout: %w", ErrUnknownFormat)
 	}
