@@ -51,7 +51,7 @@ func (a *Agent) processInput(ctx context.Context, s State) (State, error) {
 	case KindJRXML:
 		s.Design = Design{Template: string(u.Data), Source: ref}
 		return s, nil
-	case KindImage, KindXLSX, KindPDF:
+	case KindImage, KindXLSX, KindPDF, KindDOCX:
 		if a.cfg.Layouts == nil {
 			s.Turn.Reply = s.Turn.say("Reading forms is not available on this server (it needs the tesseract program for images).", "此服务器不能读取表单（图片需要 tesseract 程序）。")
 			return s, nil

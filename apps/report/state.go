@@ -134,7 +134,7 @@ type Turn struct {
 // Layout is the layout of an uploaded form: the layout schema as the
 // toolkit reads it, with what the agent needs of it.
 type Layout struct {
-	// Kind is image, xlsx or pdf.
+	// Kind is image, xlsx, pdf or docx.
 	Kind string `json:"kind"`
 	// TotalRows is the number of rows found; the three-stage path runs
 	// when it is above zero.
