@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loomkit/loom/tool"
@@ -267,7 +268,13 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (str
 		return "", ctx.Err()
 	case errors.Is(err, mcp.ErrConnectionClosed) || c.isDead(s):
 		return "", fmt.Errorf("MCP server %s stopped during the call; it is started again on the next call", c.srv.Name)
+	case errors.As(err, new(*jsonrpc.Error)):
+		// The server answered with an error: the session is sound.
+		return "", fmt.Errorf("MCP server %s: %w", c.srv.Name, err)
 	default:
+		// The session may be broken (an endpoint that went away and came
+		// back knows it no more): the next call starts a new one.
+		c.drop(s)
 		return "", fmt.Errorf("MCP server %s: %w", c.srv.Name, err)
 	}
 	text := clip(render(res), c.srv.maxResult())
@@ -277,6 +284,15 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (str
 	return text, nil
 }
 
+// drop marks session s dead, if it is still the current one.
+func (c *conn) drop(s *mcp.ClientSession) {
+	c.mu.Lock()
+	if c.session == s {
+		c.dead = true
+	}
+	c.mu.Unlock()
+}
+
 // isDead reports whether session s has ended, waiting a moment for its
 // end to be noticed.
 func (c *conn) isDead(s *mcp.ClientSession) bool {
@@ -284,11 +300,7 @@ func (c *conn) isDead(s *mcp.ClientSession) bool {
 	go func() { s.Wait(); close(done) }()
 	select {
 	case <-done:
-		c.mu.Lock()
-		if c.session == s {
-			c.dead = true
-		}
-		c.mu.Unlock()
+		c.drop(s)
 		return true
 	case <-time.After(500 * time.Millisecond):
 		return false

@@ -152,6 +152,10 @@ func TestStdioTools(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 2s") {
 		t.Errorf("hang: %v; want the timeout", err)
 	}
+	// A call the server refuses (no such tool) leaves the session sound.
+	if _, err := find(t, ts, "lookup").Call(ctx, json.RawMessage(`{"item":"pen","extra":1}`)); err == nil {
+		t.Error("lookup with an unknown argument: no error")
+	}
 	// The server still answers after a call timed out.
 	if _, err := find(t, ts, "lookup").Call(ctx, json.RawMessage(`{"item":"pen"}`)); err != nil {
 		t.Errorf("lookup after the timeout: %v", err)
