@@ -215,3 +215,43 @@ func TestAssistantsSDK(t *testing.T) {
 	ts := startServer(t, server.Options{Agents: servedAgents(t), Keys: []string{key}})
 	runSDK(t, ts.URL, key, "", "assist.mjs")
 }
+
+// TestAssistantsPostgres: on two replicas of Postgres behind a
+// round-robin balancer an assistant made on one runs on the other, with
+// its configuration carried in the run's job.
+func TestAssistantsPostgres(t *testing.T) {
+	rs := startReplicas(t, 2, server.Options{Agents: toneAgents(t)})
+	url := roundRobin(t, rs)
+	st, b := call(t, "POST", url+"/assistants", "", map[string]any{"assistant_id": "soft", "graph_id": "tone", "context": map[string]any{"tone": "soft"}})
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	if st, b := call(t, "PATCH", url+"/assistants/soft", "", map[string]any{"config": map[string]any{"configurable": map[string]any{"times": 2}}}); st != 200 {
+		t.Fatalf("update: %d %s", st, b)
+	}
+	for range 2 { // one run on each replica
+		if got := reply(t, url, "", "soft", nil); got != "soft:xx" {
+			t.Fatalf("run: %q, want soft:xx", got)
+		}
+	}
+	st, b = call(t, "POST", url+"/runs/batch", "", []map[string]any{{"assistant_id": "soft", "input": map[string]any{"text": "y"}, "on_completion": "keep"}})
+	var runs []map[string]any
+	if st != 200 || json.Unmarshal(b, &runs) != nil || len(runs) != 1 {
+		t.Fatalf("batch: %d %s", st, b)
+	}
+	st, b = call(t, "GET", url+"/threads/"+runs[0]["thread_id"].(string)+"/runs/"+runs[0]["run_id"].(string)+"/join", "", nil)
+	if st != 200 || mustJSON(t, b)["reply"] != "soft:yy" {
+		t.Fatalf("join the batch's run: %d %s, want soft:yy", st, b)
+	}
+}
+
+// TestSQLAgentSource: the sqlagent's source setting reaches its graph: a
+// source it does not have is named in its answer.
+func TestSQLAgentSource(t *testing.T) {
+	ts := startServer(t, server.Options{Agents: servedAgents(t)})
+	st, b := call(t, "POST", ts.URL+"/runs/wait", "", map[string]any{"assistant_id": "sqlagent",
+		"input": map[string]any{"question": "SELECT 1"}, "context": map[string]any{"source": "nowhere"}})
+	if st != 200 || !strings.Contains(string(b), "nowhere") {
+		t.Fatalf("run with source nowhere: %d %s, want its answer to name the source", st, b)
+	}
+}

@@ -1,6 +1,7 @@
 package sqlagent
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -144,6 +146,11 @@ func (a *Agent) Graph() *graph.Graph[State] {
 func (a *Agent) turn(ctx context.Context, s State) (State, error) {
 	q := strings.TrimSpace(s.Question)
 	s.Question, s.Answer = "", nil
+	var set Settings
+	if err := server.RunConfig(ctx, &set); err != nil {
+		return s, err
+	}
+	s.Source = cmp.Or(s.Source, set.Source)
 	if q == "" {
 		s.Answer = &Answer{Text: say(q, "Ask a question about the data, or type a SQL query.", "请提出一个关于数据的问题，或直接输入 SQL 查询。")}
 		return s, nil

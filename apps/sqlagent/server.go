@@ -60,6 +60,12 @@ type Input struct {
 	Source   string `json:"source,omitempty" jsonschema_description:"the data source to use (default: the first)"`
 }
 
+// Settings is what an assistant, or a run's config.configurable or
+// context, may set for the agent on Loom's server.
+type Settings struct {
+	Source string `json:"source,omitempty" jsonschema_description:"the data source a question uses when it names none (default: the first)"`
+}
+
 // ServerAgent returns the agent as the server registers it, under the name
 // "sqlagent". Its Build opens the data sources (creating the demo shop on
 // first start when none are configured); a chat message is a question, or
@@ -72,6 +78,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Description:   "explores a database with list / describe / sample / SQL and answers questions about its data, read only (SQL, list and describe work without a model)",
 		DescriptionZh: "浏览数据库：列出表、查看结构、抽样数据、执行 SQL，回答关于数据的问题，只读不改（SQL、列表和结构查看无需模型）",
 		InputSchema:   server.InputSchemaFor[Input](),
+		ConfigSchema:  server.ConfigSchemaFor[Settings](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, shop.Beside(db))
