@@ -67,6 +67,7 @@ const (
 	maxAssistantID    = 128
 	maxAssistantField = 64 << 10 // bytes of its config, context, metadata, name or description
 	maxVersions       = 1000
+	maxAssistants     = 1000 // per API key
 )
 
 // assistantVersion is one version of a created assistant, as stored.
@@ -185,6 +186,13 @@ func (s *records) putAssistantVersion(ctx context.Context, v *assistantVersion) 
 	now := ms(v.created)
 	return s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if v.version == 1 {
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM loom_assistants WHERE owner = ?`), v.owner).Scan(&n); err != nil {
+				return fmt.Errorf("count assistants: %w", err)
+			}
+			if n >= maxAssistants {
+				return errorf(http.StatusUnprocessableEntity, "too_many_assistants", "this key has %d assistants, the most it may have; delete one first", n)
+			}
 			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO loom_assistants (owner, id, latest, created, updated) VALUES (?, ?, 1, ?, ?)`), v.owner, v.id, now, now); err != nil {
 				if store.IsUnique(err) {
 					return fmt.Errorf("create assistant %s: %w", v.id, ErrExists)
