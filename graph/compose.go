@@ -56,14 +56,30 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
-		asks  = make([][]question, n) // by branch
+		// Each branch writes only its own slot: its questions' state, and
+		// what it asked.
+		slots []struct {
+			ask  askState
+			asks []question
+		}
 	)
+	if rc != nil && rc.ask != nil {
+		slots = make([]struct {
+			ask  askState
+			asks []question
+		}, n)
+	}
 	for i := range n {
 		bctx := ctx
 		if rc != nil {
 			b := *rc
 			b.node = fmt.Sprintf("%s[%d]", rc.node, i)
-			b.ask = rc.ask.branchAsk(b.node)
+			b.ask = nil
+			if slots != nil {
+				a := rc.ask
+				slots[i].ask = askState{resumes: a.branches[b.node], branch: b.node, branches: a.branches}
+				b.ask = &slots[i].ask
+			}
 			bctx = context.WithValue(ctx, runKey{}, &b)
 		}
 		wg.Go(func() {
@@ -75,18 +91,19 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 				}()
 				return f(bctx, i)
 			}()
-			// A question stops this branch only; the others go on to
-			// finish or ask theirs.
-			if ie := (*interruptError)(nil); errors.As(err, &ie) {
-				asks[i] = ie.asks
+			if err == nil {
 				return
 			}
-			if err != nil {
-				once.Do(func() {
-					first = fmt.Errorf("branch %d: %w", i, err)
-					cancel(first)
-				})
+			// A question stops this branch only; the others go on to
+			// finish or ask theirs.
+			if ie := (*interruptError)(nil); slots != nil && errors.As(err, &ie) {
+				slots[i].asks = ie.asks
+				return
 			}
+			once.Do(func() {
+				first = fmt.Errorf("branch %d: %w", i, err)
+				cancel(first)
+			})
 		})
 	}
 	wg.Wait()
@@ -94,8 +111,8 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		return first
 	}
 	var all []question
-	for _, a := range asks {
-		all = append(all, a...)
+	for i := range slots {
+		all = append(all, slots[i].asks...)
 	}
 	if all != nil {
 		return &interruptError{asks: all}

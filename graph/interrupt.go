@@ -43,15 +43,6 @@ type askState struct {
 	branches map[string][]json.RawMessage
 }
 
-// branchAsk returns the askState of fan-out branch name of a node whose
-// askState is a (nil outside a run).
-func (a *askState) branchAsk(name string) *askState {
-	if a == nil {
-		return nil
-	}
-	return &askState{resumes: a.branches[name], branch: name, branches: a.branches}
-}
-
 type runKey struct{}
 
 func runOf(ctx context.Context) *runCtx {
