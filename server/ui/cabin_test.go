@@ -19,7 +19,9 @@ import (
 // `loom serve` serves it: a conditional order request stops at a confirm
 // card, Accept cancels the order (seen through the cabin's own API), and a
 // slot question is answered by typing. The assistant's replies show as
-// bubbles, with its large state folded away.
+// bubbles, with its large state folded away. The page is in English and
+// sends its language as the run's locale, which the cabin takes: the
+// Chinese message is answered in English.
 func TestBrowserCabin(t *testing.T) {
 	needChromium(t)
 	base := startCabin(t)
@@ -33,7 +35,7 @@ func TestBrowserCabin(t *testing.T) {
 	b.do("wait for the confirm card", chromedp.WaitVisible(chromedp.CSS(pending)),
 		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)),
 		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
-	if q := b.text(pending + ` .question`); !strings.Contains(q, "确认要取消订单 A123") {
+	if q := b.text(pending + ` .question`); !strings.Contains(q, "Shall I cancel order A123") {
 		t.Errorf("the card asks %q", q)
 	}
 	if got := b.text(`.card.tool-call code`); got != "plugin.order.query" {
@@ -43,7 +45,7 @@ func TestBrowserCabin(t *testing.T) {
 
 	b.do("accept", chromedp.Click(chromedp.CSS(pending+` button.accept`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .bubble.reply`)))
-	if got := b.text(`.run[data-status="done"] .bubble.reply`); !strings.Contains(got, "订单 A123 已取消") {
+	if got := b.text(`.run[data-status="done"] .bubble.reply`); !strings.Contains(got, "Order A123 is cancelled") {
 		t.Errorf("the reply bubble says %q", got)
 	}
 	if open := eval[bool](b, `document.querySelector('.run[data-status="done"] .card.result details.state').open`); open {
@@ -62,7 +64,7 @@ func TestBrowserCabin(t *testing.T) {
 	b.send("导航")
 	b.do("wait for the question", chromedp.WaitVisible(chromedp.CSS(pending)),
 		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)))
-	if q := b.text(pending + ` .question`); !strings.Contains(q, "去哪里") {
+	if q := b.text(pending + ` .question`); !strings.Contains(q, "Where would you like to go") {
 		t.Errorf("the slot question is %q", q)
 	}
 	b.send("去公司")

@@ -6,7 +6,7 @@
 // agent's own events), updates (interrupts) and values (states).
 
 import { drawGraph, zoomable, compact } from './graph.js';
-import { t, lang, setLang, translate, fieldName, wordFor, countText, addMessages } from './i18n.js';
+import { t, lang, languages, setLang, translate, fieldName, wordFor, countText, addMessages } from './i18n.js';
 import { renderMarkdown, looksLikeMarkdown } from './markdown.js';
 
 const MODES = ['events', 'custom', 'updates', 'values'];
@@ -844,11 +844,17 @@ function setBusy(busy) {
 // runStream starts a run on the thread with body's input, resume or
 // nothing (continue), and shows it as it streams.
 // withLocale is a run's body with the page's language as the run's
-// config.configurable.locale, for an agent whose configuration takes one
+// config.configurable.locale (zh-CN or en), for an agent whose configuration takes one
 // (its status lines and replies follow it); others would refuse it.
 function withLocale(body) {
-  if (!app.configSchema?.properties?.locale) return body;
-  const config = { ...body.config, configurable: { locale: lang(), ...body.config?.configurable } };
+  const takes = app.configSchema?.properties?.locale;
+  if (!takes) return body;
+  // A language tag (zh-CN, en), or the one of the agent's choices in the
+  // page's language.
+  const tag = languages[lang()];
+  const locale = Array.isArray(takes.enum) ? takes.enum.find((x) => x === tag) ?? takes.enum.find((x) => String(x).split('-')[0] === lang()) : tag;
+  if (locale == null) return body;
+  const config = { ...body.config, configurable: { locale, ...body.config?.configurable } };
   return { ...body, config };
 }
 
