@@ -158,11 +158,7 @@ func (u *utf8Reader) Read(p []byte) (int, error) {
 // act on (a run request): a field v has no place for is a 422 that names
 // it (what says whose: "run"), never dropped.
 func decodeKnown(r *http.Request, what string, v any) error {
-	var raw json.RawMessage
-	if err := decode(r, &raw); err != nil || raw == nil {
-		return err
-	}
-	return unmarshalKnown(raw, what, v)
+	return decodeBody(r, v, what)
 }
 
 // unmarshalKnown decodes raw into v as decodeKnown does.

@@ -605,11 +605,18 @@ func (s *Server) authenticate(r *http.Request) (string, error) {
 // JSON). An empty body leaves v as it is; malformed JSON gets 400, a body
 // larger than the limit 413, one that did not arrive within the read
 // timeout 408.
-func decode(r *http.Request, v any) error {
+func decode(r *http.Request, v any) error { return decodeBody(r, v, "") }
+
+// decodeBody is decode; with what set ("run"), a field v has no place for
+// is a 422 that names it, not dropped (see decodeKnown).
+func decodeBody(r *http.Request, v any, what string) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
 	dec := json.NewDecoder(&utf8Reader{r: r.Body}) // JSON is UTF-8; a body that is not is malformed
+	if what != "" {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		switch {
@@ -619,6 +626,9 @@ func decode(r *http.Request, v any) error {
 			return err
 		case isTimeout(err):
 			return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive in time; send it at once")
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && what != "" {
+			return errorf(http.StatusUnprocessableEntity, "unsupported_field", "%s field %s is not supported by this server", what, f)
 		}
 		return errorf(http.StatusBadRequest, "malformed_json", "malformed JSON body: %v", err)
 	}
