@@ -11,6 +11,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/memory"
 )
 
 // Multitask strategies: what a run does when its thread is busy.
@@ -192,6 +193,7 @@ func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace
 	a := s.agents[r.agent]
 	ctx := context.WithValue(r.ctx, callerKey{}, r.owner) // the graph's nodes see who runs it
 	ctx = withRunConfig(ctx, r.config)                    // and how it is configured
+	ctx = memory.With(ctx, s.items.For(r.owner))          // and its key's long-term store
 	for e, err := range a.runner.StreamJSON(ctx, r.thread, in) {
 		tr.observe(e)
 		if e.Kind == graph.KindNodeEnd {

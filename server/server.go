@@ -49,6 +49,8 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/store"
 )
 
@@ -109,6 +111,9 @@ type Options struct {
 	AllowedHosts []string
 	// Quotas bound what one API key may hold and do (see Quotas).
 	Quotas Quotas
+	// Embedder, when set, ranks the long-term store's searches by the
+	// cosine of embeddings (see memory.Options); without one by BM25.
+	Embedder llm.Embedder
 
 	// The options below apply on Postgres, where runs are River jobs.
 
@@ -143,6 +148,7 @@ type Server struct {
 	db      *store.DB
 	saver   checkpoint.Saver
 	records *records
+	items   *memory.Items
 	exec    executor // executes runs: in this process, or as jobs on Postgres
 	agents  map[string]*builtAgent
 	order   []string          // agent names, sorted
@@ -209,6 +215,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.items = memory.New(s.db, memory.Options{Embedder: opts.Embedder})
 	for _, a := range opts.Agents.All() {
 		ba := &builtAgent{Agent: a}
 		if err := s.db.Migrate(ctx, a.Name, a.Migrations); err != nil {
@@ -313,7 +320,8 @@ func (s *Server) HandleAPI(pattern string, h http.Handler) { s.handleAPI(pattern
 // the form) when uploads is above zero.
 func (s *Server) handleAPI(pattern string, h http.Handler, uploads int64, types ...string) {
 	s.mux.Handle(pattern, s.apiUploads(uploads, types, func(w http.ResponseWriter, r *http.Request, owner string) error {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, owner)))
+		ctx := memory.With(context.WithValue(r.Context(), callerKey{}, owner), s.items.For(owner))
+		h.ServeHTTP(w, r.WithContext(ctx))
 		return nil
 	}))
 }
@@ -654,6 +662,7 @@ func (s *Server) routes() {
 	s.langGraphRoutes(m)
 	s.panelRoutes(m) // GET /ui/panels/{agent}/{file}
 	s.openAIRoutes(m)
+	s.storeRoutes(m)
 	s.mcpRoutes() // /mcp: every agent as an MCP tool
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.UI != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/store"
 )
 
@@ -205,6 +206,9 @@ func openRecords(ctx context.Context, db *store.DB) (*records, error) {
 	}
 	if err := migrateAssistants(ctx, db); err != nil {
 		return nil, err
+	}
+	if err := memory.Migrate(ctx, db); err != nil {
+		return nil, fmt.Errorf("long-term store tables: %w", err)
 	}
 	s := &records{db: db, d: db.Dialect()}
 	if err := s.probe(ctx); err != nil {
