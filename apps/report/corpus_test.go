@@ -221,8 +221,8 @@ func TestFormsCorpus(t *testing.T) {
 
 // The corpus's floors.
 const (
-	floorTitle   = 0.80
-	floorRecall  = 0.88
-	floorHeaders = 0.88
-	maxBaked     = 11
+	floorTitle   = 0.95
+	floorRecall  = 0.90
+	floorHeaders = 0.90
+	maxBaked     = 1
 )

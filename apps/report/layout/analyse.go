@@ -28,6 +28,7 @@ func (l *Layout) analyse() {
 	l.Rows = l.Rows[:0]
 	for _, r := range rows {
 		slices.SortStableFunc(r, func(a, b Cell) int { return a.Box.X - b.Box.X })
+		r = joinValues(r)
 		l.Rows = append(l.Rows, Row{})
 		for _, c := range r {
 			c.Row = len(l.Rows) - 1
@@ -40,6 +41,56 @@ func (l *Layout) analyse() {
 		l.Cells[i].Col = column(l.Columns, l.Cells[i].Box)
 	}
 	l.finish()
+}
+
+// labelWords says whether s could be a label whose colon was lost: two
+// to eight Chinese characters, or one to three words of letters, with no
+// digits.
+func labelWords(s string) bool {
+	s = strings.TrimSpace(s)
+	han, other := 0, 0
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Han, r):
+			han++
+		case unicode.IsLetter(r) || r == ' ':
+			other++
+		default:
+			return false
+		}
+	}
+	if han > 0 {
+		return other == 0 && han >= 2 && han <= 8
+	}
+	return other > 1 && len(strings.Fields(s)) <= 3
+}
+
+// joinValues joins the pieces OCR split a label's value into ("Pacific"
+// and "Steel Supply" after "Vendor:"): the cells after a label's value,
+// up to the next label and close to each other, become one value.
+func joinValues(r []Cell) []Cell {
+	out := r[:0:0]
+	inValue := false
+	for _, c := range r {
+		_, value, isLabel := splitLabel(c.Text)
+		n := len(out)
+		switch {
+		case isLabel:
+			inValue = value == ""
+			out = append(out, c)
+			continue
+		case inValue && n > 0:
+			if _, _, prevLabel := splitLabel(out[n-1].Text); !prevLabel && c.Box.X-out[n-1].Box.Right() < 2*max(c.Box.H, out[n-1].Box.H) {
+				prev := &out[n-1]
+				prev.Text = joinText(prev.Text, c.Text, true)
+				prev.Box = union(prev.Box, c.Box)
+				prev.Confidence = min(prev.Confidence, c.Confidence)
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // bound fills each row's cell list and vertical extent from the cells'
@@ -141,6 +192,30 @@ func (l *Layout) finish() {
 			l.Pairs = append(l.Pairs, p)
 		}
 	}
+	// Label words without a colon (OCR dropped it): in a row with labels,
+	// a short word of letters before a cell that is no label's nor value.
+	used := map[int]bool{}
+	for _, p := range l.Pairs {
+		used[p.LabelCell], used[p.Value] = true, true
+	}
+	for ri, r := range l.Rows {
+		if !labelRow[ri] {
+			continue
+		}
+		for k := 0; k+1 < len(r.Cells); k++ {
+			i, next := r.Cells[k], r.Cells[k+1]
+			if used[i] || used[next] || !labelWords(l.Cells[i].Text) {
+				continue
+			}
+			if _, _, isLabel := splitLabel(l.Cells[next].Text); isLabel {
+				continue
+			}
+			l.Pairs = append(l.Pairs, Pair{Label: strings.TrimSpace(l.Cells[i].Text), LabelCell: i, Value: next, Text: l.Cells[next].Text})
+			used[i], used[next] = true, true
+			k++
+		}
+	}
+	slices.SortStableFunc(l.Pairs, func(a, b Pair) int { return a.LabelCell - b.LabelCell })
 	// Tables: runs of at least two rows of several cells, none of them a
 	// label, close to each other.
 	start := -1

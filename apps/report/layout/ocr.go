@@ -228,7 +228,13 @@ func joinWords(words []Word) []Cell {
 				}
 				continue
 			}
-			if gap := wd.Box.X - last.Right(); cur != nil && gap < max(last.H, wd.Box.H) {
+			// A line read on its own (Block < 0: a title OCR missed) is
+			// one phrase unless its words are far apart.
+			reach := max(last.H, wd.Box.H)
+			if k.b < 0 {
+				reach *= 3
+			}
+			if gap := wd.Box.X - last.Right(); cur != nil && gap < reach {
 				last = wd.Box
 				cur.Text = joinText(cur.Text, wd.Text, gap*4 > max(last.H, wd.Box.H))
 				cur.Box = union(cur.Box, wd.Box)

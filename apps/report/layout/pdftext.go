@@ -56,12 +56,24 @@ func textLayer(ctx context.Context, pdf []byte, page int) []Word {
 		for i := range f {
 			f[i], _ = strconv.ParseFloat(string(m[i+1]), 64)
 		}
-		words = append(words, Word{
+		wd := Word{
 			Text:       text,
 			Box:        Box{X: int(f[0] * k), Y: int(f[1] * k), W: max(int((f[2]-f[0])*k), 1), H: max(int((f[3]-f[1])*k), 1)},
 			Confidence: 100,
 			Line:       line,
-		})
+		}
+		// Words of a line a space apart are one phrase ("PURCHASE
+		// ORDER"): their boxes are as tall as the font, wider spaces than
+		// a fraction of it part cells.
+		if n := len(words); n > 0 && words[n-1].Line == line {
+			prev := &words[n-1]
+			if gap := wd.Box.X - prev.Box.Right(); gap >= 0 && 5*gap < 3*max(prev.Box.H, wd.Box.H) {
+				prev.Text = joinText(prev.Text, wd.Text, true)
+				prev.Box = union(prev.Box, wd.Box)
+				continue
+			}
+		}
+		words = append(words, wd)
 	}
 	if len(words) < minTextWords {
 		return nil
