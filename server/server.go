@@ -664,6 +664,7 @@ func (s *Server) routes() {
 	s.openAIRoutes(m)
 	s.storeRoutes(m)
 	s.mcpRoutes() // /mcp: every agent as an MCP tool
+	s.a2aRoutes() // /a2a/{assistant}: every assistant over A2A
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.UI != nil {
 			s.opts.UI.ServeHTTP(w, r)
