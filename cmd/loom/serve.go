@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/internal/leash"
+	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -82,6 +83,12 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		defer ts.Close()
 	}
 	reg := agentsFor(cfg)
+	// LOOM_EMBED_MODEL ranks the long-term store's searches by
+	// embeddings; without it they rank by words (BM25).
+	embedder, err := openai.NewEmbedderFromEnv()
+	if err != nil {
+		logger.Warn("no embeddings: store searches rank by words alone", "err", err)
+	}
 	srv, err := server.New(ctx, server.Options{
 		TracerProvider: tp,
 		Agents:         reg,
@@ -91,6 +98,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		UI:             ui.Handler(),
 		AllowedHosts:   strings.FieldsFunc(*hosts, func(r rune) bool { return r == ',' || r == ' ' }),
 		Quotas:         q,
+		Embedder:       embedder,
 	})
 	if err != nil {
 		return err
