@@ -165,7 +165,7 @@ func FromWords(w, h int, words []Word, minConfidence float64) *Layout {
 		if colon(wd.Text) {
 			// A colon read as a word of its own ends the label before it.
 			wd.Confidence = max(wd.Confidence, minConfidence)
-		} else if wd.Confidence < minConfidence || isRule(wd.Text) || wd.Confidence < 60 && wd.Box.H < minH {
+		} else if wd.Confidence < minConfidence || isRule(wd.Text) || wd.Confidence < 60 && wd.Box.H < minH || mark(wd.Text) {
 			continue
 		}
 		kept = append(kept, wd)
@@ -180,6 +180,14 @@ func FromWords(w, h int, words []Word, minConfidence float64) *Layout {
 // comma OCR may read one as).
 func colon(s string) bool {
 	return s == ":" || s == "：" || s == "，" || s == ","
+}
+
+// mark is a word with no letter, digit or symbol a form writes (a quote,
+// a dot): a speck OCR read as punctuation.
+func mark(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsSymbol(r) || strings.ContainsRune("%#&@*", r)
+	})
 }
 
 // isRule is a "word" made of the strokes OCR reads table borders as.

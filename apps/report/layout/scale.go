@@ -6,6 +6,8 @@ import (
 	"image"
 	"image/png"
 	"slices"
+	"strings"
+	"unicode"
 
 	"golang.org/x/image/draw"
 )
@@ -171,6 +173,9 @@ func missedLines(ctx context.Context, g *image.Gray, words []Word) []Word {
 		}
 		bands = append(bands, [2]int{y0, y})
 		for _, wd := range ws {
+			if !strings.ContainsFunc(wd.Text, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+				continue // a speck read as a mark
+			}
 			wd.Box.X += crop.Min.X
 			wd.Box.Y += crop.Min.Y
 			wd.Block, wd.Par, wd.Line = -len(bands), 0, 0
