@@ -245,13 +245,15 @@ func TestAssistantsPostgres(t *testing.T) {
 	}
 }
 
-// TestSQLAgentSource: the sqlagent's source setting reaches its graph: a
-// source it does not have is named in its answer.
-func TestSQLAgentSource(t *testing.T) {
+// TestSourceSetting: the source setting of the sqlagent and the
+// dataagent reaches their graphs: a source they do not have is named in
+// the answer.
+func TestSourceSetting(t *testing.T) {
 	ts := startServer(t, server.Options{Agents: servedAgents(t)})
-	st, b := call(t, "POST", ts.URL+"/runs/wait", "", map[string]any{"assistant_id": "sqlagent",
-		"input": map[string]any{"question": "SELECT 1"}, "context": map[string]any{"source": "nowhere"}})
-	if st != 200 || !strings.Contains(string(b), "nowhere") {
-		t.Fatalf("run with source nowhere: %d %s, want its answer to name the source", st, b)
+	for agent, input := range map[string]map[string]any{"sqlagent": {"question": "SELECT 1"}, "dataagent": {"question": "how many orders are there?"}} {
+		st, b := call(t, "POST", ts.URL+"/runs/wait", "", map[string]any{"assistant_id": agent, "input": input, "context": map[string]any{"source": "nowhere"}})
+		if st != 200 || !strings.Contains(string(b), "nowhere") {
+			t.Fatalf("%s with source nowhere: %d %s, want its answer to name the source", agent, st, b)
+		}
 	}
 }

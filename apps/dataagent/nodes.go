@@ -114,6 +114,11 @@ func (a *Agent) intentRecognition(ctx context.Context, s State) (State, error) {
 	if q == "" {
 		return s.fail("Ask a question about the data. / 请提出一个关于数据的问题。"), nil
 	}
+	var set Settings
+	if err := server.RunConfig(ctx, &set); err != nil {
+		return s, err
+	}
+	s.Source = cmp.Or(s.Source, set.Source)
 	if _, err := a.source(s.Source); err != nil {
 		return s.fail(err.Error()), nil
 	}

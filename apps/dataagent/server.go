@@ -75,6 +75,12 @@ type runner struct {
 	parts *parts
 }
 
+// Settings is what an assistant, or a run's config.configurable or
+// context, may set for the analyst on Loom's server.
+type Settings struct {
+	Source string `json:"source,omitempty" jsonschema_description:"the data source a question uses when it names none (default: the first)"`
+}
+
 // ServerAgent returns the agent as the server registers it, under the
 // name "dataagent". Its Build opens the data sources (the SQL agent's),
 // the knowledge store on the server's database (the demo shop's
@@ -91,6 +97,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		DescriptionZh: "数据分析师：为数据库规划分析，运行经过检查的 SQL 和沙箱中的 Python，写出带图表的报告（已存的示例问题无需模型即可回答）",
 		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
+		ConfigSchema:  server.ConfigSchemaFor[Settings](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, shop.Beside(db))
