@@ -14,8 +14,8 @@ import (
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
-	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/tool"
 )
 
