@@ -22,6 +22,27 @@ type Migration struct {
 	// SQL is the statements for both dialects; SQLite or Postgres, when
 	// set, replace it for that dialect.
 	SQL, SQLite, Postgres string
+	// Present, when set, says whether the database already has what this
+	// migration makes although no migration was recorded: tables an
+	// earlier build made before it declared its migrations. Migrate then
+	// records the migration without running it. HasColumn makes the
+	// usual one.
+	Present func(ctx context.Context, tx *sql.Tx, d Dialect) (bool, error)
+}
+
+// HasColumn is a Migration.Present that holds when table has column.
+func HasColumn(table, column string) func(context.Context, *sql.Tx, Dialect) (bool, error) {
+	return func(ctx context.Context, tx *sql.Tx, d Dialect) (bool, error) {
+		q := "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2"
+		if d == SQLite {
+			q = "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2"
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, q, table, column).Scan(&n); err != nil {
+			return false, fmt.Errorf("look for column %s.%s: %w", table, column, err)
+		}
+		return n > 0, nil
+	}
 }
 
 func (m *Migration) sqlFor(d Dialect) string {
@@ -86,7 +107,14 @@ func (db *DB) Migrate(ctx context.Context, component string, ms []Migration) err
 		}
 		ins := db.dialect.Rebind("INSERT INTO loom_schema_migrations (component, version, name) VALUES (?, ?, ?)")
 		for _, m := range ms[have:] {
-			if s := m.sqlFor(db.dialect); s != "" {
+			present := false
+			if m.Present != nil {
+				var err error
+				if present, err = m.Present(ctx, tx, db.dialect); err != nil {
+					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+				}
+			}
+			if s := m.sqlFor(db.dialect); s != "" && !present {
 				if _, err := tx.ExecContext(ctx, s); err != nil {
 					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 				}

@@ -161,3 +161,34 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// A database whose tables an earlier build made, change included, before
+// the migrations were declared: Migrate records the migration whose
+// change is Present instead of running it again, and runs the others.
+func TestMigratePresent(t *testing.T) {
+	for name, db := range dbs(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			adopt := []store.Migration{notes[0], notes[1], {Version: 3, Name: "note tags",
+				SQL: `ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT ''`}}
+			adopt[0].SQL = `CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`
+			adopt[1].Present = store.HasColumn("notes", "owner")
+			adopt[2].Present = store.HasColumn("notes", "tags")
+			// What the earlier build made by hand, with no record.
+			if _, err := db.SQL().ExecContext(ctx, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '')`); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Migrate(ctx, "notes", adopt); err != nil {
+				t.Fatalf("migrate tables an earlier build made: %v", err)
+			}
+			v, err := db.Versions(ctx)
+			if err != nil || v["notes"] != 3 {
+				t.Fatalf("versions %v, %v; want notes 3", v, err)
+			}
+			// Version 3 was not present, so it ran: the column is there now.
+			if _, err := db.SQL().ExecContext(ctx, `INSERT INTO notes (id, body, owner, tags) VALUES (1, 'x', 'a', 't')`); err != nil {
+				t.Fatalf("version 3's column: %v", err)
+			}
+		})
+	}
+}

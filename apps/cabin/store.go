@@ -75,7 +75,10 @@ var Migrations = []store.Migration{{
 }, {
 	Version: 2,
 	Name:    "kept per API key",
-	// The rows there were become the data of owner "" (no keys).
+	// The rows there were become the data of owner "" (no keys). Builds
+	// of the days before migrations were declared made this change
+	// themselves: their databases have the owner column already.
+	Present: store.HasColumn("cabin_handoffs", "owner"),
 	SQL: `ALTER TABLE cabin_handoffs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX cabin_handoffs_owner ON cabin_handoffs(owner, id);
 CREATE TABLE cabin_vehicles_owned (
