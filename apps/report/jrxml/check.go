@@ -80,6 +80,9 @@ type checker struct {
 	fields, params, vars map[string]bool
 	// crosstab names: a crosstab's totals are $V{measure_group_ALL}
 	crosstabNames []string
+	// hasCrosstab says the report has a crosstab, whose built-in
+	// variables its cells and the styles they use may name
+	hasCrosstab bool
 }
 
 func (c *checker) add(e *Element, sev Severity, check, hint, format string, args ...any) {
@@ -177,6 +180,10 @@ var builtinParams = []string{
 // builtinVars are the variables every dataset has.
 var builtinVars = []string{"PAGE_NUMBER", "MASTER_CURRENT_PAGE", "MASTER_TOTAL_PAGES", "COLUMN_NUMBER", "REPORT_COUNT", "PAGE_COUNT", "COLUMN_COUNT"}
 
+// crosstabVars are the variables every crosstab has, known in its cells
+// and in the conditional styles they use.
+var crosstabVars = []string{"ROW_COUNT", "COLUMN_COUNT", "IS_EVEN_ROW", "IS_EVEN_COLUMN"}
+
 // declare collects the names the report and its sub-datasets declare.
 func (c *checker) declare() {
 	c.fields, c.params, c.vars = map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -199,6 +206,8 @@ func (c *checker) declare() {
 			c.params[name+"_SCRIPTLET"] = true
 		case "group":
 			c.vars[name+"_COUNT"] = true
+		case "crosstab":
+			c.hasCrosstab = true
 		case "rowGroup", "columnGroup", "measure":
 			c.vars[name] = true
 			c.crosstabNames = append(c.crosstabNames, name)
@@ -236,7 +245,7 @@ func (c *checker) references(e *Element) {
 		default:
 			known, what, decl = c.vars, "variable", `<variable name="%s" class="java.lang.Integer" calculation="Count"/>`
 		}
-		if known[name] || kind == "V" && c.crosstabTotal(name) || kind == "P" && strings.HasPrefix(name, "net.sf.jasperreports.") {
+		if known[name] || kind == "V" && (c.crosstabTotal(name) || c.crosstabBuiltin(e, name)) || kind == "P" && strings.HasPrefix(name, "net.sf.jasperreports.") {
 			continue
 		}
 		sev := Error
@@ -256,6 +265,21 @@ func (c *checker) references(e *Element) {
 func inConditionalStyle(e *Element) bool {
 	for p := e.Parent; p != nil; p = p.Parent {
 		if p.Name == "conditionalStyle" {
+			return true
+		}
+	}
+	return false
+}
+
+// crosstabBuiltin reports whether name is a crosstab's built-in variable
+// where e may name it: inside a crosstab, or in a conditional style of a
+// report with one.
+func (c *checker) crosstabBuiltin(e *Element, name string) bool {
+	if !slices.Contains(crosstabVars, name) {
+		return false
+	}
+	for p := e.Parent; p != nil; p = p.Parent {
+		if p.Name == "crosstab" || p.Name == "conditionalStyle" && c.hasCrosstab {
 			return true
 		}
 	}

@@ -206,3 +206,46 @@ func TestQueryWarning(t *testing.T) {
 		t.Errorf("problems %v", ps)
 	}
 }
+
+// TestCrosstabBuiltins: a crosstab's built-in variables (ROW_COUNT,
+// COLUMN_COUNT, IS_EVEN_ROW, IS_EVEN_COLUMN) are known in its cells and in
+// the conditional styles of a report with a crosstab, and still unknown in
+// a report without one.
+func TestCrosstabBuiltins(t *testing.T) {
+	const style = `<style name="Zebra"><conditionalStyle><conditionExpression><![CDATA[$V{ROW_COUNT} % 2 == 0]]></conditionExpression><style backcolor="#EEEEEE"/></conditionalStyle></style>`
+	const crosstab = `<crosstab><reportElement x="0" y="0" width="555" height="60"/>
+<rowGroup name="city" width="80"><bucket class="java.lang.String"><bucketExpression><![CDATA[$F{city}]]></bucketExpression></bucket></rowGroup>
+<columnGroup name="year" height="20"><bucket class="java.lang.Integer"><bucketExpression><![CDATA[$F{id}]]></bucketExpression></bucket></columnGroup>
+<measure name="n" class="java.lang.Integer" calculation="Count"><measureExpression><![CDATA[$F{id}]]></measureExpression></measure>
+<crosstabCell width="60" height="20"><cellContents><textField><reportElement x="0" y="0" width="60" height="20"/><textFieldExpression><![CDATA[$V{n} + " " + $V{COLUMN_COUNT} + ($V{IS_EVEN_ROW} ? "" : "*")]]></textFieldExpression></textField></cellContents></crosstabCell>
+</crosstab>`
+	withStyle := strings.Replace(Base, `<style name="Base" fontSize="10"/>`, `<style name="Base" fontSize="10"/>`+style, 1)
+	cases := []struct {
+		name, src string
+		unknown   []string
+	}{
+		{"crosstab", strings.Replace(withStyle, "</jasperReport>", `<summary><band height="60">`+crosstab+"</band></summary></jasperReport>", 1), nil},
+		{"no crosstab", strings.Replace(withStyle, "</jasperReport>", `<summary><band height="20"><textField><reportElement x="0" y="0" width="100" height="20"/><textFieldExpression><![CDATA[$V{ROW_COUNT}]]></textFieldExpression></textField></band></summary></jasperReport>`, 1),
+			[]string{"$V{ROW_COUNT} is not a declared variable", "$V{ROW_COUNT} is not a declared variable"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(c.src, "<summary><band") || !strings.Contains(c.src, "ROW_COUNT} % 2") {
+				t.Fatal("the case did not put its style and band into the template")
+			}
+			doc, err := jrxml.Parse([]byte(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range doc.Check() {
+				if p.Check == "reference" {
+					got = append(got, p.Message)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(c.unknown, "|") {
+				t.Errorf("reference problems %q, want %q", got, c.unknown)
+			}
+		})
+	}
+}
