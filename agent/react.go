@@ -15,6 +15,7 @@ import (
 	"github.com/loomkit/loom/convo"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 	"github.com/loomkit/loom/tool"
 )
 
@@ -231,7 +232,7 @@ func newReact(cfg Config) *react {
 		r.Tools = tool.NewRegistry()
 	}
 	r.view = convo.New(cfg.View)
-	if s, err := contract.SchemaFor[Decision](); err == nil {
+	if s, err := schema.For[Decision](); err == nil {
 		r.format = s.Format()
 	}
 	return r

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 // Asker asks the model once and returns its answer. feedback is empty on the
@@ -88,7 +89,7 @@ func (e *Error) Unwrap() []error {
 // loop at once and is returned wrapped.
 func Ask[T any](ctx context.Context, ask Asker, opts ...Option) (T, error) {
 	var zero T
-	s, err := SchemaFor[T]()
+	s, err := schema.For[T]()
 	if err != nil {
 		return zero, err
 	}

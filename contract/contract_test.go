@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 type toolCall struct {
@@ -167,7 +168,7 @@ func TestDecodeOverflow(t *testing.T) {
 }
 
 func TestSchemaFormat(t *testing.T) {
-	s, err := SchemaFor[decision]()
+	s, err := schema.For[decision]()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestSchemaFormat(t *testing.T) {
 	if enum := props["action"].(map[string]any)["enum"]; len(enum.([]any)) != 3 {
 		t.Fatalf("enum tag not in JSON schema: %v", props["action"])
 	}
-	s2, _ := SchemaFor[decision]()
+	s2, _ := schema.For[decision]()
 	if s2 != s {
 		t.Fatal("SchemaFor is not cached")
 	}
@@ -217,7 +218,7 @@ func TestRecursiveType(t *testing.T) {
 }
 
 func TestParseSchema(t *testing.T) {
-	s, err := ParseSchema(json.RawMessage(`{
+	s, err := schema.Parse(json.RawMessage(`{
 		"type":"object",
 		"properties":{"q":{"type":"string","minLength":2},"n":{"$ref":"#/$defs/n"}},
 		"required":["q"],
@@ -312,11 +313,11 @@ func TestAskModelError(t *testing.T) {
 }
 
 func TestSchemaExtractCanonical(t *testing.T) {
-	s, err := SchemaFor[decision]()
+	s, err := schema.For[decision]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Extract(`Sure: {"Speak":"x","ACTION":"done","day":null,}`)
+	got, err := ExtractFor(`Sure: {"Speak":"x","ACTION":"done","day":null,}`, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,12 +363,12 @@ func TestNullableMessage(t *testing.T) {
 
 func TestParseSchemaRefs(t *testing.T) {
 	for _, ref := range []string{"file:///etc/passwd", "https://example.com/s.json"} {
-		_, err := ParseSchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}`))
-		if !errors.Is(err, ErrSchema) {
-			t.Errorf("$ref %s: error = %v, want ErrSchema", ref, err)
+		_, err := schema.Parse(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"` + ref + `"}}}`))
+		if !errors.Is(err, schema.ErrSchema) {
+			t.Errorf("$ref %s: error = %v, want schema.ErrSchema", ref, err)
 		}
 	}
-	s, err := ParseSchema(json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+	s, err := schema.Parse(json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
 		"properties":{"a":{"type":"integer","exclusiveMinimum":0}},"required":["a"],"additionalProperties":false}`))
 	if err != nil {
 		t.Fatal(err)
@@ -385,11 +386,11 @@ func TestNumbers(t *testing.T) {
 		ID uint64  `json:"id"`
 		F  float64 `json:"f,omitempty"`
 	}
-	s, err := SchemaFor[ids]()
+	s, err := schema.For[ids]()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Extract(`{"Id": 12345678901234567891}`)
+	got, err := ExtractFor(`{"Id": 12345678901234567891}`, s)
 	if err != nil || !strings.Contains(string(got), "12345678901234567891") {
 		t.Fatalf("Extract = %s, %v; want every digit kept", got, err)
 	}

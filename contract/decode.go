@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/loomkit/loom/schema"
 )
 
 // DefaultTag is the tag of the decision block looked for by default:
@@ -75,14 +77,14 @@ var extractors = sync.Pool{New: func() any { return new(extractor) }}
 // model, as Feedback does.
 func Decode[T any](text string, opts ...Option) (T, error) {
 	var v T
-	s, err := SchemaFor[T]()
+	s, err := schema.For[T]()
 	if err != nil {
 		return v, err
 	}
 	return v, decodeInto(text, s, buildOptions(opts), &v)
 }
 
-func decodeInto(text string, s *Schema, o *options, v any) error {
+func decodeInto(text string, s *schema.Schema, o *options, v any) error {
 	x := extractors.Get().(*extractor)
 	defer extractors.Put(x) // c.obj is x's scratch
 	c := x.find(text, o.tag, s)
@@ -127,14 +129,14 @@ func goTypeWords(t reflect.Type) string {
 // that run their own bounded correction loop (rather than Ask) use it to
 // build the message they append to the history.
 func Feedback[T any](err error, opts ...Option) string {
-	s, serr := SchemaFor[T]()
+	s, serr := schema.For[T]()
 	if serr != nil {
 		return err.Error()
 	}
 	return feedback(err, s, buildOptions(opts))
 }
 
-func feedback(err error, s *Schema, o *options) string {
+func feedback(err error, s *schema.Schema, o *options) string {
 	if o.feedback != nil {
 		return o.feedback(err, s.Format())
 	}
@@ -167,3 +169,25 @@ func feedback(err error, s *Schema, o *options) string {
 	b.WriteString(s.Format())
 	return b.String()
 }
+
+// The errors of Decode, Ask and Splitter other than ErrNoJSON are those of
+// package schema.
+var (
+	// ErrSyntax: a JSON object was found but it is not valid JSON, even
+	// after the tolerated repairs. The error is a *SyntaxError.
+	ErrSyntax = schema.ErrSyntax
+	// ErrInvalid: the JSON is valid but does not match the schema. The error
+	// is a *ValidationError.
+	ErrInvalid = schema.ErrInvalid
+	// ErrNoJSON means the answer contains no JSON object at all.
+	ErrNoJSON = errors.New("no JSON object found in the answer")
+)
+
+type (
+	// SyntaxError is a JSON syntax error at a byte offset of the answer.
+	SyntaxError = schema.SyntaxError
+	// ValidationError lists every way the answer fails its schema.
+	ValidationError = schema.ValidationError
+	// Problem is one way the answer fails its schema.
+	Problem = schema.Problem
+)

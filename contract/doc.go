@@ -14,27 +14,9 @@
 //
 // # Schema rules
 //
-// The schema of T is reflected by github.com/invopop/jsonschema and is the
-// one shown to the model, so what is validated is what was asked for. It is
-// compiled once per type by github.com/santhosh-tekuri/jsonschema (draft
-// 2020-12 unless the document says otherwise), which validates the answer
-// decoded as JSON; encoding/json then decodes it into T.
-//
-//   - A field is required unless its json tag has omitempty or omitzero;
-//     `jsonschema:"required"` makes an omitempty field required as well.
-//   - Enums come from `enum:"a,b,c"` or invopop's `jsonschema:"enum=a,enum=b"`.
-//   - Other invopop keywords apply (minimum, maximum, minLength, maxLength,
-//     pattern, minItems, maxItems, description, nullable).
-//   - JSON null is accepted for an optional field, as if it were absent.
-//   - Unknown fields are ignored, as encoding/json ignores them (the
-//     additionalProperties: false that invopop writes is shown to the model
-//     but not enforced); a missing required field names the unknown fields
-//     given, to catch typos.
-//   - Field names match exactly or, failing that, case-insensitively, as in
-//     encoding/json.
-//
-// Problems are listed in the order of the answer, up to ten, in words a
-// model can act on: `field day: must be an integer; got "3"`.
+// The schema of T comes from package schema (see its rules): the one shown
+// to the model is the one the answer is validated against; encoding/json
+// then decodes it into T.
 //
 // # Tolerated slips
 //

@@ -3,12 +3,10 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
-	jsv "github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/loomkit/loom/schema"
 )
 
 // span is a candidate JSON object text[lo:hi].
@@ -169,11 +167,9 @@ func fences(text string, dst []region) []region {
 
 // choice is the outcome of looking for an object that satisfies a schema.
 type choice struct {
-	obj     []byte // the object, strict JSON; may be the extractor's scratch
-	val     any    // obj decoded, when there is a schema
-	renamed bool   // field names in val were renamed to the schema's case
-	lo      int    // offset of obj in the text
-	err     error  // when no object was acceptable
+	obj []byte // the object, strict JSON, with the schema's field names; may be the extractor's scratch
+	lo  int    // offset of obj in the text
+	err error  // when no object was acceptable
 }
 
 // extractor carries reusable scratch space.
@@ -187,7 +183,7 @@ type extractor struct {
 // find looks for the first object in text that satisfies s (nil: any
 // valid object). Objects in the tag block win, then objects in JSON code
 // fences, then the rest of the text.
-func (x *extractor) find(text, tag string, s *Schema) choice {
+func (x *extractor) find(text, tag string, s *schema.Schema) choice {
 	if r, ok := findTag(text, tag); ok {
 		c := x.findIn(text, r.lo, r.hi, s)
 		if c.err == ErrNoJSON {
@@ -213,34 +209,32 @@ func (x *extractor) find(text, tag string, s *Schema) choice {
 	return firstErr
 }
 
-// check normalises one candidate and, with a schema, decodes and
-// validates it.
-func (x *extractor) check(obj string, s *Schema) choice {
-	x.buf = normalise(x.buf[:0], obj, nil)
+// check repairs one candidate and, with a schema, validates it. A
+// candidate that is not JSON gets the bare ErrSyntax: only the one that
+// is reported gets its *SyntaxError built.
+func (x *extractor) check(obj string, s *schema.Schema) choice {
+	x.buf = schema.Repair(x.buf[:0], obj)
 	if s == nil {
 		if !json.Valid(x.buf) {
-			return choice{err: errBadSyntax}
+			return choice{err: ErrSyntax}
 		}
 		return choice{obj: x.buf}
 	}
-	v, renamed, err := s.check(x.buf)
-	return choice{obj: x.buf, val: v, renamed: renamed, err: err}
+	out, err := s.Check(x.buf)
+	return choice{obj: out, err: err}
 }
 
-// invalid is the first candidate that is JSON but fails the schema; its
-// problems are only worded if no candidate passes.
+// invalid is the first candidate that is JSON but fails the schema.
 type invalid struct {
-	data []byte
-	val  any
-	err  error
-	lo   int
+	err error
+	lo  int
 }
 
 // findIn scans text[lo:hi]. Of the candidate objects it returns the first
 // that validates; failing that, the problems of the first syntactically
 // valid one; failing that, the syntax error of the first that looks like
 // JSON (only that one gets its *SyntaxError built).
-func (x *extractor) findIn(text string, lo, hi int, s *Schema) choice {
+func (x *extractor) findIn(text string, lo, hi int, s *schema.Schema) choice {
 	none := span{-1, -1}
 	syntax := none
 	syntaxLooks := false
@@ -257,9 +251,9 @@ func (x *extractor) findIn(text string, lo, hi int, s *Schema) choice {
 				c.lo = sp.lo
 				return c
 			}
-			if c.err != errBadSyntax {
+			if c.err != ErrSyntax {
 				if bad == nil {
-					bad = &invalid{bytes.Clone(c.obj), c.val, c.err, sp.lo}
+					bad = &invalid{c.err, sp.lo}
 				}
 				continue
 			}
@@ -286,15 +280,15 @@ func (x *extractor) findIn(text string, lo, hi int, s *Schema) choice {
 	}
 	switch {
 	case bad != nil:
-		return choice{lo: bad.lo, err: s.problems(bad.data, bad.val, bad.err)}
+		return choice{lo: bad.lo, err: bad.err}
 	case syntax != none:
-		if err := syntaxError(text[syntax.lo:syntax.hi], syntax.lo); err != nil {
+		if err := schema.SyntaxAt(text[syntax.lo:syntax.hi], syntax.lo); err != nil {
 			return choice{lo: syntax.lo, err: err}
 		}
 	}
 	if i := strings.IndexByte(text[lo:hi], '{'); i >= 0 {
 		// An object that never closes: report where it breaks.
-		if err := syntaxError(text[lo+i:hi], lo+i); err != nil {
+		if err := schema.SyntaxAt(text[lo+i:hi], lo+i); err != nil {
 			return choice{lo: lo + i, err: err}
 		}
 	}
@@ -327,169 +321,6 @@ func nextObjectStart(text string, from, hi int) int {
 	return -1
 }
 
-// Normalising: the tolerated slips are repaired lexically, before
-// encoding/json sees the text.
-
-// edit records where normalising changed a length: from out on, offsets in
-// the normalised text correspond to offsets in the original from in.
-type edit struct{ out, in int }
-
-// strSpecial marks the bytes that end a run of plain string contents;
-// outSpecial those that end a run outside strings.
-var strSpecial, outSpecial = func() (s, o [256]bool) {
-	for c := range 0x20 {
-		s[c] = true
-	}
-	s['"'], s['\\'] = true, true
-	o['"'], o['/'], o[','] = true, true, true
-	return s, o
-}()
-
-// normalise appends to dst the strict JSON form of s: // and /* */ comments
-// and trailing commas before } or ] dropped, raw control characters inside
-// strings escaped. It only tells strings from the rest, so it cannot
-// change what a valid document means; anything else wrong is left for
-// encoding/json to report. When edits is not nil it records the changes of
-// length, to map error offsets back (see inputOffset).
-func normalise(dst []byte, s string, edits *[]edit) []byte {
-	base := len(dst)
-	mark := func(in int) {
-		if edits != nil {
-			*edits = append(*edits, edit{len(dst) - base, in})
-		}
-	}
-	inStr := false
-	for i := 0; i < len(s); {
-		j := i
-		if inStr {
-			for j < len(s) && !strSpecial[s[j]] {
-				j++
-			}
-		} else {
-			for j < len(s) && !outSpecial[s[j]] {
-				j++
-			}
-		}
-		dst = append(dst, s[i:j]...)
-		if j == len(s) {
-			break
-		}
-		c := s[j]
-		i = j + 1
-		switch {
-		case c == '"':
-			inStr = !inStr
-			dst = append(dst, c)
-		case inStr && c == '\\':
-			dst = append(dst, c)
-			if i < len(s) {
-				dst = append(dst, s[i])
-				i++
-			}
-		case inStr: // a raw control character, such as a real newline
-			switch c {
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				const hex = "0123456789abcdef"
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			}
-			mark(i)
-		case c == '/':
-			if k := skipComment(s, j); k > j {
-				i = k
-				mark(i)
-			} else {
-				dst = append(dst, c)
-			}
-		default: // ','
-			k := i
-			for k < len(s) {
-				if isSpace(s[k]) {
-					k++
-				} else if e := skipComment(s, k); e > k {
-					k = e
-				} else {
-					break
-				}
-			}
-			if k < len(s) && (s[k] == '}' || s[k] == ']') {
-				mark(i) // a trailing comma, dropped
-			} else {
-				dst = append(dst, c)
-			}
-		}
-	}
-	return dst
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// skipComment returns the offset after a comment starting at i, or i (also
-// for an unterminated /* comment, so that its '/' is reported).
-func skipComment(s string, i int) int {
-	if i+1 >= len(s) || s[i] != '/' {
-		return i
-	}
-	switch s[i+1] {
-	case '/':
-		j := strings.IndexByte(s[i:], '\n')
-		if j < 0 {
-			return len(s)
-		}
-		return i + j + 1
-	case '*':
-		if j := strings.Index(s[i+2:], "*/"); j >= 0 {
-			return i + j + 4
-		}
-	}
-	return i
-}
-
-// inputOffset maps an offset of the normalised text back to the original.
-func inputOffset(edits []edit, off int) int {
-	in := off
-	for _, e := range edits {
-		if e.out > off {
-			break
-		}
-		in = e.in + off - e.out
-	}
-	return in
-}
-
-// syntaxError reports where s, at offset base of the answer, is not valid
-// JSON after normalising, as encoding/json finds it; nil if it is valid.
-func syntaxError(s string, base int) *SyntaxError {
-	var edits []edit
-	data := normalise(nil, s, &edits)
-	var raw json.RawMessage
-	var se *json.SyntaxError
-	if err := json.Unmarshal(data, &raw); !errors.As(err, &se) {
-		if err != nil {
-			return &SyntaxError{Offset: base, Message: err.Error(), Near: cut(s, 40)}
-		}
-		return nil
-	}
-	off := int(se.Offset) - 1 // Offset counts the offending byte
-	if strings.HasPrefix(se.Error(), "unexpected end") {
-		off = len(data)
-	}
-	off = min(inputOffset(edits, max(off, 0)), len(s))
-	lo, hi := max(off-20, 0), min(off+20, len(s))
-	for lo > 0 && lo < len(s) && !utf8.RuneStart(s[lo]) {
-		lo--
-	}
-	for hi < len(s) && !utf8.RuneStart(s[hi]) {
-		hi++
-	}
-	return &SyntaxError{Offset: base + off, Message: se.Error(), Near: s[lo:hi]}
-}
-
 // Extract returns the first valid JSON object in text, as strict JSON: from
 // the tag block if there is one (see WithTag), else from a ```json fence,
 // else from anywhere in the text. Tolerated slips are repaired. The error
@@ -498,7 +329,15 @@ func Extract(text string, opts ...Option) (json.RawMessage, error) {
 	return extract(text, nil, opts)
 }
 
-func extract(text string, s *Schema, opts []Option) (json.RawMessage, error) {
+// ExtractFor finds the first JSON object in text that satisfies s, as
+// Decode does, and returns it as strict JSON (tolerated slips repaired,
+// field names in the schema's case), ready for json.Unmarshal. Tool
+// arguments go through it.
+func ExtractFor(text string, s *schema.Schema, opts ...Option) (json.RawMessage, error) {
+	return extract(text, s, opts)
+}
+
+func extract(text string, s *schema.Schema, opts []Option) (json.RawMessage, error) {
 	o := buildOptions(opts)
 	x := extractors.Get().(*extractor)
 	defer extractors.Put(x)
@@ -506,16 +345,8 @@ func extract(text string, s *Schema, opts []Option) (json.RawMessage, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	if c.renamed {
-		// Write the object again with the schema's field names, decoding
-		// numbers as json.Number so that every digit is kept.
-		v, err := jsv.UnmarshalJSON(bytes.NewReader(c.obj))
-		if err != nil {
-			return nil, err
-		}
-		var w walker
-		w.walk(v, s.v)
-		return json.Marshal(v)
-	}
 	return json.RawMessage(bytes.Clone(c.obj)), nil
 }
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -3,6 +3,8 @@ package contract
 import (
 	"errors"
 	"strings"
+
+	"github.com/loomkit/loom/schema"
 )
 
 // ErrIncomplete is returned by Splitter.Result before the decision block is
@@ -27,7 +29,7 @@ var ErrIncomplete = errors.New("contract: decision not complete yet")
 // A Splitter is for one answer and one goroutine.
 type Splitter[T any] struct {
 	o       *options
-	schema  *Schema
+	schema  *schema.Schema
 	state   int
 	raw     strings.Builder
 	hold    string
@@ -53,7 +55,7 @@ const (
 // NewSplitter returns a Splitter that decodes the decision into T.
 func NewSplitter[T any](opts ...Option) *Splitter[T] {
 	s := &Splitter[T]{o: buildOptions(opts)}
-	s.schema, s.err = SchemaFor[T]()
+	s.schema, s.err = schema.For[T]()
 	return s
 }
 

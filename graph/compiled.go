@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/schema"
 )
 
 // endIndex is End's index among the compiled nodes' targets.
@@ -292,7 +292,7 @@ func (c *Compiled[S]) countersFromMap(m map[string]int) []int {
 // JSON schema (a state with interface-typed fields, say). Servers give it
 // to clients as the state and output schema.
 func (c *Compiled[S]) StateSchema() json.RawMessage {
-	s, err := contract.SchemaFor[S]()
+	s, err := schema.For[S]()
 	if err != nil {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/schema"
 )
 
 // runCtx is what a node's context knows about the run it is in.
@@ -175,7 +175,7 @@ func answerSchema(t reflect.Type) json.RawMessage {
 	}
 	var raw json.RawMessage
 	if t.Kind() != reflect.Interface && t != reflect.TypeFor[json.RawMessage]() {
-		if s, err := contract.SchemaOf(t); err == nil {
+		if s, err := schema.Of(t); err == nil {
 			raw = s.Lenient()
 		}
 	}
@@ -200,18 +200,18 @@ func CheckAnswer(i *checkpoint.Interrupt, value json.RawMessage) error {
 	return nil
 }
 
-var validators sync.Map // schema text → *contract.Schema
+var validators sync.Map // schema text → *schema.Schema
 
-func answerValidator(raw json.RawMessage) (*contract.Schema, error) {
+func answerValidator(raw json.RawMessage) (*schema.Schema, error) {
 	if v, ok := validators.Load(string(raw)); ok {
-		return v.(*contract.Schema), nil
+		return v.(*schema.Schema), nil
 	}
-	s, err := contract.ParseSchema(raw)
+	s, err := schema.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	v, _ := validators.LoadOrStore(string(raw), s)
-	return v.(*contract.Schema), nil
+	return v.(*schema.Schema), nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

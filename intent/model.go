@@ -8,6 +8,7 @@ import (
 
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 // ModelMatcher is the model stage (WithModel): it shows a model the intents
@@ -57,7 +58,7 @@ func NewModelMatcher(model llm.Model, cfg Config, opts ModelOptions) (*ModelMatc
 		opts.Examples = 0
 	}
 	cfg = cfg.withDefaults()
-	schema, err := contract.SchemaFor[modelChoice]()
+	sch, err := schema.For[modelChoice]()
 	if err != nil {
 		return nil, fmt.Errorf("model stage: %w", err)
 	}
@@ -90,7 +91,7 @@ func NewModelMatcher(model llm.Model, cfg Config, opts ModelOptions) (*ModelMatc
 		return nil, fmt.Errorf("%w: the model stage needs at least one intent", ErrConfig)
 	}
 	b.WriteString("\nAnswer with one JSON object and nothing else, in this format:\n")
-	b.WriteString(schema.Format())
+	b.WriteString(sch.Format())
 	m.system = b.String()
 	return m, nil
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/schema"
 )
 
 // This file is an agent's configuration: what a run's config.configurable
@@ -51,7 +51,7 @@ func RunConfig(ctx context.Context, v any) error {
 // when tagged omitempty, and no other (see InputSchemaFor). It panics if T
 // has no JSON schema, a programming error.
 func ConfigSchemaFor[T any]() json.RawMessage {
-	s, err := contract.SchemaFor[T]()
+	s, err := schema.For[T]()
 	if err != nil {
 		panic(fmt.Sprintf("server: config schema: %v", err))
 	}
@@ -59,13 +59,13 @@ func ConfigSchemaFor[T any]() json.RawMessage {
 }
 
 // configSchemas caches each agent's compiled ConfigSchema, by name.
-var configSchemas sync.Map // agent name → *contract.Schema
+var configSchemas sync.Map // agent name → *schema.Schema
 
-func (a *builtAgent) configSchema() (*contract.Schema, error) {
+func (a *builtAgent) configSchema() (*schema.Schema, error) {
 	if v, ok := configSchemas.Load(a.Name); ok {
-		return v.(*contract.Schema), nil
+		return v.(*schema.Schema), nil
 	}
-	s, err := contract.ParseSchema(a.ConfigSchema)
+	s, err := schema.Parse(a.ConfigSchema)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: config schema: %w", a.Name, err)
 	}

@@ -7,17 +7,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/schema"
 )
 
 // InputSchemaFor returns the JSON schema of T, an agent's input type, for
-// Agent.InputSchema: generated from the Go type as contract.SchemaFor does,
+// Agent.InputSchema: generated from the Go type as schema.For does,
 // so a struct's schema lists its fields, required unless tagged omitempty,
 // and forbids any other ("additionalProperties": false), which a run's
 // input is then held to. It panics if T has no JSON schema, a programming
 // error.
 func InputSchemaFor[T any]() json.RawMessage {
-	s, err := contract.SchemaFor[T]()
+	s, err := schema.For[T]()
 	if err != nil {
 		panic(fmt.Sprintf("server: input schema: %v", err))
 	}
@@ -29,10 +29,10 @@ func InputSchemaFor[T any]() json.RawMessage {
 // InputSchema forbids, that fits the schema. The error says what does not
 // fit; `loom run` checks its --input with it.
 func (a Agent) CheckInput(input json.RawMessage) error {
-	var s *contract.Schema
+	var s *schema.Schema
 	if a.InputSchema != nil {
 		var err error
-		if s, err = contract.ParseSchema(a.InputSchema); err != nil {
+		if s, err = schema.Parse(a.InputSchema); err != nil {
 			return fmt.Errorf("agent %s: input schema: %w", a.Name, err)
 		}
 	}
@@ -41,7 +41,7 @@ func (a Agent) CheckInput(input json.RawMessage) error {
 
 // checkInput is CheckInput with the agent's schema compiled (s, nil for
 // none).
-func checkInput(a Agent, s *contract.Schema, input json.RawMessage) error {
+func checkInput(a Agent, s *schema.Schema, input json.RawMessage) error {
 	if t := bytes.TrimSpace(input); len(t) == 0 || t[0] != '{' {
 		return fmt.Errorf("input must be a JSON object")
 	}

@@ -11,9 +11,9 @@ import (
 	"unicode"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/intent"
+	"github.com/loomkit/loom/schema"
 	"github.com/loomkit/loom/store"
 )
 
@@ -132,12 +132,12 @@ func (r *Registry) Register(a Agent) error {
 		}
 	}
 	if a.InputSchema != nil {
-		if _, err := contract.ParseSchema(a.InputSchema); err != nil {
+		if _, err := schema.Parse(a.InputSchema); err != nil {
 			return fmt.Errorf("register agent %q: input schema: %w", a.Name, err)
 		}
 	}
 	if a.ConfigSchema != nil {
-		if _, err := contract.ParseSchema(a.ConfigSchema); err != nil {
+		if _, err := schema.Parse(a.ConfigSchema); err != nil {
 			return fmt.Errorf("register agent %q: config schema: %w", a.Name, err)
 		}
 	}

@@ -47,10 +47,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/schema"
 	"github.com/loomkit/loom/store"
 )
 
@@ -137,7 +137,7 @@ type Options struct {
 type builtAgent struct {
 	Agent
 	runner graph.Runner
-	schema *contract.Schema // nil: any object
+	schema *schema.Schema // nil: any object
 }
 
 // Server serves Loom's agents over HTTP. Make one with New, run it with
@@ -227,7 +227,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: build agent %s: %w", a.Name, err)
 		}
 		if a.InputSchema != nil {
-			if ba.schema, err = contract.ParseSchema(a.InputSchema); err != nil {
+			if ba.schema, err = schema.Parse(a.InputSchema); err != nil {
 				s.Close()
 				return nil, fmt.Errorf("server: agent %s input schema: %w", a.Name, err)
 			}

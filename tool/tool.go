@@ -25,6 +25,7 @@ import (
 
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 // Kind says whether a tool only reads or also changes something.
@@ -86,7 +87,7 @@ type Tool struct {
 	name        string
 	description string
 	kind        Kind
-	schema      *contract.Schema
+	schema      *schema.Schema
 	call        func(ctx context.Context, args json.RawMessage) (any, error)
 	summary     func(ctx context.Context, args json.RawMessage) string
 }
@@ -120,7 +121,7 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // New panics if name is not 1 to 64 letters, digits, '_' or '-', or if Args
 // has no JSON object schema: both are programming errors, found at start-up.
 func New[Args, Result any](name, description string, kind Kind, fn func(ctx context.Context, args Args) (Result, error), opts ...Option) Tool {
-	s, err := contract.SchemaFor[Args]()
+	s, err := schema.For[Args]()
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", name, err))
 	}
@@ -152,7 +153,7 @@ func NewRaw(name, description string, kind Kind, parameters json.RawMessage, fn 
 	if !nameRE.MatchString(name) {
 		return Tool{}, fmt.Errorf("tool %q: name must be 1 to 64 letters, digits, '_' or '-'", name)
 	}
-	s, err := contract.ParseSchema(parameters)
+	s, err := schema.Parse(parameters)
 	if err != nil {
 		return Tool{}, fmt.Errorf("tool %s: %w", name, err)
 	}
@@ -199,7 +200,7 @@ func (t Tool) CheckArgs(args json.RawMessage) (json.RawMessage, error) {
 	if text == "" || text == "null" {
 		text = "{}"
 	}
-	clean, err := t.schema.Extract(text, contract.WithTag(""))
+	clean, err := contract.ExtractFor(text, t.schema, contract.WithTag(""))
 	if err != nil {
 		return nil, &ArgsError{Tool: t.name, Err: err}
 	}

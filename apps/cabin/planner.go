@@ -12,6 +12,7 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 // planInput is what the planner sees of a turn.
@@ -203,12 +204,12 @@ var errPlanRejected = errors.New("plan does not fit the catalogue")
 // checked against the catalogue; a plan that does not fit goes back to
 // the model once with the problems.
 func (a *App) modelPlan(ctx context.Context, in planInput) (plan, error) {
-	schema, err := contract.SchemaFor[modelPlanJSON]()
+	sch, err := schema.For[modelPlanJSON]()
 	if err != nil {
 		return plan{}, err
 	}
 	msgs := []llm.Message{
-		llm.System(plannerPrompt + "\n\nIntent catalogue:\n" + a.catalogue() + "\nAnswer with one JSON object in <DECISION></DECISION>, in this format:\n" + schema.Format()),
+		llm.System(plannerPrompt + "\n\nIntent catalogue:\n" + a.catalogue() + "\nAnswer with one JSON object in <DECISION></DECISION>, in this format:\n" + sch.Format()),
 		llm.User(in.text),
 	}
 	ask := contract.Chat(a.model, &msgs, llm.WithTemperature(0), llm.WithMaxTokens(800))

@@ -13,6 +13,7 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 //go:embed prompts/*.md
@@ -31,12 +32,12 @@ func prompt(name string) string {
 // answers back (contract.Ask) at most twice.
 func askJSON[T any](ctx context.Context, m llm.Model, system, user string) (T, error) {
 	var zero T
-	schema, err := contract.SchemaFor[T]()
+	sch, err := schema.For[T]()
 	if err != nil {
 		return zero, err
 	}
 	msgs := []llm.Message{
-		llm.System(system + "\n\nAnswer with one JSON object inside <DECISION></DECISION>, in this format:\n" + schema.Format()),
+		llm.System(system + "\n\nAnswer with one JSON object inside <DECISION></DECISION>, in this format:\n" + sch.Format()),
 		llm.User(user),
 	}
 	return contract.Ask[T](ctx, contract.Chat(m, &msgs, llm.WithTemperature(0.1)), contract.WithRetries(2))

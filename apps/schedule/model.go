@@ -11,6 +11,7 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/schema"
 )
 
 // This file is the agent with a model: intent, plan and summary.
@@ -37,12 +38,12 @@ type chatDecision struct {
 // back (contract.Ask) at most twice.
 func askJSON[T any](ctx context.Context, m llm.Model, system, user string, opts ...llm.Option) (T, error) {
 	var zero T
-	schema, err := contract.SchemaFor[T]()
+	sch, err := schema.For[T]()
 	if err != nil {
 		return zero, err
 	}
 	msgs := []llm.Message{
-		llm.System(system + "\n\n只输出一个 JSON 对象，放在 <DECISION></DECISION> 里，格式：\n" + schema.Format()),
+		llm.System(system + "\n\n只输出一个 JSON 对象，放在 <DECISION></DECISION> 里，格式：\n" + sch.Format()),
 		llm.User(user),
 	}
 	return contract.Ask[T](ctx, contract.Chat(m, &msgs, opts...), contract.WithRetries(2))

@@ -1,4 +1,4 @@
-package contract
+package schema
 
 import (
 	"bytes"
@@ -20,10 +20,8 @@ import (
 
 // Sentinel errors that callers branch on.
 var (
-	// ErrNoJSON means the answer contains no JSON object at all.
-	ErrNoJSON = errors.New("no JSON object found in the answer")
-	// ErrSyntax means a JSON object was found but it is not valid JSON,
-	// even after the tolerated repairs. The error is a *SyntaxError.
+	// ErrSyntax means a value is not valid JSON, even after Repair. The
+	// error is a *SyntaxError, or ErrSyntax itself from Check.
 	ErrSyntax = errors.New("invalid JSON")
 	// ErrInvalid means the JSON is valid but does not match the schema. The
 	// error is a *ValidationError.
@@ -70,7 +68,7 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 // SyntaxError is a JSON syntax error at a byte offset of the answer.
 // errors.Is(err, ErrSyntax) is true.
 type SyntaxError struct {
-	// Offset is the byte offset in the text given to Decode or Validate.
+	// Offset is the byte offset in the text checked (see SyntaxAt).
 	Offset int
 	// Message says what was expected.
 	Message string

@@ -1,4 +1,4 @@
-package contract
+package schema
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 // ErrSchema is returned when a Go type or a JSON schema cannot be turned
 // into a validator.
-var ErrSchema = errors.New("contract: unusable schema")
+var ErrSchema = errors.New("unusable JSON schema")
 
 // Schema is a compiled JSON schema: the JSON shown to a model, a compact
 // format for correction prompts, and a validator
@@ -39,7 +39,7 @@ func (s *Schema) JSON() json.RawMessage { return s.raw }
 func (s *Schema) Format() string { return s.format }
 
 // Validate checks that data is one JSON value that satisfies the schema. It
-// tolerates the same slips as Decode inside the value (trailing commas,
+// tolerates the slips Repair repairs inside the value (trailing commas,
 // comments, raw control characters in strings) but not surrounding prose.
 // The error is a *SyntaxError (errors.Is ErrSyntax) or a *ValidationError
 // (errors.Is ErrInvalid).
@@ -55,24 +55,42 @@ func (s *Schema) Validate(data []byte) error {
 	return nil
 }
 
-// Extract finds the first JSON object in text that satisfies the schema,
-// as Decode does, and returns it as strict JSON (tolerated slips repaired,
-// field names in the schema's case), ready for json.Unmarshal. Tool
-// arguments go through it.
-func (s *Schema) Extract(text string, opts ...Option) (json.RawMessage, error) {
-	return extract(text, s, opts)
+// Check validates data, strict JSON as Repair writes it, with the
+// tolerances of Validate. It returns the value with field names in the
+// schema's case (data itself when none needed renaming), ErrSyntax when
+// data is not JSON, or a *ValidationError. Decoders that look for a value
+// among several candidates use it.
+func (s *Schema) Check(data []byte) (json.RawMessage, error) {
+	v, renamed, err := s.check(data)
+	switch {
+	case err == errBadSyntax:
+		return nil, ErrSyntax
+	case err != nil:
+		return nil, s.problems(data, v, err)
+	case !renamed:
+		return data, nil
+	}
+	// Write the value again with the schema's field names, decoding
+	// numbers as json.Number so that every digit is kept.
+	n, err := jsv.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("decode checked JSON: %w", err)
+	}
+	var w walker
+	w.walk(n, s.v)
+	return json.Marshal(n)
 }
 
 var schemaCache sync.Map // reflect.Type → *Schema or error
 
-// SchemaFor returns the compiled schema of T. Schemas are cached per type,
-// so after the first call this is a map lookup.
-func SchemaFor[T any]() (*Schema, error) {
-	return SchemaOf(reflect.TypeFor[T]())
+// For returns the compiled schema of T. Schemas are cached per type, so
+// after the first call this is a map lookup.
+func For[T any]() (*Schema, error) {
+	return Of(reflect.TypeFor[T]())
 }
 
-// SchemaOf returns the compiled schema of type t (see SchemaFor).
-func SchemaOf(t reflect.Type) (*Schema, error) {
+// Of returns the compiled schema of type t (see For).
+func Of(t reflect.Type) (*Schema, error) {
 	v, ok := schemaCache.Load(t)
 	if !ok {
 		s, err := reflectSchema(t)
@@ -88,11 +106,11 @@ func SchemaOf(t reflect.Type) (*Schema, error) {
 	return nil, v.(error)
 }
 
-// ParseSchema compiles a JSON schema document written by hand (or received
+// Parse compiles a JSON schema document written by hand (or received
 // from elsewhere, such as an MCP server). References inside the document
 // ($ref to "#/$defs/...", anchors) are resolved; references to other
 // documents are an error, as nothing is loaded from files or the network.
-func ParseSchema(raw json.RawMessage) (*Schema, error) {
+func Parse(raw json.RawMessage) (*Schema, error) {
 	var js jsonschema.Schema
 	if err := json.Unmarshal(raw, &js); err != nil {
 		return nil, fmt.Errorf("%w: parse JSON schema: %v", ErrSchema, err)
