@@ -6,3 +6,6 @@ func WALSequence(s *Saver) uint32 { return s.walSequence() }
 // StallCheckpointer stops waking the background checkpointer, as if it
 // could not keep up: only the writers' own bound keeps the WAL in check.
 func StallCheckpointer(s *Saver) { s.stalled.Store(true) }
+
+// WALFrames exposes walFrames to the package's external tests.
+func WALFrames(s *Saver) uint32 { return s.walFrames() }

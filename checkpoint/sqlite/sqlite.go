@@ -123,9 +123,7 @@ type Saver struct {
 	queue []*writeOp // writes waiting for the next group commit
 
 	wmu    sync.Mutex // serialises writes; guards the fields below
-	wconn  *sql.Conn
-	insert *sql.Stmt
-	del    *sql.Stmt
+	wconn  *sql.Conn  // keeps its statements prepared (see cachingConn)
 	closed bool
 
 	head, byID, listAll, listLast *sql.Stmt
@@ -204,6 +202,25 @@ func (s *Saver) walSequence() uint32 {
 	return binary.BigEndian.Uint32(b[:])
 }
 
+// walFrames returns how many frames the WAL holds now (since it last
+// started over), read from the header of the WAL index in the
+// shared-memory file (mxFrame, a native-endian uint32 at byte 16), which
+// every connection to the database maps; 0 when there is none to read.
+// The read takes no lock, so it may see a header being rewritten: it
+// only decides when to look closer, and the next look reads it again.
+func (s *Saver) walFrames() uint32 {
+	f, err := os.Open(s.path + "-shm")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], 16); err != nil {
+		return 0
+	}
+	return binary.NativeEndian.Uint32(b[:])
+}
+
 // walHardCap is the WAL size, in bytes, that the writer itself enforces:
 // past it (the checkpointer fell behind, say on a busy machine) the
 // writer that notices copies the WAL back before anyone writes again, so
@@ -232,12 +249,21 @@ func (s *Saver) committed() {
 		return
 	}
 	s.looked = 0
-	// The file's size is the WAL's high-water mark: past the cap the
-	// writer checkpoints at every look, until the WAL has started over
-	// and the frames written since have not passed the cap again — no
-	// look can tell that from the size, and a RESTART of a short WAL is
-	// cheap.
-	if fi, err := os.Stat(s.path + "-wal"); err != nil || fi.Size() < walHardCap {
+	// What counts is the frames in use, not the file's size: the file
+	// stays at its high-water mark when the WAL starts over, and a writer
+	// that went by the size would checkpoint, fsync included, at every
+	// look for ever once the WAL had reached the cap a first time.
+	frames := s.walFrames()
+	if frames < walCap {
+		return
+	}
+	if !s.stalled.Load() {
+		select {
+		case s.kick <- struct{}{}: // copy now, before the hard cap
+		default:
+		}
+	}
+	if frames < walHardCap/4096 {
 		return
 	}
 	// RESTART copies every frame and then waits (busy_timeout) until no
@@ -265,10 +291,11 @@ func Open(ctx context.Context, path string) (*Saver, error) {
 	// the checkpointer goroutine does, off the commit path, so no write
 	// waits for the checkpoint's fsync.
 	dsn := path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=wal_autocheckpoint(0)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	conns, err := newConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint sqlite open %s: %w", path, err)
 	}
+	db := sql.OpenDB(conns)
 	readers := max(4, runtime.GOMAXPROCS(0))
 	db.SetMaxOpenConns(readers + 1) // + the write connection
 	db.SetMaxIdleConns(readers + 1)
@@ -312,22 +339,15 @@ func (s *Saver) init(ctx context.Context) (err error) {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
-	prep := func(p **sql.Stmt, q string, onWrite bool) {
-		if err != nil {
-			return
-		}
-		if onWrite {
-			*p, err = s.wconn.PrepareContext(ctx, q)
-		} else {
+	prep := func(p **sql.Stmt, q string) {
+		if err == nil {
 			*p, err = s.db.PrepareContext(ctx, q)
 		}
 	}
-	prep(&s.insert, insertSQL, true)
-	prep(&s.del, deleteSQL, true)
-	prep(&s.head, headSQL, false)
-	prep(&s.byID, byIDSQL, false)
-	prep(&s.listAll, listAllSQL, false)
-	prep(&s.listLast, listLastSQL, false)
+	prep(&s.head, headSQL)
+	prep(&s.byID, byIDSQL)
+	prep(&s.listAll, listAllSQL)
+	prep(&s.listLast, listLastSQL)
 	return err
 }
 
@@ -379,7 +399,7 @@ func (s *Saver) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var errs []error
-	for _, st := range []*sql.Stmt{s.insert, s.del, s.head, s.byID, s.listAll, s.listLast} {
+	for _, st := range []*sql.Stmt{s.head, s.byID, s.listAll, s.listLast} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -445,7 +465,9 @@ func (s *Saver) DB() *sql.DB { return s.db }
 // same group commit as the checkpoints being written: writes of this
 // process never wait for each other in SQLite's busy handler. fn's changes
 // are undone when it returns an error, which Write returns; fn must not
-// commit or roll back tx.
+// commit or roll back tx. Once fn runs, its statements run to their end
+// whatever becomes of ctx (see Put): ctx's end stops a write only before
+// fn starts.
 func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint sqlite write: %w", err)
@@ -490,7 +512,7 @@ func (s *Saver) commit() {
 	}
 	ctx := context.Background()
 	if len(batch) == 1 && batch[0].fn == nil {
-		res, err := s.insert.ExecContext(ctx, batch[0].args...)
+		res, err := s.wconn.ExecContext(ctx, insertSQL, batch[0].args...)
 		s.committed()
 		batch[0].done <- putResult(batch[0].cp, res, err)
 		return
@@ -500,11 +522,27 @@ func (s *Saver) commit() {
 		failAll("begin", err)
 		return
 	}
-	ins := tx.StmtContext(ctx, s.insert)
+	if len(batch) == 1 {
+		// One function alone needs no savepoint: its failure undoes
+		// the whole transaction.
+		op := batch[0]
+		err := runFn(op.ctx, tx, op.fn)
+		if err != nil {
+			if rerr := tx.Rollback(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("checkpoint sqlite write: roll back: %w", rerr))
+			}
+		} else if err = tx.Commit(); err != nil {
+			err = fmt.Errorf("checkpoint sqlite commit: %w", err)
+		} else {
+			s.committed()
+		}
+		op.done <- err
+		return
+	}
 	results := make([]error, len(batch))
 	for i, op := range batch {
 		if op.fn == nil {
-			res, err := ins.ExecContext(ctx, op.args...)
+			res, err := tx.ExecContext(ctx, insertSQL, op.args...)
 			results[i] = putResult(op.cp, res, err)
 			continue
 		}
@@ -520,17 +558,33 @@ func (s *Saver) commit() {
 	}
 }
 
+// runFn runs a Write's function in tx, unless its context is done. The
+// function's statements run with the context's values but not its end:
+// a statement takes microseconds under the write lock, and handing a
+// context that can end to the driver starts a goroutine to watch it for
+// each statement, which costs more.
+func runFn(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint sqlite write: %w", err)
+	}
+	return fn(context.WithoutCancel(ctx), tx)
+}
+
 func runInSavepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("checkpoint sqlite write: %w", err)
+	}
+	ctx = context.WithoutCancel(ctx)
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT loom_write"); err != nil {
 		return fmt.Errorf("checkpoint sqlite write: savepoint: %w", err)
 	}
 	err := fn(ctx, tx)
 	if err != nil {
-		if _, rerr := tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO loom_write"); rerr != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO loom_write"); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("checkpoint sqlite write: roll back: %w", rerr))
 		}
 	}
-	if _, rerr := tx.ExecContext(context.WithoutCancel(ctx), "RELEASE loom_write"); rerr != nil {
+	if _, rerr := tx.ExecContext(ctx, "RELEASE loom_write"); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("checkpoint sqlite write: release: %w", rerr))
 	}
 	return err
@@ -610,7 +664,7 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 	if s.closed {
 		return fmt.Errorf("checkpoint delete %s: %w", thread, errClosed)
 	}
-	if _, err := s.del.ExecContext(ctx, thread); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, deleteSQL, thread); err != nil {
 		return fmt.Errorf("checkpoint delete %s: %w", thread, err)
 	}
 	s.cache.Forget(thread)

@@ -291,3 +291,41 @@ func walBound(t *testing.T, stalled bool) {
 		t.Errorf("the WAL never started over (sequence %d)", seq)
 	}
 }
+
+// TestWALFrames: the writer reads how many frames the WAL holds from the
+// WAL index, not from the file's size, which stays at its high-water
+// mark after the WAL starts over.
+func TestWALFrames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "frames.db")
+	s := open(t, path)
+	sqlite.StallCheckpointer(s)
+	ctx := context.Background()
+	var head *checkpoint.Checkpoint
+	for i := range 50 {
+		cp := checkpoint.Next("t", head, checkpoint.SourceStep)
+		cp.State = []byte(fmt.Sprintf(`{"n":%d}`, i))
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		head = cp
+	}
+	// Each commit writes at least one frame.
+	if n := sqlite.WALFrames(s); n < 50 {
+		t.Fatalf("after 50 commits the WAL index says %d frames, want at least 50", n)
+	}
+	if _, err := s.DB().ExecContext(ctx, "PRAGMA wal_checkpoint(RESTART)"); err != nil {
+		t.Fatal(err)
+	}
+	cp := checkpoint.Next("t", head, checkpoint.SourceStep)
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The WAL started over: a few frames in use, the file as large as before.
+	if n := sqlite.WALFrames(s); n == 0 || int64(n)*4096 >= fi.Size()/2 {
+		t.Errorf("after the WAL started over the index says %d frames in a file of %d bytes", n, fi.Size())
+	}
+}
