@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store/storetest"
@@ -172,5 +174,29 @@ func TestStoreInNodes(t *testing.T) {
 	code, b := call(t, "GET", ts.URL+"/store/items?namespace=notes&key=last", keyA, nil)
 	if code != http.StatusOK || !strings.Contains(string(b), `"text":"second"`) {
 		t.Fatalf("key A's note over the API: %d %s", code, b)
+	}
+}
+
+// TestStoreSDK runs sdktest/store.test.mjs against a server whose store
+// embeds through an OpenAI-compatible endpoint (llmtest's), so that the
+// official SDK's searches rank by embeddings.
+func TestStoreSDK(t *testing.T) {
+	lt := llmtest.New(t)
+	emb, err := openai.NewEmbedder(openai.Config{BaseURL: lt.BaseURL(), APIKey: "test", Model: "test-embed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keyA, keyB = "store-sdk-a", "store-sdk-b"
+	ts := startServer(t, server.Options{Keys: []string{keyA, keyB}, Embedder: emb})
+	t.Setenv("LOOM_STORE_SEMANTIC", "1")
+	runSDK(t, ts.URL, keyA, keyB, "store.test.mjs")
+	embeds := 0
+	for _, r := range lt.Requests() {
+		if strings.HasSuffix(r.Path, "/embeddings") {
+			embeds++
+		}
+	}
+	if embeds == 0 {
+		t.Fatal("the store's searches did not reach the embedder")
 	}
 }
