@@ -29,6 +29,9 @@ type event struct {
 	// Interrupt is the question (KindInterrupt, and KindRunEnd when the
 	// run ended waiting for it).
 	Interrupt *checkpoint.Interrupt `json:"interrupt,omitempty"`
+	// Interrupts are all the questions pending when there are several
+	// (KindRunEnd).
+	Interrupts []checkpoint.Interrupt `json:"interrupts,omitempty"`
 	// Status is how the run ended (KindRunEnd: done or interrupted).
 	Status graph.Status `json:"status,omitempty"`
 	// Err is the error text (KindError); ErrCode its API code.
@@ -42,8 +45,9 @@ func (e *event) terminal() bool { return e.Kind == graph.KindRunEnd || e.Kind ==
 // runResult is the part of graph.Result that a run's end carries.
 type runResult struct {
 	State     json.RawMessage
-	Status    graph.Status
-	Interrupt *checkpoint.Interrupt
+	Status     graph.Status
+	Interrupt  *checkpoint.Interrupt
+	Interrupts []checkpoint.Interrupt
 }
 
 // newEvent encodes a graph event.
@@ -64,6 +68,9 @@ func newEvent(e graph.Event) event {
 		var r runResult
 		if b, err := json.Marshal(e.Data); err == nil && json.Unmarshal(b, &r) == nil {
 			ev.Data, ev.Status, ev.Interrupt = r.State, r.Status, r.Interrupt
+			if len(r.Interrupts) > 1 {
+				ev.Interrupts = r.Interrupts
+			}
 		}
 	default:
 		if e.Data != nil {

@@ -82,24 +82,32 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	unprocessable := func(format string, args ...any) error {
 		return errorf(http.StatusUnprocessableEntity, "invalid_input", format, args...)
 	}
+	var err error
+	if in.InterruptBefore, err = breakpoints(a, "interrupt_before", req.InterruptBefore); err != nil {
+		return in, err
+	}
+	if in.InterruptAfter, err = breakpoints(a, "interrupt_after", req.InterruptAfter); err != nil {
+		return in, err
+	}
 	switch {
-	case present(req.InterruptBefore) || present(req.InterruptAfter):
-		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "interrupt_before and interrupt_after are not supported; nodes ask with graph.Ask")
 	case req.Webhook != "":
 		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "webhooks are not supported")
 	case req.AfterSeconds > 0:
 		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "after_seconds is not supported")
 	}
 	if c := req.Command; c != nil {
-		if present(c.Update) || present(c.Goto) {
-			return in, errorf(http.StatusUnprocessableEntity, "unsupported", "command.update and command.goto are not supported; use command.resume, or update the thread's state")
+		if (present(c.Resume) || present(c.Update) || present(c.Goto)) && present(req.Input) {
+			return in, unprocessable("give input or a command, not both")
 		}
 		if present(c.Resume) {
-			if present(req.Input) {
-				return in, unprocessable("give input or command.resume, not both")
+			if present(c.Update) || present(c.Goto) {
+				return in, unprocessable("give command.resume, or command.goto and command.update, not both")
 			}
 			in.Resume = c.Resume
 			return in, nil
+		}
+		if present(c.Update) || present(c.Goto) {
+			return in, req.jump(a, &in)
 		}
 	}
 	if !present(req.Input) {
@@ -118,6 +126,59 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	}
 	in.Update = req.Input
 	return in, nil
+}
+
+// breakpoints reads a run's interrupt_before or interrupt_after: "*"
+// (every node) or a list of agent a's node names; nil when not given.
+func breakpoints(a *builtAgent, field string, raw json.RawMessage) ([]string, error) {
+	if !present(raw) {
+		return nil, nil
+	}
+	var all string
+	if json.Unmarshal(raw, &all) == nil {
+		if all != graph.AllNodes {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_input", "%s: want \"*\" or a list of node names, not %q", field, all)
+		}
+		return []string{graph.AllNodes}, nil
+	}
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, "invalid_input", "%s: want \"*\" or a list of node names", field)
+	}
+	nodes := a.runner.Spec().Nodes
+	for _, n := range names {
+		if n != graph.AllNodes && !slices.Contains(nodes, n) {
+			return nil, errorf(http.StatusUnprocessableEntity, "invalid_input", "%s: agent %s has no node %q (its nodes: %s)", field, a.Name, n, strings.Join(nodes, ", "))
+		}
+	}
+	return names, nil
+}
+
+// jump reads command.goto and command.update: a new run on the thread's
+// state with update's fields over it, from the node goto names (from the
+// start without one).
+func (req *runRequest) jump(a *builtAgent, in *graph.JSONInput) error {
+	c := req.Command
+	in.Update = json.RawMessage("{}")
+	if present(c.Update) {
+		if err := checkInput(a.Agent, a.schema, c.Update); err != nil {
+			return errorf(http.StatusUnprocessableEntity, "invalid_input", "command.update: %v", err)
+		}
+		in.Update = c.Update
+	}
+	if !present(c.Goto) {
+		return nil
+	}
+	var to string
+	if err := json.Unmarshal(c.Goto, &to); err != nil {
+		return errorf(http.StatusUnprocessableEntity, "invalid_input", "command.goto: want one node name (sends to several nodes are not supported)")
+	}
+	nodes := a.runner.Spec().Nodes
+	if !slices.Contains(nodes, to) {
+		return errorf(http.StatusUnprocessableEntity, "invalid_input", "command.goto: agent %s has no node %q (its nodes: %s)", a.Name, to, strings.Join(nodes, ", "))
+	}
+	in.Goto = to
+	return nil
 }
 
 // checkOptions refuses values of if_not_exists, on_disconnect and
@@ -191,9 +252,11 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 	}
 	if req.chat != nil {
+		before, after := in.InterruptBefore, in.InterruptAfter
 		if in, err = s.chatRunInput(ctx, a, t, req.chat); err != nil {
 			return nil, err
 		}
+		in.InterruptBefore, in.InterruptAfter = before, after
 	}
 	if t != nil && from != "" && t.Status != StatusBusy {
 		if _, err := s.saver.Get(ctx, t.ID, from); err != nil {
@@ -279,6 +342,17 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, owner string)
 	return nil
 }
 
+// pending returns the questions a run's end or a question event carries.
+func (e *event) pending() []checkpoint.Interrupt {
+	if len(e.Interrupts) > 0 {
+		return e.Interrupts
+	}
+	if e.Interrupt != nil {
+		return []checkpoint.Interrupt{*e.Interrupt}
+	}
+	return nil
+}
+
 // resultValues is what a LangGraph wait or join returns for a run's end:
 // the final state, with "__interrupt__" when the run waits for a person,
 // or {"__error__": …} when it failed.
@@ -290,8 +364,8 @@ func resultValues(end event) any {
 	if err := json.Unmarshal(end.Data, &values); err != nil {
 		return end.Data // not an object: as it is
 	}
-	if end.Interrupt != nil {
-		b, _ := json.Marshal([]lgInterrupt{{Value: end.Interrupt.Payload, ID: end.Interrupt.ID}})
+	if pending := end.pending(); len(pending) > 0 {
+		b, _ := json.Marshal(lgInterrupts(pending))
 		values["__interrupt__"] = b
 	}
 	return values
@@ -455,7 +529,7 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request, owner string) e
 	}
 	end := event{Kind: graph.KindRunEnd, Data: json.RawMessage("{}")}
 	if cp != nil {
-		end.Data, end.Interrupt = cp.State, cp.Interrupt
+		end.Data, end.Interrupt, end.Interrupts = cp.State, cp.Interrupt, cp.Interrupts
 	}
 	writeJSON(w, http.StatusOK, resultValues(s.withConversation(r.Context(), rec.Agent, rec.Thread, end)))
 	return nil

@@ -20,6 +20,15 @@ type lgInterrupt struct {
 	ID    string          `json:"id"`
 }
 
+// lgInterrupts shows pending questions as LangGraph does.
+func lgInterrupts(pending []checkpoint.Interrupt) []lgInterrupt {
+	out := make([]lgInterrupt, len(pending))
+	for i, p := range pending {
+		out[i] = lgInterrupt{Value: p.Payload, ID: p.ID}
+	}
+	return out
+}
+
 type lgThread struct {
 	ThreadID       string                   `json:"thread_id"`
 	CreatedAt      time.Time                `json:"created_at"`
@@ -98,8 +107,10 @@ func stateJSON(thread string, cp *checkpoint.Checkpoint) lgState {
 	}
 	for _, n := range cp.Next {
 		t := lgTask{ID: cp.ID + ":" + n, Name: n, Interrupts: []lgInterrupt{}}
-		if i := cp.Interrupt; i != nil && i.Node == n {
-			t.Interrupts = append(t.Interrupts, lgInterrupt{Value: i.Payload, ID: i.ID})
+		for _, i := range cp.Pending() {
+			if i.Node == n {
+				t.Interrupts = append(t.Interrupts, lgInterrupt{Value: i.Payload, ID: i.ID})
+			}
 		}
 		st.Tasks = append(st.Tasks, t)
 	}

@@ -77,8 +77,8 @@ func (l *lgRender) chainEvent(kind, name string, e *event, data any) map[string]
 		"metadata": l.meta(e), "parent_ids": []string{}, "data": data}
 }
 
-func interruptsJSON(i *checkpoint.Interrupt) map[string][]lgInterrupt {
-	return map[string][]lgInterrupt{"__interrupt__": {{Value: i.Payload, ID: i.ID}}}
+func interruptsJSON(pending []checkpoint.Interrupt) map[string][]lgInterrupt {
+	return map[string][]lgInterrupt{"__interrupt__": lgInterrupts(pending)}
 }
 
 func (l *lgRender) render(e *event) error {
@@ -141,14 +141,14 @@ func (l *lgRender) render(e *event) error {
 		}
 		try("events", "events", l.chainEvent("on_chat_model_stream", e.Node, e, map[string]any{"chunk": chunk}))
 	case graph.KindInterrupt:
-		try("updates", "updates", interruptsJSON(e.Interrupt))
+		try("updates", "updates", interruptsJSON(e.pending()))
 		try("tasks", "tasks", map[string]any{"id": e.Node + ":" + itoa(e.Step+1), "name": e.Node,
-			"interrupts": interruptsJSON(e.Interrupt)["__interrupt__"], "result": [][]any{}})
+			"interrupts": lgInterrupts(e.pending()), "result": [][]any{}})
 	case graph.KindRunEnd:
 		switch {
 		case e.Interrupt != nil:
 			try("values", "values", l.chat.values(e.Data, e.Data, e.Interrupt, true))
-			try("values", "values", interruptsJSON(e.Interrupt))
+			try("values", "values", interruptsJSON(e.pending()))
 		case l.chat != nil && present(e.Data):
 			// The last step's values, now with the agent's reply.
 			try("values", "values", l.chat.values(e.Data, e.Data, nil, true))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -13,50 +14,79 @@ import (
 )
 
 // checkAnswer checks a resume of thread t before anything runs: the
-// question it answers is pending (in.Interrupt is set to its id, so a run
-// that comes too late is refused, not applied to a later question) and
-// the value fits the type the node asked for (422 with the schema's
-// message otherwise). The LangGraph form {"<interrupt id>": value} names
-// the interrupt; an id that is not pending is refused. A resume answers
-// the question pending now, not one a running run may ask later.
+// questions it answers are pending and each value fits the type the node
+// asked for (422 with the schema's message otherwise). One value answers
+// the one question pending (in.Interrupt is set to its id, so a run that
+// comes too late is refused, not applied to a later question). The
+// LangGraph form {"<interrupt id>": value, …} answers the questions it
+// names, any subset of those pending; an id that is not pending is
+// refused. A resume answers the questions pending now, not ones a
+// running run may ask later.
 func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput) error {
 	head, err := s.head(ctx, t.ID)
 	if err != nil {
 		return err
 	}
-	var pending *checkpoint.Interrupt
+	var pending []checkpoint.Interrupt
 	if head != nil {
-		pending = head.Interrupt
+		pending = head.Pending()
 	}
-	if ids, value, ok := idKeyed(in.Resume); ok {
-		if pending == nil || len(ids) != 1 || ids[0] != pending.ID {
-			return fmt.Errorf("resume thread %s: interrupt %s is not pending: %w", t.ID, strings.Join(ids, ", "), graph.ErrNoInterrupt)
+	find := func(id string) *checkpoint.Interrupt {
+		for i := range pending {
+			if pending[i].ID == id {
+				return &pending[i]
+			}
 		}
-		in.Resume = value
+		return nil
 	}
-	if pending == nil {
+	if answers, ok := idKeyed(in.Resume); ok {
+		for _, id := range sortedKeys(answers) {
+			p := find(id)
+			if p == nil {
+				return fmt.Errorf("resume thread %s: interrupt %s is not pending: %w", publicID(t.ID), id, graph.ErrNoInterrupt)
+			}
+			if err := graph.CheckAnswer(p, answers[id]); err != nil {
+				return fmt.Errorf("interrupt %s: %w", id, err)
+			}
+		}
+		if len(pending) > 1 {
+			// Several questions: the graph answers those named and
+			// keeps the rest pending.
+			in.Resume, in.Answers = nil, answers
+			return nil
+		}
+		in.Resume = answers[pending[0].ID]
+	}
+	if len(pending) == 0 {
 		return fmt.Errorf("resume thread %s: %w", publicID(t.ID), graph.ErrNoInterrupt)
 	}
-	if in.Interrupt != "" && in.Interrupt != pending.ID {
+	if in.Interrupt != "" && find(in.Interrupt) == nil {
 		return fmt.Errorf("resume thread %s: interrupt %s is not pending: %w", publicID(t.ID), in.Interrupt, graph.ErrNoInterrupt)
 	}
-	in.Interrupt = pending.ID
-	return graph.CheckAnswer(pending, in.Resume)
+	if in.Interrupt == "" {
+		if len(pending) > 1 {
+			ids := make([]string, len(pending))
+			for i, p := range pending {
+				ids[i] = p.ID
+			}
+			return errorf(http.StatusUnprocessableEntity, "invalid_input", "thread %s waits on %d questions: answer them by id, as {\"<id>\": value, …} (pending: %s)", publicID(t.ID), len(pending), strings.Join(ids, ", "))
+		}
+		in.Interrupt = pending[0].ID
+	}
+	return graph.CheckAnswer(find(in.Interrupt), in.Resume)
 }
 
-// idKeyed reads LangGraph's id-keyed resume, {"<interrupt id>": value}: an
-// object whose every key is an interrupt id (a UUID). It returns the ids
-// and the value of the first.
-func idKeyed(resume json.RawMessage) ([]string, json.RawMessage, bool) {
+// idKeyed reads LangGraph's id-keyed resume, {"<interrupt id>": value,
+// …}: an object whose every key is an interrupt id (a UUID).
+func idKeyed(resume json.RawMessage) (map[string]json.RawMessage, bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(resume, &m) != nil || len(m) == 0 {
-		return nil, nil, false
+		return nil, false
 	}
-	ids := sortedKeys(m)
-	for _, k := range ids {
+	for k := range m {
 		if _, err := uuid.Parse(k); err != nil || len(k) != 36 {
-			return nil, nil, false
+			return nil, false
 		}
 	}
-	return ids, m[ids[0]], true
+	return m, true
 }

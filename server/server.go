@@ -246,6 +246,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("server: agent %s: %w", name, err)
 		}
 	}
+	s.startSweeper() // questions that expire (expire.go)
 	return s, nil
 }
 
