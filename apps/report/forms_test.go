@@ -190,6 +190,13 @@ func TestThreeStages(t *testing.T) {
 	l := serve(t, model, filepath.Join(t.TempDir(), "loom.db"), report.ServerOptions{})
 	id := l.uploadID("t1", "invoice.xlsx", invoiceBook(t))
 	skel := strings.NewReplacer("$F{customer}", "$F{field_1}", `name="customer"`, `name="field_1"`, "$F{amount}", "$F{field_2}", `name="amount"`, `name="field_2"`).Replace(goodJRXML)
+	// The form's labels and column headers, so that the template is
+	// faithful to the form (the title's window keeps them: it is rolled back).
+	var keep strings.Builder
+	for i, text := range []string{"客户 Customer:", "日期 Date:", "商品 Product", "数量 Quantity", "金额 Amount"} {
+		fmt.Fprintf(&keep, "<staticText><reportElement x=\"%d\" y=\"30\" width=\"100\" height=\"10\"/><text><![CDATA[%s]]></text></staticText>\n", 110*i, text)
+	}
+	skel = strings.Replace(skel, "\t\t</band>\n\t</title>", keep.String()+"\t\t</band>\n\t</title>", 1)
 	model.Add(xmlReply(skel))
 	header := "SELECT customer, amount FROM sales"
 	var sawHeader bool

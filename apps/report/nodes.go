@@ -298,8 +298,10 @@ func (a *Agent) saveSession(_ context.Context, s State) (State, error) {
 	return s, nil
 }
 
-// validate runs the structural checks, the schema when configured, and the
-// comparison with the uploaded image when there is one.
+// validate runs the structural checks, the schema when configured, the
+// check that a template made from a form keeps the form's title, labels
+// and table headers, and the comparison with the uploaded image when there
+// is one.
 func (a *Agent) validate(ctx context.Context, s State) (State, error) {
 	s.Turn.Problems, s.Turn.SSIM = nil, 0
 	doc, err := jrxml.Parse([]byte(s.JRXML))
@@ -319,6 +321,12 @@ func (a *Agent) validate(ctx context.Context, s State) (State, error) {
 			return s, fmt.Errorf("validating against the schema: %w", err)
 		}
 		ps = append(ps, jrxml.Errors(xs)...)
+	}
+	// A template made from a form keeps the form's title, most of its
+	// labels and its tables' headers; a later change may drop them, as
+	// the user asked.
+	if f, ok := formTextOf(s.Layout); ok && s.Turn.Intent == IntentGenerate {
+		ps = append(ps, fidelityProblems(doc, f)...)
 	}
 	if len(ps) == 0 && s.Source != nil && s.Source.Kind == KindImage {
 		res, worst, err := a.similarity(ctx, s)
