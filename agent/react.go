@@ -59,7 +59,7 @@ type Decision struct {
 	// Thought is the model's short reasoning, kept in the history.
 	Thought string `json:"thought,omitempty"`
 	// Action is call_tool or finish.
-	Action string `json:"action" enum:"call_tool,finish"`
+	Action string `json:"action" jsonschema:"enum=call_tool,enum=finish"`
 	// Tool and Args name the tool to call and its arguments.
 	Tool string         `json:"tool,omitempty"`
 	Args map[string]any `json:"args,omitempty"`

@@ -25,7 +25,7 @@ type step struct {
 
 type decision struct {
 	Speak    string    `json:"speak" jsonschema:"description=what to tell the user"`
-	Action   string    `json:"action" enum:"continue,ask_user,done"`
+	Action   string    `json:"action" jsonschema:"enum=continue,enum=ask_user,enum=done"`
 	Reason   string    `json:"reason,omitempty"`
 	Day      int       `json:"day,omitempty" jsonschema:"minimum=1,maximum=7"`
 	ToolCall *toolCall `json:"tool_call,omitempty"`

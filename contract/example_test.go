@@ -10,7 +10,7 @@ import (
 // Decision is what an execute step of a ReAct agent answers.
 type Decision struct {
 	Speak  string `json:"speak" jsonschema:"description=what to tell the user"`
-	Action string `json:"action" enum:"continue,ask_user,done"`
+	Action string `json:"action" jsonschema:"enum=continue,enum=ask_user,enum=done"`
 	Reason string `json:"reason,omitempty"`
 }
 

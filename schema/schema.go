@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -223,7 +222,6 @@ func reflectSchema(t reflect.Type) (s *Schema, err error) {
 	}
 	js.Version = ""
 	js.ID = ""
-	applyTags(js, js, t, map[reflect.Type]bool{})
 	raw, err := json.Marshal(js)
 	if err != nil {
 		return nil, fmt.Errorf("%w: marshal schema of %s: %v", ErrSchema, t, err)
@@ -259,83 +257,6 @@ func isRecursive(t reflect.Type, state map[reflect.Type]int) bool {
 	}
 	state[t] = 2
 	return false
-}
-
-// applyTags adds what invopop does not read: the `enum:"a,b,c"` tag.
-func applyTags(root, s *jsonschema.Schema, t reflect.Type, seen map[reflect.Type]bool) {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	s = deref(root, s)
-	if s == nil {
-		return
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		if s.Items != nil {
-			applyTags(root, s.Items, t.Elem(), seen)
-		}
-		return
-	case reflect.Map:
-		if s.AdditionalProperties != nil {
-			applyTags(root, s.AdditionalProperties, t.Elem(), seen)
-		}
-		return
-	case reflect.Struct:
-	default:
-		return
-	}
-	if seen[t] || s.Properties == nil {
-		return
-	}
-	seen[t] = true
-	defer delete(seen, t)
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if f.Anonymous && name == "" {
-			applyTags(root, s, f.Type, seen)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		prop, ok := s.Properties.Get(name)
-		if !ok || prop == nil {
-			continue
-		}
-		if tag, ok := f.Tag.Lookup("enum"); ok && tag != "" {
-			target := prop
-			if len(prop.OneOf) > 0 { // nullable wraps the schema in oneOf
-				target = prop.OneOf[0]
-			}
-			target = deref(root, target)
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) && target.Items != nil {
-				target = deref(root, target.Items)
-				ft = ft.Elem()
-			}
-			target.Enum = target.Enum[:0]
-			for _, v := range strings.Split(tag, ",") {
-				v = strings.TrimSpace(v)
-				if ft.Kind() == reflect.String {
-					target.Enum = append(target.Enum, v)
-				} else if n, err := strconv.ParseFloat(v, 64); err == nil {
-					target.Enum = append(target.Enum, n)
-				}
-			}
-		}
-		applyTags(root, prop, f.Type, seen)
-	}
 }
 
 func deref(root, s *jsonschema.Schema) *jsonschema.Schema {

@@ -9,7 +9,7 @@
 //
 // Arguments are checked before a tool runs, with the tolerance and the
 // schema rules of package contract (required fields are those without
-// omitempty; enums from `enum:"a,b"`), and a bad call gets an error that
+// omitempty; enums from `jsonschema:"enum=a,enum=b"`), and a bad call gets an error that
 // names the field, for the model to correct:
 //
 //	invalid arguments for tool place: field day: must be an integer; got "3"

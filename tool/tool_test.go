@@ -15,7 +15,7 @@ import (
 type placeArgs struct {
 	TaskID int    `json:"task_id" jsonschema:"description=the task to place"`
 	Day    int    `json:"day" jsonschema:"minimum=1,maximum=7"`
-	Slot   string `json:"slot" enum:"morning,afternoon,evening"`
+	Slot   string `json:"slot" jsonschema:"enum=morning,enum=afternoon,enum=evening"`
 	Note   string `json:"note,omitempty"`
 }
 

@@ -150,7 +150,7 @@ var plannerPrompt string
 // modelPlanJSON is the model planner's answer: the steps, each an intent
 // of the catalogue with its slots.
 type modelPlanJSON struct {
-	Kind  string          `json:"kind" enum:"single,sequence,conditional,out_of_scope" jsonschema:"description=out_of_scope when no intent of the catalogue fits"`
+	Kind  string          `json:"kind" jsonschema:"description=out_of_scope when no intent of the catalogue fits,enum=single,enum=sequence,enum=conditional,enum=out_of_scope"`
 	Steps []modelStepJSON `json:"steps,omitempty"`
 }
 
@@ -165,7 +165,7 @@ type modelStepJSON struct {
 type modelConditionJSON struct {
 	Step     int      `json:"step" jsonschema:"description=number (from 1) of the earlier step whose result is tested"`
 	Field    string   `json:"field"`
-	Operator string   `json:"operator" enum:"equals,not_equals,in"`
+	Operator string   `json:"operator" jsonschema:"enum=equals,enum=not_equals,enum=in"`
 	Value    []string `json:"value"`
 }
 

@@ -29,17 +29,17 @@ type ServerOptions struct {
 // Input is a run's input, decoded over State: the first string field is
 // what the web page fills with a chat message.
 type Input struct {
-	Text      string            `json:"text,omitempty" jsonschema_description:"what the driver or customer says, e.g. 打开车窗 or 查订单A123，如果没发货就取消"`
-	FillSlots map[string]string `json:"fill_slots,omitempty" jsonschema_description:"slot values for a pending question, e.g. {\"destination\":\"公司\"}"`
-	Accept    *bool             `json:"accept,omitempty" jsonschema_description:"a direct yes or no to a pending confirmation"`
+	Text      string            `json:"text,omitempty" jsonschema:"description=what the driver or customer says\\, e.g. 打开车窗 or 查订单A123，如果没发货就取消"`
+	FillSlots map[string]string `json:"fill_slots,omitempty" jsonschema:"description=slot values for a pending question\\, e.g. {\"destination\":\"公司\"}"`
+	Accept    *bool             `json:"accept,omitempty" jsonschema:"description=a direct yes or no to a pending confirmation"`
 	UserID    string            `json:"user_id,omitempty"`
-	VehicleID string            `json:"vehicle_id,omitempty" jsonschema_description:"the simulated car, default car-1"`
+	VehicleID string            `json:"vehicle_id,omitempty" jsonschema:"description=the simulated car\\, default car-1"`
 }
 
 // Settings is what an assistant, or a run's config.configurable or
 // context, may set for the cabin on Loom's server.
 type Settings struct {
-	Locale string `json:"locale,omitempty" jsonschema:"enum=zh-CN,enum=en" jsonschema_description:"the language every answer is in, whatever the language of the message: zh-CN or en (default: the language of each message)"`
+	Locale string `json:"locale,omitempty" jsonschema:"enum=zh-CN,enum=en,description=the language every answer is in\\, whatever the language of the message: zh-CN or en (default: the language of each message)"`
 }
 
 // ServerAgent returns the agent as Loom registers it, under the name

@@ -632,8 +632,8 @@ func (s State) step() Step {
 
 // sqlDecision is sql_generate's answer.
 type sqlDecision struct {
-	SQL          string `json:"sql,omitempty" jsonschema_description:"one read-only query in the source's dialect"`
-	Unanswerable string `json:"unanswerable,omitempty" jsonschema_description:"only when no SQL over these tables can do the step: why"`
+	SQL          string `json:"sql,omitempty" jsonschema:"description=one read-only query in the source's dialect"`
+	Unanswerable string `json:"unanswerable,omitempty" jsonschema:"description=only when no SQL over these tables can do the step: why"`
 }
 
 // sqlGenerate writes the statement of the current SQL step: with the
@@ -726,8 +726,8 @@ func normalSQL(stmt string) string {
 
 // consistencyDecision is semantic_consistency's verdict.
 type consistencyDecision struct {
-	Consistent bool   `json:"consistent" jsonschema_description:"true when the SQL does what the step asks, over the right tables, columns, filters and grouping"`
-	Reason     string `json:"reason,omitempty" jsonschema_description:"when not consistent, what is wrong, for whoever rewrites it"`
+	Consistent bool   `json:"consistent" jsonschema:"description=true when the SQL does what the step asks\\, over the right tables\\, columns\\, filters and grouping"`
+	Reason     string `json:"reason,omitempty" jsonschema:"description=when not consistent\\, what is wrong\\, for whoever rewrites it"`
 }
 
 // semanticConsistency checks the statement before it runs: the guard's

@@ -63,10 +63,10 @@ type ServerOptions struct {
 
 // Input is a run's input, decoded over State.
 type Input struct {
-	Question    string `json:"question,omitempty" jsonschema_description:"a question about the data, e.g. which city brings the most revenue?"`
-	Source      string `json:"source,omitempty" jsonschema_description:"the data source to use (default: the first)"`
-	HumanReview bool   `json:"human_review,omitempty" jsonschema_description:"show the plan and wait for approval before running it"`
-	NL2SQLOnly  bool   `json:"nl2sql_only,omitempty" jsonschema_description:"answer with the SQL and its result only, without a report"`
+	Question    string `json:"question,omitempty" jsonschema:"description=a question about the data\\, e.g. which city brings the most revenue?"`
+	Source      string `json:"source,omitempty" jsonschema:"description=the data source to use (default: the first)"`
+	HumanReview bool   `json:"human_review,omitempty" jsonschema:"description=show the plan and wait for approval before running it"`
+	NL2SQLOnly  bool   `json:"nl2sql_only,omitempty" jsonschema:"description=answer with the SQL and its result only\\, without a report"`
 }
 
 // runner is the compiled graph with what the agent's Routes serve.
@@ -78,7 +78,7 @@ type runner struct {
 // Settings is what an assistant, or a run's config.configurable or
 // context, may set for the analyst on Loom's server.
 type Settings struct {
-	Source string `json:"source,omitempty" jsonschema_description:"the data source a question uses when it names none (default: the first)"`
+	Source string `json:"source,omitempty" jsonschema:"description=the data source a question uses when it names none (default: the first)"`
 }
 
 // ServerAgent returns the agent as the server registers it, under the

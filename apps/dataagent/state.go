@@ -135,15 +135,15 @@ type Image struct {
 // IntentDecision is what the question is: a request to analyse data, or
 // small talk (answered at once with Reply).
 type IntentDecision struct {
-	Kind  string `json:"kind" enum:"analysis,chitchat" jsonschema_description:"analysis: a question about data or a request to analyse it; chitchat: greetings, small talk, anything else"`
-	Reply string `json:"reply,omitempty" jsonschema_description:"for chitchat, a short reply in the language of the question"`
+	Kind  string `json:"kind" jsonschema:"enum=analysis,enum=chitchat,description=analysis: a question about data or a request to analyse it; chitchat: greetings\\, small talk\\, anything else"`
+	Reply string `json:"reply,omitempty" jsonschema:"description=for chitchat\\, a short reply in the language of the question"`
 }
 
 // EnhancedQuery is the question rewritten to stand on its own (earlier
 // turns resolved) and its variants for recall.
 type EnhancedQuery struct {
-	Canonical string   `json:"canonical_query" jsonschema_description:"the question rewritten to stand on its own, with references to earlier turns resolved; empty if there is no question"`
-	Expanded  []string `json:"expanded_queries,omitempty" jsonschema_description:"two or three rephrasings with the business terms spelt out"`
+	Canonical string   `json:"canonical_query" jsonschema:"description=the question rewritten to stand on its own\\, with references to earlier turns resolved; empty if there is no question"`
+	Expanded  []string `json:"expanded_queries,omitempty" jsonschema:"description=two or three rephrasings with the business terms spelt out"`
 }
 
 // Relation is a join between two recalled tables.
@@ -155,21 +155,21 @@ type Relation struct {
 
 // FeasibilityDecision says whether the data can answer the question.
 type FeasibilityDecision struct {
-	Kind   string `json:"kind" enum:"analysis,not_analysis" jsonschema_description:"analysis: the tables shown can answer it; not_analysis: they cannot, or it is not a data question"`
-	Reason string `json:"reason,omitempty" jsonschema_description:"why, in one sentence"`
-	Reply  string `json:"reply,omitempty" jsonschema_description:"for not_analysis, what to tell the user, in the language of the question"`
+	Kind   string `json:"kind" jsonschema:"enum=analysis,enum=not_analysis,description=analysis: the tables shown can answer it; not_analysis: they cannot\\, or it is not a data question"`
+	Reason string `json:"reason,omitempty" jsonschema:"description=why\\, in one sentence"`
+	Reply  string `json:"reply,omitempty" jsonschema:"description=for not_analysis\\, what to tell the user\\, in the language of the question"`
 }
 
 // Plan is the planner's plan: steps run in order.
 type Plan struct {
-	Thought string `json:"thought,omitempty" jsonschema_description:"how the steps answer the question"`
+	Thought string `json:"thought,omitempty" jsonschema:"description=how the steps answer the question"`
 	Steps   []Step `json:"steps" jsonschema:"minItems=1"`
 }
 
 // Step is one step of a plan.
 type Step struct {
-	Tool        string `json:"tool" enum:"sql,python,report" jsonschema_description:"sql: one query; python: analyse the results of the sql steps before it; report: write the report (last)"`
-	Instruction string `json:"instruction" jsonschema_description:"what the step must produce"`
+	Tool        string `json:"tool" jsonschema:"enum=sql,enum=python,enum=report,description=sql: one query; python: analyse the results of the sql steps before it; report: write the report (last)"`
+	Instruction string `json:"instruction" jsonschema:"description=what the step must produce"`
 }
 
 // Feedback is a person's answer to a plan: accept it, or reject it with a

@@ -29,7 +29,7 @@ type Doc struct {
 
 // Input is what a run of the demo starts from; it is decoded over Doc.
 type Input struct {
-	Title string `json:"title,omitempty" jsonschema_description:"what the checklist is for, e.g. launch"`
+	Title string `json:"title,omitempty" jsonschema:"description=what the checklist is for\\, e.g. launch"`
 }
 
 // Question is what the confirm node asks.

@@ -34,7 +34,7 @@ func DefaultIntents() (intent.Config, error) {
 
 // IntentDecision is the model's choice of intent.
 type IntentDecision struct {
-	Intent string `json:"intent" enum:"initial_generation,modify_report,preview_report,export_pdf,export_jrxml,consult_question,undo_modification,reset_session,unknown"`
+	Intent string `json:"intent" jsonschema:"enum=initial_generation,enum=modify_report,enum=preview_report,enum=export_pdf,enum=export_jrxml,enum=consult_question,enum=undo_modification,enum=reset_session,enum=unknown"`
 }
 
 // Routing bounds of the local engine, calibrated on the labelled

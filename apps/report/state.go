@@ -27,8 +27,8 @@ var Intents = []string{IntentGenerate, IntentModify, IntentPreview, IntentPDF, I
 // Input is a run's input, decoded over State: the user's message and,
 // optionally, a file uploaded to the thread before the run.
 type Input struct {
-	Message string `json:"message,omitempty" jsonschema_description:"what the user asks, e.g. 帮我生成一个销售报表 or make the title bigger"`
-	Upload  string `json:"upload,omitempty" jsonschema_description:"the id of a file uploaded to the thread (POST /api/v1/report/threads/{id}/uploads) to design from"`
+	Message string `json:"message,omitempty" jsonschema:"description=what the user asks\\, e.g. 帮我生成一个销售报表 or make the title bigger"`
+	Upload  string `json:"upload,omitempty" jsonschema:"description=the id of a file uploaded to the thread (POST /api/v1/report/threads/{id}/uploads) to design from"`
 }
 
 // State is a design conversation: a thread. It round-trips through JSON,

@@ -33,9 +33,9 @@ type stepSpec struct {
 // heuristic.
 type planDecision struct {
 	Speak        string     `json:"speak,omitempty"`
-	Action       string     `json:"action" enum:"continue,ask_user,plan_done"`
+	Action       string     `json:"action" jsonschema:"enum=continue,enum=ask_user,enum=plan_done"`
 	Reason       string     `json:"reason,omitempty"`
-	Complexity   string     `json:"complexity,omitempty" enum:"simple,moderate,complex"`
+	Complexity   string     `json:"complexity,omitempty" jsonschema:"enum=simple,enum=moderate,enum=complex"`
 	NeedThinking bool       `json:"need_thinking,omitempty"`
 	Question     string     `json:"question,omitempty"`
 	Steps        []stepSpec `json:"plan_steps,omitempty"`

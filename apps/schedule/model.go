@@ -30,7 +30,7 @@ func prompt(name string) string {
 
 // chatDecision is Chat's contract.
 type chatDecision struct {
-	Intent string `json:"intent" enum:"chat,task"`
+	Intent string `json:"intent" jsonschema:"enum=chat,enum=task"`
 	Reply  string `json:"reply,omitempty"`
 }
 

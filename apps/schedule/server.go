@@ -31,7 +31,7 @@ type ServerOptions struct {
 
 // Input is a run's input, decoded over State.
 type Input struct {
-	Message string `json:"message,omitempty" jsonschema_description:"what the student asks, e.g. 帮我安排下周的复习"`
+	Message string `json:"message,omitempty" jsonschema:"description=what the student asks\\, e.g. 帮我安排下周的复习"`
 }
 
 // ServerAgent returns the agent as the server registers it, under the name

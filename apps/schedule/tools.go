@@ -64,7 +64,7 @@ type (
 		TaskID int `json:"task_id,omitempty" jsonschema:"description=for this task: keeps off the days its class excludes"`
 	}
 	listArgs struct {
-		Status  string `json:"status,omitempty" enum:"pending,placed"`
+		Status  string `json:"status,omitempty" jsonschema:"enum=pending,enum=placed"`
 		ClassID int    `json:"class_id,omitempty"`
 		Day     int    `json:"day,omitempty" jsonschema:"minimum=1"`
 	}
@@ -96,9 +96,9 @@ type (
 		Name         string    `json:"name"`
 		Subject      string    `json:"subject,omitempty"`
 		Difficulty   int       `json:"difficulty,omitempty" jsonschema:"minimum=1,maximum=3"`
-		Prefer       string    `json:"prefer,omitempty" enum:"morning,afternoon,evening,any"`
+		Prefer       string    `json:"prefer,omitempty" jsonschema:"enum=morning,enum=afternoon,enum=evening,enum=any"`
 		ExcludedDays []int     `json:"excluded_days_of_week,omitempty" jsonschema:"description=days of the week to keep free: 1 Monday to 7 Sunday"`
-		Strategy     string    `json:"strategy,omitempty" enum:"steady,rapid"`
+		Strategy     string    `json:"strategy,omitempty" jsonschema:"enum=steady,enum=rapid"`
 		AddItems     *newItems `json:"add_items,omitempty"`
 	}
 	healthArgs struct {

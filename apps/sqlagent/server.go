@@ -56,14 +56,14 @@ type ServerOptions struct {
 
 // Input is a run's input, decoded over State.
 type Input struct {
-	Question string `json:"question,omitempty" jsonschema_description:"a question about the data, or a SQL query, e.g. which city has the most customers?"`
-	Source   string `json:"source,omitempty" jsonschema_description:"the data source to use (default: the first)"`
+	Question string `json:"question,omitempty" jsonschema:"description=a question about the data\\, or a SQL query\\, e.g. which city has the most customers?"`
+	Source   string `json:"source,omitempty" jsonschema:"description=the data source to use (default: the first)"`
 }
 
 // Settings is what an assistant, or a run's config.configurable or
 // context, may set for the agent on Loom's server.
 type Settings struct {
-	Source string `json:"source,omitempty" jsonschema_description:"the data source a question uses when it names none (default: the first)"`
+	Source string `json:"source,omitempty" jsonschema:"description=the data source a question uses when it names none (default: the first)"`
 }
 
 // ServerAgent returns the agent as the server registers it, under the name
