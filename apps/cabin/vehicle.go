@@ -152,7 +152,7 @@ func VehicleTools(store VehicleStore) []tool.Tool {
 	}
 	out := make([]tool.Tool, len(ops))
 	for i, o := range ops {
-		out[i] = NewTool(o.plugin, o.description, tool.Write, vehicleCall(store, o.op))
+		out[i] = NewTool(o.plugin, o.description, tool.Write, withPrefs(store, o.plugin, vehicleCall(store, o.op)))
 	}
 	return append(out, NewTool("plugin.cabin.doors.unlock.check", "tell whether the doors are locked, so that unlocking them changes something", tool.Read, checkUnlock(store)))
 }
