@@ -13,6 +13,7 @@ import (
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
+	"github.com/loomkit/loom/store/storetest"
 )
 
 // questionsState is the state of the agents that ask several questions
@@ -91,13 +92,33 @@ func TestInterruptsSDK(t *testing.T) {
 	runSDK(t, ts.URL, key, "", "interrupts.mjs")
 }
 
+// TestInterruptsSDKPostgres runs sdktest/interrupts.mjs against two
+// replicas on Postgres behind a round-robin balancer.
+func TestInterruptsSDKPostgres(t *testing.T) {
+	const key = "interrupts-key"
+	rs := startReplicas(t, 2, server.Options{Agents: questionAgents(t), Keys: []string{key}})
+	runSDK(t, roundRobin(t, rs), key, "", "interrupts.mjs")
+}
+
 // TestSeveralQuestionsByID answers three pending questions over HTTP: a
 // single value is refused, two are answered by id, the third stays
 // pending (and is listed by the thread), then it is answered.
 func TestSeveralQuestionsByID(t *testing.T) {
 	const key = "q-key"
 	ts := startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{key}})
-	code, body := call(t, "POST", ts.URL+"/threads/r1/runs/wait", key, map[string]any{
+	severalQuestions(t, ts.URL, key)
+}
+
+// TestSeveralQuestionsPostgres is TestSeveralQuestionsByID on two
+// replicas on Postgres, each request to the next.
+func TestSeveralQuestionsPostgres(t *testing.T) {
+	const key = "q-key"
+	rs := startReplicas(t, 2, server.Options{Agents: questionAgents(t), Keys: []string{key}})
+	severalQuestions(t, roundRobin(t, rs), key)
+}
+
+func severalQuestions(t *testing.T, url, key string) {
+	code, body := call(t, "POST", url+"/threads/r1/runs/wait", key, map[string]any{
 		"assistant_id": "review", "if_not_exists": "create", "input": map[string]any{"items": []string{"a", "b", "c"}}})
 	if code != http.StatusOK {
 		t.Fatalf("start: %d %s", code, body)
@@ -116,7 +137,7 @@ func TestSeveralQuestionsByID(t *testing.T) {
 		t.Fatalf("third question %s, want the third item's", res.Interrupts[2].Value)
 	}
 	resume := func(v any) (int, []byte) {
-		return call(t, "POST", ts.URL+"/threads/r1/runs/wait", key, map[string]any{"assistant_id": "review", "command": map[string]any{"resume": v}})
+		return call(t, "POST", url+"/threads/r1/runs/wait", key, map[string]any{"assistant_id": "review", "command": map[string]any{"resume": v}})
 	}
 	if code, body := resume(map[string]bool{"keep": true}); code != http.StatusUnprocessableEntity || !strings.Contains(string(body), "3 questions") {
 		t.Fatalf("one value for three questions: %d %s, want 422 saying three wait", code, body)
@@ -128,7 +149,7 @@ func TestSeveralQuestionsByID(t *testing.T) {
 	if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil || len(res.Interrupts) != 1 || res.Interrupts[0].ID != ids[1] {
 		t.Fatalf("two answered: %d %s, want the second question still pending", code, body)
 	}
-	code, body = call(t, "GET", ts.URL+"/threads/r1", key, nil)
+	code, body = call(t, "GET", url+"/threads/r1", key, nil)
 	var thread struct {
 		Status     string `json:"status"`
 		Interrupts map[string][]struct {
@@ -161,9 +182,24 @@ func TestSeveralQuestionsByID(t *testing.T) {
 // no server ran takes its default answer when a server starts again on
 // the database.
 func TestQuestionExpiresAfterRestart(t *testing.T) {
-	const key = "x-key"
 	db := filepath.Join(t.TempDir(), "loom.db")
-	ts := startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{key}, Database: db})
+	expiresAfterRestart(t, func() *testServer {
+		return startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{"x-key"}, Database: db})
+	})
+}
+
+// TestQuestionExpiresAfterRestartPostgres is TestQuestionExpiresAfterRestart
+// on Postgres, where the sweeper's run is a job.
+func TestQuestionExpiresAfterRestartPostgres(t *testing.T) {
+	db := storetest.PostgresURL(t)
+	expiresAfterRestart(t, func() *testServer {
+		return startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{"x-key"}, Database: db})
+	})
+}
+
+func expiresAfterRestart(t *testing.T, start func() *testServer) {
+	const key = "x-key"
+	ts := start()
 	code, body := call(t, "POST", ts.URL+"/threads/late/runs/wait", key, map[string]any{
 		"assistant_id": "approve", "if_not_exists": "create", "input": map[string]any{"expire_ms": 60_000}})
 	if code != http.StatusOK || !strings.Contains(string(body), "Publish?") {
@@ -173,7 +209,7 @@ func TestQuestionExpiresAfterRestart(t *testing.T) {
 
 	// The deadline passes while no server runs: here, the question is
 	// asked again with a deadline already past, on a thread of its own.
-	ts = startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{key}, Database: db})
+	ts = start()
 	code, body = call(t, "POST", ts.URL+"/threads/past/runs/wait", key, map[string]any{
 		"assistant_id": "approve", "if_not_exists": "create", "input": map[string]any{"expire_ms": -1000}})
 	if code != http.StatusOK || !strings.Contains(string(body), "Publish?") {
@@ -181,7 +217,7 @@ func TestQuestionExpiresAfterRestart(t *testing.T) {
 	}
 	ts.shutdown()
 
-	ts = startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{key}, Database: db})
+	ts = start()
 	var st struct {
 		Status string         `json:"status"`
 		Values questionsState `json:"values"`
