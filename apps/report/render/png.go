@@ -185,7 +185,13 @@ func (c *imageCanvas) text(it Item) error {
 	face := c.r.face(st.FontSize * c.s)
 	measure := func(t string) float64 { return float64(font.MeasureString(face, t)) / 64 / c.s }
 	asc := float64(face.Metrics().Ascent) / 64
-	d := font.Drawer{Dst: c.img, Src: image.NewUniform(st.Fore), Face: face}
+	// Text is clipped to its box: a glyph wider than the box, or the
+	// slack of the last line, never reaches the element beside or below.
+	box := image.Rect(c.px(it.X), c.px(it.Y), c.px(it.X+it.W), c.px(it.Y+it.H)).Intersect(c.img.Bounds())
+	if box.Empty() {
+		return nil
+	}
+	d := font.Drawer{Dst: c.img.SubImage(box).(*image.RGBA), Src: image.NewUniform(st.Fore), Face: face}
 	for _, l := range textLines(it, measure) {
 		base := fixed.P(c.px(l.x), int(math.Round(l.y*c.s+asc)))
 		d.Dot = base

@@ -224,3 +224,50 @@ func BenchmarkPDF(b *testing.B) {
 		}
 	}
 }
+
+// clipped has text larger than its boxes: a font taller than its box, a
+// paragraph of more lines than its box holds, a glyph wider than its box.
+const clipped = `<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="clipped" pageWidth="300" pageHeight="200" columnWidth="300" leftMargin="0" rightMargin="0" topMargin="0" bottomMargin="0">
+	<title><band height="200">
+		<staticText><reportElement x="0" y="0" width="150" height="10"/><textElement><font size="20"/></textElement><text><![CDATA[溢出 Overflow]]></text></staticText>
+		<staticText><reportElement x="0" y="50" width="60" height="30"/><textElement><font size="12"/></textElement><text><![CDATA[一二三四五六七八九十一二三四五六七八九十一二三四五六七八九十]]></text></staticText>
+		<staticText><reportElement x="200" y="50" width="5" height="20"/><textElement><font size="12"/></textElement><text><![CDATA[宽宽宽]]></text></staticText>
+	</band></title>
+</jasperReport>`
+
+// TestTextClipped: text is clipped to its box as JasperReports clips it:
+// a font taller than its box prints nothing, a paragraph prints the lines
+// its box holds and nothing below, a glyph wider than its box nothing
+// beside it.
+func TestTextClipped(t *testing.T) {
+	needFont(t)
+	r, err := render.NewRasterizer(render.FontPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := r.Page(render.Layout(parse(t, clipped), nil, nil), 0, 144)
+	const s = 2.0
+	dark := func(x0, y0, x1, y1 float64) int {
+		n := 0
+		for y := int(y0 * s); y < int(y1*s); y++ {
+			for x := int(x0 * s); x < int(x1*s); x++ {
+				if c := img.RGBAAt(x, y); c.R < 128 && c.G < 128 && c.B < 128 {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := dark(0, 0, 300, 45); n != 0 {
+		t.Errorf("a font of 20 in a box 10 high drew %d dark pixels", n)
+	}
+	if n := dark(0, 50, 60, 80); n < 100 {
+		t.Errorf("the paragraph drew %d dark pixels in its box", n)
+	}
+	if n := dark(0, 80, 195, 200); n != 0 {
+		t.Errorf("the paragraph drew %d dark pixels below its box", n)
+	}
+	if n := dark(205, 45, 300, 200); n != 0 {
+		t.Errorf("a glyph wider than its box drew %d dark pixels beside it", n)
+	}
+}

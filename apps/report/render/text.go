@@ -53,17 +53,19 @@ const maxLines = 2000
 func lineHeight(size float64) float64 { return size * 1.2 }
 
 // textLines wraps item's text to its box (at spaces where it can, else
-// between characters, as CJK text wraps), aligns it, and drops lines that
-// fall below the box. measure gives a string's width in points.
+// between characters, as CJK text wraps), aligns it, and drops the lines
+// that do not fit in the box. measure gives a string's width in points.
 func textLines(it Item, measure func(string) float64) []line {
 	st := it.Style
 	maxW := it.W - st.LeftPadding - st.RightPadding
 	lh := lineHeight(st.FontSize)
-	// lines below the box are not drawn; nor past maxLines, whatever the
-	// box and font sizes
-	fit := 1
-	if n := it.H/lh + 0.2; n >= 2 {
-		fit = int(min(n, maxLines))
+	// As JasperReports does, a line that does not fit in the box is not
+	// drawn, the first one neither (a font too large for its box prints
+	// nothing); a fifth of a line of slack allows for fonts whose lines
+	// are closer than 1.2 of their size. Never more than maxLines.
+	fit := int(min(it.H/lh+0.2, maxLines))
+	if fit <= 0 {
+		return nil
 	}
 	var lines []string
 	for _, para := range strings.Split(strings.ReplaceAll(it.Text, "\r\n", "\n"), "\n") {
