@@ -64,9 +64,25 @@ func (s *Server) serveCard(w http.ResponseWriter, r *http.Request, id string) {
 			return
 		}
 	}
+	// The card is A2A 0.3's, with the interfaces of A2A 1.0 added: a
+	// client of either version finds the endpoint.
+	card, err := json.Marshal(s.card(r, id, a))
+	var fields map[string]any
+	if err == nil {
+		err = json.Unmarshal(card, &fields)
+	}
+	if err != nil {
+		writeError(w, fmt.Errorf("encode the card of %s: %w", id, err))
+		return
+	}
+	endpoint := fields["url"]
+	fields["supportedInterfaces"] = []map[string]any{
+		{"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+		{"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": a2aProtocol},
+	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Cache-Control", "no-cache")
-	writeJSON(w, http.StatusOK, s.card(r, id, a))
+	writeJSON(w, http.StatusOK, fields)
 }
 
 // card is the agent card of assistant id, which runs agent a.
@@ -131,9 +147,15 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, ae.status, -32001, ae.message)
 		return
 	}
+	h := &a2aHandler{s: s, owner: owner, assistant: id, a: a}
+	var req v1Request
+	if json.Unmarshal(body, &req) == nil && a2aV1Methods[req.Method] && req.JSONRPC == "2.0" {
+		h.serveV1(w, r, &req)
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	w.Header().Set("Content-Type", "application/json") // SSE answers set their own
-	a2asrv.NewJSONRPCHandler(&a2aHandler{s: s, owner: owner, assistant: id, a: a}).ServeHTTP(w, r)
+	a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
 }
 
 // writeRPCError writes a JSON-RPC error answering a request that could

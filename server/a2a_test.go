@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,10 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 
+	"github.com/loomkit/loom/apps/cabin"
+	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/llm/llmtest"
+	"github.com/loomkit/loom/llm/openai"
 	"github.com/loomkit/loom/server"
 )
 
@@ -202,6 +207,11 @@ func TestA2ABadInput(t *testing.T) {
 		{"an unknown task", "POST", url, key, rpc("tasks/get", map[string]any{"id": "missing"}), 200, -32001, "missing"},
 		{"answering an unknown task", "POST", url, key, rpc("message/send", map[string]any{"message": map[string]any{"kind": "message", "messageId": "m", "role": "user", "taskId": "missing", "parts": []any{text}}}), 200, -32001, "missing"},
 		{"push", "POST", url, key, rpc("tasks/pushNotificationConfig/get", map[string]any{"taskId": "x"}), 200, -32003, ""},
+		{"1.0: a task without an id", "POST", url, key, rpc("GetTask", map[string]any{}), 200, -32602, "params.id"},
+		{"1.0: an unknown task", "POST", url, key, rpc("CancelTask", map[string]any{"id": "missing"}), 200, -32001, "missing"},
+		{"1.0: listing tasks", "POST", url, key, rpc("ListTasks", map[string]any{}), 200, -32004, "GetTask"},
+		{"1.0: data that is not an object", "POST", url, key, rpc("SendMessage", map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "parts": []any{map[string]any{"data": []int{1}}}}}), 200, -32602, "object"},
+		{"1.0: a file", "POST", url, key, rpc("SendMessage", map[string]any{"message": map[string]any{"messageId": "m", "role": "ROLE_USER", "parts": []any{map[string]any{"url": "file:///etc/passwd"}}}}), 200, -32005, "file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := call(t, c.method, c.url, c.key, c.body)
@@ -232,3 +242,58 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestA2ASDK: the official A2A JavaScript SDK (its 1.0 client, and its
+// 0.3 client through the compatibility layer) fetches a card, sends a
+// message to the cabin, streams a report run (its model a stand-in that
+// answers with a template) and answers the demo's input-required task.
+func TestA2ASDK(t *testing.T) {
+	const key = "a2a-sdk-key"
+	model := llmtest.New(t, llmtest.Text("Here is the template:\n```xml\n"+salesJRXML+"```\n"))
+	m, err := openai.New(openai.Config{BaseURL: model.BaseURL(), APIKey: "test", Model: "fake", MaxRetries: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := testAgents(t)
+	quiet := slog.New(slog.DiscardHandler)
+	for _, a := range []server.Agent{
+		cabin.ServerAgent(cabin.ServerOptions{Logger: quiet}),
+		report.ServerAgent(report.ServerOptions{Logger: quiet, Model: m, Schemas: []string{}}),
+	} {
+		if err := reg.Register(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := startServer(t, server.Options{Agents: reg, Keys: []string{key}})
+	runSDK(t, ts.URL, key, "", "a2a.mjs")
+}
+
+// salesJRXML is a small template that passes the report designer's checks.
+const salesJRXML = `<?xml version="1.0" encoding="UTF-8"?>
+<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="sales" pageWidth="595" pageHeight="842" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
+	<queryString><![CDATA[SELECT customer, amount FROM sales]]></queryString>
+	<field name="customer" class="java.lang.String"/>
+	<field name="amount" class="java.lang.Double"/>
+	<title>
+		<band height="40">
+			<staticText>
+				<reportElement x="0" y="0" width="555" height="30"/>
+				<textElement><font size="18" isBold="true"/></textElement>
+				<text><![CDATA[销售报表 Sales]]></text>
+			</staticText>
+		</band>
+	</title>
+	<detail>
+		<band height="20">
+			<textField>
+				<reportElement x="0" y="0" width="300" height="20"/>
+				<textFieldExpression><![CDATA[$F{customer}]]></textFieldExpression>
+			</textField>
+			<textField>
+				<reportElement x="300" y="0" width="255" height="20"/>
+				<textFieldExpression><![CDATA[$F{amount}]]></textFieldExpression>
+			</textField>
+		</band>
+	</detail>
+</jasperReport>
+`
