@@ -24,8 +24,8 @@ const prefsKey = "preferences"
 
 func prefsNamespace(user string) []string { return []string{"cabin", "drivers", user} }
 
-// Prefs are what the cabin remembers of a driver.
-type Prefs struct {
+// prefs are what the cabin remembers of a driver.
+type prefs struct {
 	// Temperature is the one the driver last set (0: none).
 	Temperature float64 `json:"temperature,omitempty"`
 	// SeatHeat is the driver's seat heating level last chosen (0: none).
@@ -34,24 +34,24 @@ type Prefs struct {
 
 // driverPrefs reads user's preferences; ok is false when there are none
 // or no store.
-func driverPrefs(ctx context.Context, user string) (p Prefs, ok bool) {
+func driverPrefs(ctx context.Context, user string) (p prefs, ok bool) {
 	st := memory.From(ctx)
 	if st == nil || user == "" {
-		return Prefs{}, false
+		return prefs{}, false
 	}
 	it, err := st.Get(ctx, prefsNamespace(user), prefsKey, false)
 	if err != nil {
 		if !errors.Is(err, memory.ErrNotFound) {
 			slog.WarnContext(ctx, "cabin: reading a driver's preferences", "err", err)
 		}
-		return Prefs{}, false
+		return prefs{}, false
 	}
 	return p, json.Unmarshal(it.Value, &p) == nil
 }
 
 // remember updates user's preferences with change; a failure is logged,
 // never the call's.
-func remember(ctx context.Context, user string, change func(*Prefs)) {
+func remember(ctx context.Context, user string, change func(*prefs)) {
 	st := memory.From(ctx)
 	if st == nil || user == "" {
 		return
@@ -84,7 +84,7 @@ func withPrefs(store VehicleStore, plugin string, call func(context.Context, Arg
 		return func(ctx context.Context, args Args) (Result, error) {
 			r, err := call(ctx, args)
 			if t, ok := r.Data["temperature"].(float64); err == nil && r.Success && ok {
-				remember(ctx, args.User, func(p *Prefs) { p.Temperature = t })
+				remember(ctx, args.User, func(p *prefs) { p.Temperature = t })
 			}
 			return r, err
 		}
@@ -101,7 +101,7 @@ func withPrefs(store VehicleStore, plugin string, call func(context.Context, Arg
 			}
 			r, err := call(ctx, args)
 			if l, ok := r.Data["level"].(int); err == nil && r.Success && ok && driver && said {
-				remember(ctx, args.User, func(p *Prefs) { p.SeatHeat = l })
+				remember(ctx, args.User, func(p *prefs) { p.SeatHeat = l })
 			}
 			return r, err
 		}

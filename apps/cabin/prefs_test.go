@@ -60,8 +60,8 @@ func TestDriverPrefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p Prefs
-	if err := json.Unmarshal(it.Value, &p); err != nil || p != (Prefs{Temperature: 26.5, SeatHeat: 3}) {
+	var p prefs
+	if err := json.Unmarshal(it.Value, &p); err != nil || p != (prefs{Temperature: 26.5, SeatHeat: 3}) {
 		t.Fatalf("stored preferences %s", it.Value)
 	}
 	// Without a store in the context the cabin works and remembers nothing.
