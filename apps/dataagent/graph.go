@@ -30,17 +30,20 @@ const (
 	NodePyExecute   = "python_execute"
 	NodePyAnalyze   = "python_analyze"
 	NodeReport      = "report_generator"
+	// NodeGiveUp ends a turn whose retries were spent, saying why.
+	NodeGiveUp = "give_up"
 )
 
 // Bounds of the graph's loops.
 const (
 	// RelationTries is how many times table_relation runs before a
-	// retryable error ends the run (retried fewer than 3 times).
+	// retryable error ends the turn (the budget relation_retries).
 	RelationTries = 3
 	// PlanRepairs is how many times the planner repairs a plan that does
 	// not validate; one more failure ends the run.
 	PlanRepairs = 2
-	// SQLTries is how many SQL statements one step may generate.
+	// SQLTries is how many SQL statements one step may generate (the
+	// budget sql_tries).
 	SQLTries = 10
 	// MaxSteps bounds a plan's steps.
 	MaxSteps = 8
@@ -126,15 +129,38 @@ func New(cfg Config) *Agent {
 	})}
 }
 
+// The graph's budgets: what the analyst's retries may spend in a run
+// (each new question starts them again). When one is spent the run takes
+// its exit, which the drawing shows.
+const (
+	// budgetRelation is table_relation's retries after a database error.
+	budgetRelation = "relation_retries"
+	// budgetRepairs is the planner's repairs of plans that do not validate.
+	budgetRepairs = "plan_repairs"
+	// budgetRejections is the plans a person may send back with a note.
+	budgetRejections = "plan_rejections"
+	// budgetSQL is the statements one SQL step may generate: the first,
+	// and one for each failure (no usable answer, a repeat, a statement
+	// the check or the database refused).
+	budgetSQL = "sql_tries"
+	// budgetPython is the Python runs one step may take.
+	budgetPython = "python_tries"
+	// budgetSteps is plan_executor's dispatches of a plan: one after the
+	// approval and one after each step (a valid plan has at most
+	// MaxSteps).
+	budgetSteps = "plan_steps"
+)
+
 // Graph builds the analyst's graph. Every branch is a declared route and
-// every retry a bounded loop:
+// every retry spends a declared budget, whose exit is drawn:
 //
 //	intent_recognition → evidence_recall → query_enhance → schema_recall
-//	  → table_relation (retried < 3) → feasibility_assessment → planner
-//	  → plan_executor ⇄ planner (2 repairs), human_feedback (approve/reject)
-//	  plan_executor → sql_generate (< 10) → semantic_consistency → sql_execute → plan_executor
+//	  → table_relation (retried twice) → feasibility_assessment → planner
+//	  → plan_executor ⇄ planner (2 repairs), human_feedback (approve/reject, 5 rejections)
+//	  plan_executor → sql_generate (10 tries) → semantic_consistency → sql_execute → plan_executor
 //	  plan_executor → python_generate → python_execute (retries, then fallback) → python_analyze → plan_executor
 //	  plan_executor → report_generator → END
+//	  a spent budget → give_up → END (Python's, in fallback mode, → python_analyze)
 func (a *Agent) Graph() *graph.Graph[State] {
 	g := graph.New[State](AgentName)
 	g.Node(NodeIntent, a.intentRecognition).
@@ -152,7 +178,8 @@ func (a *Agent) Graph() *graph.Graph[State] {
 		Node(NodePyGenerate, a.pythonGenerate).
 		Node(NodePyExecute, a.pythonExecute).
 		Node(NodePyAnalyze, a.pythonAnalyze).
-		Node(NodeReport, a.reportGenerator)
+		Node(NodeReport, a.reportGenerator).
+		Node(NodeGiveUp, a.giveUp)
 
 	g.Edge(graph.Start, NodeIntent).
 		Route(NodeIntent, routeIntent, NodeEvidence, graph.End).
@@ -168,25 +195,38 @@ func (a *Agent) Graph() *graph.Graph[State] {
 		Route(NodeSemantic, routeSemantic, NodeSQLGenerate, NodeSQLExecute).
 		Route(NodeSQLExecute, routeSQLExecute, NodeSQLGenerate, NodeExecutor).
 		Edge(NodePyGenerate, NodePyExecute).
-		Route(NodePyExecute, a.routePyExecute, NodePyGenerate, NodePyAnalyze, graph.End).
+		Route(NodePyExecute, routePyExecute, NodePyGenerate, NodePyAnalyze).
 		Edge(NodePyAnalyze, NodeExecutor).
-		Edge(NodeReport, graph.End)
+		Edge(NodeReport, graph.End).
+		Edge(NodeGiveUp, graph.End)
 
-	// The retries, each a loop with its bound and where it goes after.
-	// The routes count the same bounds in the state, so the loop bound
-	// is only reached if they did not stop first.
-	g.Loop(NodeRelation, NodeRelation, RelationTries-1, graph.End).
-		Loop(NodeExecutor, NodePlanner, PlanRepairs, graph.End).
-		Loop(NodeFeedback, NodePlanner, MaxRejections, graph.End).
-		Loop(NodeFeedback, NodeExecutor, 1, graph.End).
-		Loop(NodeSQLGenerate, NodeSQLGenerate, SQLTries-1, graph.End).
-		// Back from the check or the database, sql_generate is entered
-		// once more after the tenth try, to end the turn with the reason.
-		Loop(NodeSemantic, NodeSQLGenerate, SQLTries, graph.End).
-		Loop(NodeSQLExecute, NodeSQLGenerate, SQLTries, graph.End).
-		Loop(NodeSQLExecute, NodeExecutor, MaxSteps, graph.End).
-		Loop(NodePyExecute, NodePyGenerate, max(a.cfg.PythonTries-1, 1), NodePyAnalyze).
-		Loop(NodePyAnalyze, NodeExecutor, MaxSteps, graph.End)
+	g.Budget(budgetRelation, RelationTries-1, NodeGiveUp).
+		Count(NodeRelation, NodeRelation, 1)
+	g.Budget(budgetRepairs, PlanRepairs, NodeGiveUp).
+		Count(NodeExecutor, NodePlanner, 1)
+	g.Budget(budgetRejections, MaxRejections, NodeGiveUp).
+		Count(NodeFeedback, NodePlanner, 1)
+	// Entering sql_generate from plan_executor is a step's first try.
+	g.Budget(budgetSQL, SQLTries, NodeGiveUp).
+		Count(NodeSQLGenerate, NodeSQLGenerate, 1).
+		Count(NodeSemantic, NodeSQLGenerate, 1).
+		Count(NodeSQLExecute, NodeSQLGenerate, 1).
+		ResetEntering(NodeSQLGenerate, 1)
+	pyExit := NodePyAnalyze // the fallback: analysed without Python
+	if a.cfg.StrictPython {
+		pyExit = NodeGiveUp
+	}
+	// Entering python_generate from plan_executor is a step's first try.
+	g.Budget(budgetPython, a.cfg.PythonTries, pyExit).
+		Count(NodePyExecute, NodePyGenerate, 1).
+		ResetEntering(NodePyGenerate, 1)
+	// Only a plan that skipped validation has more steps: what was found
+	// is reported.
+	g.Budget(budgetSteps, MaxSteps+1, NodeReport).
+		Count(NodeFeedback, NodeExecutor, 1).
+		Count(NodeSQLExecute, NodeExecutor, 1).
+		Count(NodePyAnalyze, NodeExecutor, 1).
+		Reset(NodePlanner, NodeExecutor)
 	return g
 }
 
@@ -211,14 +251,16 @@ func routeSchema(s State) string {
 	return NodeRelation
 }
 
+// routeRelation: an ended turn ends (a table that is gone); a database
+// error tries again while the retries last; joins found go on.
 func routeRelation(s State) string {
 	switch {
-	case s.RelationsReady:
-		return NodeFeasibility
-	case s.RelationRetry && s.RelationTries < RelationTries:
+	case s.Answer != nil:
+		return graph.End
+	case s.RelationError != "":
 		return NodeRelation
 	}
-	return graph.End
+	return NodeFeasibility
 }
 
 func routeFeasibility(s State) string {
@@ -229,8 +271,7 @@ func routeFeasibility(s State) string {
 }
 
 // routeExecutor sends a checked plan on: an ended turn ends; an invalid
-// plan goes back to the planner (plan_executor ends the turn after
-// PlanRepairs repairs); a plan that needs review waits for a person;
+// plan goes back to the planner (while the repairs last); a plan that needs review waits for a person;
 // then the current step's kind picks its node, and after the last step
 // the report is written.
 func (a *Agent) routeExecutor(s State) string {
@@ -262,14 +303,14 @@ func routeFeedback(s State) string {
 	return graph.End
 }
 
+// routeSQLGenerate: an ended turn ends; a try that gave no statement to
+// check tries again (while the budget lasts); a statement is checked.
 func routeSQLGenerate(s State) string {
 	switch {
-	case s.SQLGiveUp != "" || s.Answer != nil:
+	case s.Answer != nil:
 		return graph.End
-	case s.SQLFailed && s.SQLTries < SQLTries:
+	case s.SQL == "":
 		return NodeSQLGenerate
-	case s.SQLFailed:
-		return graph.End
 	}
 	return NodeSemantic
 }
@@ -281,21 +322,20 @@ func routeSemantic(s State) string {
 	return NodeSQLGenerate
 }
 
+// routeSQLExecute: a statement whose result is recorded completes the
+// step; one the database refused is written again.
 func routeSQLExecute(s State) string {
-	if s.SQLOK {
+	if s.ran() {
 		return NodeExecutor
 	}
 	return NodeSQLGenerate
 }
 
-func (a *Agent) routePyExecute(s State) string {
-	switch {
-	case s.PythonOK || s.PythonFallback:
+// routePyExecute: a run that worked, or a step without Python, is
+// analysed; a failed run is written again while the retries last.
+func routePyExecute(s State) string {
+	if s.PythonOK || s.PythonFallback {
 		return NodePyAnalyze
-	case s.PythonTries < a.cfg.PythonTries:
-		return NodePyGenerate
-	case a.cfg.StrictPython:
-		return graph.End
 	}
-	return NodePyAnalyze
+	return NodePyGenerate
 }

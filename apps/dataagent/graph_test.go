@@ -20,7 +20,7 @@ func TestGraphHasTheAnalystsNodesAndRoutes(t *testing.T) {
 	spec := g.Spec()
 	nodes := []string{"intent_recognition", "evidence_recall", "query_enhance", "schema_recall", "table_relation",
 		"feasibility_assessment", "planner", "plan_executor", "human_feedback", "sql_generate", "semantic_consistency",
-		"sql_execute", "python_generate", "python_execute", "python_analyze", "report_generator"}
+		"sql_execute", "python_generate", "python_execute", "python_analyze", "report_generator", "give_up"}
 	if !slices.Equal(spec.Nodes, nodes) {
 		t.Errorf("nodes %v, want %v", spec.Nodes, nodes)
 	}
@@ -51,9 +51,10 @@ func TestGraphHasTheAnalystsNodesAndRoutes(t *testing.T) {
 		{"semantic_consistency", "sql_generate", true}, {"semantic_consistency", "sql_execute", true},
 		{"sql_execute", "sql_generate", true}, {"sql_execute", "plan_executor", true},
 		{"python_generate", "python_execute", false},
-		{"python_execute", "python_generate", true}, {"python_execute", "python_analyze", true}, {"python_execute", end, true},
+		{"python_execute", "python_generate", true}, {"python_execute", "python_analyze", true},
 		{"python_analyze", "plan_executor", false},
 		{"report_generator", end, false},
+		{"give_up", end, false},
 	}
 	for _, w := range want {
 		if _, ok := have[w]; !ok {
@@ -63,15 +64,17 @@ func TestGraphHasTheAnalystsNodesAndRoutes(t *testing.T) {
 	if len(have) != len(want) {
 		t.Errorf("%d edges, want %d", len(have), len(want))
 	}
-	// The bounded retries: table_relation retried < 3, two plan repairs,
-	// ten SQL generations, Python tries then the fallback to analyze.
+	// The budgets: table_relation retried twice, two plan repairs, five
+	// rejections, ten SQL generations, three Python tries then the
+	// fallback to analyze.
 	bounds := map[[2]string]int{
 		{"table_relation", "table_relation"}:     2,
 		{"plan_executor", "planner"}:             2,
-		{"sql_generate", "sql_generate"}:         9,
+		{"human_feedback", "planner"}:            5,
+		{"sql_generate", "sql_generate"}:         10,
 		{"semantic_consistency", "sql_generate"}: 10,
 		{"sql_execute", "sql_generate"}:          10,
-		{"python_execute", "python_generate"}:    2,
+		{"python_execute", "python_generate"}:    3,
 	}
 	for k, max := range bounds {
 		e := have[edge{k[0], k[1], true}]

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
+	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
@@ -289,13 +290,15 @@ func schemaError(err error) bool {
 // tableRelation describes the recalled tables afresh and finds the joins
 // between them: their foreign keys, and logical keys (a column
 // TABLE_id or TABLEid naming another recalled table's one-column primary
-// key). A database error is retried; a table that is gone is not.
+// key). A database error is recorded for the route, which tries again
+// while the relation_retries budget lasts; a table that is gone ends the
+// turn.
 func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 	src, err := a.source(s.Source)
 	if err != nil {
 		return s.fail(err.Error()), nil
 	}
-	s.RelationsReady, s.RelationError, s.RelationRetry = false, "", false
+	s.RelationError = ""
 	tables := make([]datasource.Table, 0, len(s.Tables))
 	refreshed := false
 	for i := 0; i < len(s.Tables); i++ {
@@ -314,11 +317,9 @@ func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 			}
 		}
 		if err != nil {
-			s.RelationTries++
 			s.RelationError = fmt.Sprintf("describing %s: %v", t.Name, err)
-			s.RelationRetry = !errors.Is(err, datasource.ErrNoTable) && ctx.Err() == nil
-			if !s.RelationRetry || s.RelationTries >= RelationTries {
-				return s.fail(say(s.Query, "I could not read the tables' structure: ", "无法读取表结构：") + s.RelationError), nil
+			if errors.Is(err, datasource.ErrNoTable) || ctx.Err() != nil {
+				return s.fail(relationFailed(s)), nil
 			}
 			return s, nil
 		}
@@ -326,8 +327,12 @@ func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 	}
 	s.Tables = tables
 	s.Relations = relations(tables)
-	s.RelationsReady = true
 	return s, nil
+}
+
+// relationFailed says the tables' structure could not be read, and why.
+func relationFailed(s State) string {
+	return say(s.Query, "I could not read the tables' structure: ", "无法读取表结构：") + s.RelationError
 }
 
 // relations are the joins between tables: foreign keys, then logical keys.
@@ -507,10 +512,10 @@ func validate(p *Plan, nl2sqlOnly bool) error {
 	return nil
 }
 
-// planExecutor validates a new plan (a failure counts a repair, and
-// after PlanRepairs repairs ends the run), ends an nl2sql_only turn when
-// its SQL steps are done, and sets the counters of the step about to run
-// at zero. Where the run goes next is routeExecutor's reading of the
+// planExecutor validates a new plan (an invalid one goes back to the
+// planner while the plan_repairs budget lasts), ends an nl2sql_only turn
+// when its SQL steps are done, and clears what the step about to run
+// records. Where the run goes next is routeExecutor's reading of the
 // state: the plan's validity, whether review is needed, the step's kind.
 func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 	if !s.PlanChecked {
@@ -520,17 +525,6 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 				err = errors.New(s.PlanError)
 			}
 			s.PlanValid, s.PlanError = false, err.Error()
-			s.PlanRepairs++
-			if s.PlanRepairs > PlanRepairs {
-				a.log.Warn("dataagent: no valid plan", "repairs", s.PlanRepairs, "err", s.PlanError)
-				if s.Plan == nil {
-					// What the model answered could not be read as a
-					// plan: the reader is not shown the parser's error.
-					return s.fail(say(s.Query, "I could not make a plan: the model's answer could not be read as one. Try asking again, perhaps in other words.",
-						"无法生成分析计划：模型的回答无法读成计划。请再问一次，或换一种说法。")), nil
-				}
-				return s.fail(say(s.Query, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
-			}
 			return s, nil
 		}
 		s.PlanValid, s.PlanError = true, ""
@@ -541,14 +535,15 @@ func (a *Agent) planExecutor(_ context.Context, s State) (State, error) {
 	if s.Step >= len(s.Plan.Steps) && s.NL2SQLOnly {
 		return s.finish(a.sqlAnswer(s)), nil
 	}
-	// A SQL or Python step starts with its counters at zero; the report
-	// step leaves the last step's for the record.
+	// A SQL or Python step starts with nothing recorded (its tries are
+	// the budgets'); the report step leaves the last step's for the
+	// record.
 	switch s.step().Tool {
 	case "sql":
-		s.SQL, s.SQLTries, s.SQLFailed, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", 0, false, "", "", nil
-		s.Consistent, s.Objection, s.Disputed, s.SQLOK = false, "", false, false
+		s.SQL, s.SQLGiveUp, s.RetryReason, s.SQLErrors = "", "", "", nil
+		s.Consistent, s.Objection, s.Disputed = false, "", false
 	case "python":
-		s.Python, s.PythonTries, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", 0, false, false, "", nil
+		s.Python, s.PythonOK, s.PythonFallback, s.PythonOutput, s.PythonErrors = "", false, false, "", nil
 	}
 	return s, nil
 }
@@ -601,10 +596,7 @@ func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
 		s.Approved = true
 	case fb.Note == "":
 		return s.fail(say(s.Query, "The plan was rejected, so I stopped. Ask again, or reject with a comment saying what to change.", "计划被拒绝，已停止。可以重新提问，或在拒绝时说明要修改什么。")), nil
-	case s.Rejections >= MaxRejections:
-		return s.fail(fmt.Sprintf(say(s.Query, "The plan was rejected %d times, so I stopped. Ask the question again with what you want.", "计划已被拒绝 %d 次，已停止。请把要求写进问题里重新提问。"), s.Rejections+1)), nil
 	}
-	s.Rejections++
 	return s, nil
 }
 
@@ -640,13 +632,9 @@ type sqlDecision struct {
 // model, from the step, the schema, the knowledge and the errors of the
 // step's earlier tries; without one, the stored example's. A generation
 // that gives no statement, or the same statement as the try before, is a
-// failure; SQLTries failures end the turn.
+// failure, tried again while the sql_tries budget lasts.
 func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
-	if s.SQLTries >= SQLTries {
-		return s.fail(fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), s.SQLTries, s.RetryReason)), nil
-	}
-	s.SQLTries++
-	s.SQLFailed, s.Consistent, s.SQLOK = false, false, false
+	s.Consistent = false
 	src, err := a.source(s.Source)
 	if err != nil {
 		return s.fail(err.Error()), nil
@@ -656,7 +644,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 		if s.Example == nil {
 			return s.fail(noModel(s.Query)), nil
 		}
-		if s.SQLTries > 1 {
+		if len(s.SQLErrors) > 0 {
 			return s.fail(say(s.Query, "The stored example's SQL did not run: ", "示例的 SQL 无法执行：") + s.RetryReason), nil
 		}
 		stmt = s.Example.SQL
@@ -700,18 +688,22 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 	return s, nil
 }
 
-// sqlFailure records a failed generation of the step.
+// sqlFailure records a failed generation of the step: no statement is
+// left to check.
 func (s State) sqlFailure(reason string) State {
-	s.SQLFailed, s.RetryReason = true, reason
+	s.SQL, s.Objection, s.Disputed, s.RetryReason = "", "", false, reason
 	s.SQLErrors = append(slices.Clip(s.SQLErrors), reason)
-	if s.SQLTries >= SQLTries {
-		if strings.HasPrefix(reason, sqlUnreadable) {
-			// The parser's error was for the model, not the reader.
-			reason = say(s.Query, "the model's answer could not be read as SQL", "模型的回答无法读成 SQL")
-		}
-		return s.fail(fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), s.SQLTries, reason))
-	}
 	return s
+}
+
+// sqlFailed says the step's SQL tries are spent, with the last problem.
+func sqlFailed(s State, tries int) string {
+	reason := s.RetryReason
+	if strings.HasPrefix(reason, sqlUnreadable) {
+		// The parser's error was for the model, not the reader.
+		reason = say(s.Query, "the model's answer could not be read as SQL", "模型的回答无法读成 SQL")
+	}
+	return fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), tries, reason)
 }
 
 // sqlUnreadable starts the reason of a SQL try whose answer could not
@@ -786,7 +778,6 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 		if s, ok := a.unavailable(s, src.Name, err); ok {
 			return s, nil
 		}
-		s.SQLOK = false
 		s.RetryReason = "the database answered with an error: " + err.Error()
 		// A table or column that is not there: the tables may have
 		// changed since they were read; the retry sees them afresh.
@@ -796,7 +787,6 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
 		return s, nil
 	}
-	s.SQLOK = true
 	s.Results = append(slices.Clip(s.Results), StepResult{
 		Step: s.Step, Instruction: s.step().Instruction, SQL: s.SQL,
 		Columns: res.Columns, Rows: res.Rows, Truncated: res.Truncated,
@@ -822,7 +812,11 @@ func (a *Agent) pythonGenerate(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, fmt.Errorf("writing Python: %w", err)
 	}
-	s.Python = codeBlock(text, "python")
+	code, ok := contract.Block(text, "python")
+	if !ok {
+		code = text
+	}
+	s.Python = strings.TrimSpace(code)
 	return s, nil
 }
 
@@ -866,9 +860,10 @@ func csvCell(v any) string {
 }
 
 // pythonExecute runs the code in the sandbox with the results as CSV
-// files. A failure goes back to python_generate with the error; after
-// PythonTries failures, or when there is no sandbox, the step goes on
-// without Python (fallback mode).
+// files. A failure goes back to python_generate with the error while the
+// python_tries budget lasts (then the step goes on without Python, or
+// the turn ends with StrictPython); without a sandbox the step goes on
+// without Python at once (fallback mode).
 func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
 	status(ctx, s.Query, "Running the Python analysis in the sandbox", "在沙箱中运行 Python 分析")
 	fallback := func(why string) (State, error) {
@@ -881,20 +876,9 @@ func (a *Agent) pythonExecute(ctx context.Context, s State) (State, error) {
 	}
 	failed := func(why string) (State, error) {
 		s.PythonOK = false
-		s.PythonTries++
 		s.PythonErrors = append(slices.Clip(s.PythonErrors), why)
 		s.PythonOutput = why
-		if s.PythonTries < a.cfg.PythonTries {
-			return s, nil
-		}
-		// The traceback was for the model writing the code; the log
-		// keeps it, the reader gets a sentence.
-		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", s.PythonTries, "last_error", why)
-		if a.cfg.StrictPython {
-			return s.fail(say(s.Query, fmt.Sprintf("The Python analysis failed %d times, so the analysis stopped.", s.PythonTries),
-				fmt.Sprintf("Python 分析失败了 %d 次，分析已停止。", s.PythonTries))), nil
-		}
-		return fallback(say(s.Query, fmt.Sprintf("the Python analysis failed %d times", s.PythonTries), fmt.Sprintf("Python 分析失败了 %d 次", s.PythonTries)))
+		return s, nil
 	}
 	if strings.TrimSpace(s.Python) == "" {
 		return failed("no Python code was written")
@@ -968,6 +952,16 @@ func (e *PythonError) Error() string { return e.Message }
 // the SQL results themselves, saying Python did not run) into findings
 // for the report.
 func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
+	if !s.PythonOK && !s.PythonFallback {
+		// Here by the python_tries budget's exit: every try failed. The
+		// tracebacks were for the model writing the code; the log keeps
+		// the last, the reader gets a sentence.
+		n := len(s.PythonErrors)
+		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", n, "last_error", s.PythonOutput)
+		s.PythonFallback = true
+		s.PythonOutput = say(s.Query, fmt.Sprintf("the Python analysis failed %d times", n), fmt.Sprintf("Python 分析失败了 %d 次", n))
+		s.FallbackNote = s.PythonOutput
+	}
 	st := s.step()
 	var b brief
 	if s.PythonFallback {
@@ -1004,4 +998,39 @@ func sandboxReason(err error) string {
 		return ErrNoSandbox.Error()
 	}
 	return ErrNoSandbox.Error() + ": " + clause
+}
+
+// ran says the statement of the current SQL step ran: its result is the
+// last one recorded, for the step before the current one.
+func (s State) ran() bool {
+	n := len(s.Results)
+	return n > 0 && s.Results[n-1].Step == s.Step-1 && s.Results[n-1].SQL == s.SQL
+}
+
+// giveUp ends a turn whose budget was spent, saying which and why: the
+// run comes here only by a budget's exit. Which one is read from how far
+// the turn got.
+func (a *Agent) giveUp(ctx context.Context, s State) (State, error) {
+	q := s.Query
+	switch {
+	case s.Feasibility == nil:
+		return s.fail(relationFailed(s)), nil
+	case !s.PlanValid:
+		a.log.Warn("dataagent: no valid plan", "repairs", PlanRepairs, "err", s.PlanError)
+		if s.Plan == nil {
+			// What the model answered could not be read as a plan: the
+			// reader is not shown the parser's error.
+			return s.fail(say(q, "I could not make a plan: the model's answer could not be read as one. Try asking again, perhaps in other words.",
+				"无法生成分析计划：模型的回答无法读成计划。请再问一次，或换一种说法。")), nil
+		}
+		return s.fail(say(q, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
+	case s.Feedback != nil && !s.Feedback.Accept:
+		return s.fail(fmt.Sprintf(say(q, "The plan was rejected %d times, so I stopped. Ask the question again with what you want.", "计划已被拒绝 %d 次，已停止。请把要求写进问题里重新提问。"), MaxRejections+1)), nil
+	case s.step().Tool == "python":
+		n := len(s.PythonErrors)
+		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", n, "last_error", s.PythonOutput)
+		return s.fail(say(q, fmt.Sprintf("The Python analysis failed %d times, so the analysis stopped.", n),
+			fmt.Sprintf("Python 分析失败了 %d 次，分析已停止。", n))), nil
+	}
+	return s.fail(sqlFailed(s, SQLTries)), nil
 }

@@ -40,7 +40,7 @@ func TestTableRelationRetries(t *testing.T) {
 		}
 		return src
 	}
-	run := func(src *datasource.Source, tables tablesOf) State {
+	run := func(src *datasource.Source, tables tablesOf) *graph.Result[State] {
 		a := New(Config{Sources: []Source{{Name: "shop", Source: src}}, Schema: tables})
 		g, err := a.Graph().Compile(graph.WithSaver(checkpoint.NewMemory()))
 		if err != nil {
@@ -50,24 +50,27 @@ func TestTableRelationRetries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.State
+		return res
 	}
 
 	closed := open()
 	closed.Close()
-	st := run(closed, tablesOf{"orders"})
-	if st.RelationTries != RelationTries || st.RelationsReady || st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "describing orders") {
-		t.Errorf("closed source: tries %d ready %v answer %+v", st.RelationTries, st.RelationsReady, st.Answer)
+	// intent, evidence, enhance, schema, three tries of table_relation,
+	// then the budget's exit, give_up.
+	res := run(closed, tablesOf{"orders"})
+	st := res.State
+	if res.Steps != 4+RelationTries+1 || st.Relations != nil || st.Answer == nil || !st.Answer.Failed || !strings.Contains(st.Answer.Text, "describing orders") {
+		t.Errorf("closed source: %d steps, relations %v, answer %+v", res.Steps, st.Relations, st.Answer)
 	}
 
 	src := open()
 	defer src.Close()
-	st = run(src, tablesOf{"orders", "no_such_table"})
-	if st.RelationTries != 1 || st.RelationRetry || st.Answer == nil || !strings.Contains(st.Answer.Text, "no_such_table") {
-		t.Errorf("missing table: tries %d retry %v answer %+v", st.RelationTries, st.RelationRetry, st.Answer)
+	res = run(src, tablesOf{"orders", "no_such_table"})
+	if st = res.State; res.Steps != 5 || st.Answer == nil || !strings.Contains(st.Answer.Text, "no_such_table") {
+		t.Errorf("missing table: %d steps, answer %+v; want one try", res.Steps, st.Answer)
 	}
 
-	st = run(src, tablesOf{"orders", "customers", "order_items", "products"})
+	st = run(src, tablesOf{"orders", "customers", "order_items", "products"}).State
 	want := []Relation{
 		{From: "orders.customer_id", To: "customers.id"},
 		{From: "order_items.order_id", To: "orders.id"},
@@ -83,7 +86,7 @@ func TestTableRelationRetries(t *testing.T) {
 		}
 	}
 	// Without a model or a matching example the turn ends at feasibility.
-	if !st.RelationsReady || st.Feasibility == nil || st.Feasibility.Kind != "not_analysis" || !strings.Contains(st.Answer.Text, "LOOM_MODEL") {
+	if st.RelationError != "" || st.Feasibility == nil || st.Feasibility.Kind != "not_analysis" || !strings.Contains(st.Answer.Text, "LOOM_MODEL") {
 		t.Errorf("after the relations: feasibility %+v answer %+v", st.Feasibility, st.Answer)
 	}
 }

@@ -48,41 +48,36 @@ type State struct {
 	// to the schema budget.
 	Tables     []datasource.Table `json:"tables,omitempty"`
 	SchemaText string             `json:"schema_text,omitempty"`
-	// Relations are the joins between the tables (table_relation).
-	Relations      []Relation `json:"table_relations,omitempty"`
-	RelationError  string     `json:"table_relation_error,omitempty"`
-	RelationRetry  bool       `json:"table_relation_retryable,omitempty"`
-	RelationTries  int        `json:"table_relation_tries,omitempty"`
-	RelationsReady bool       `json:"table_relations_ready,omitempty"`
+	// Relations are the joins between the tables (table_relation);
+	// RelationError why describing them failed last (the graph's budget
+	// relation_retries counts the tries).
+	Relations     []Relation `json:"table_relations,omitempty"`
+	RelationError string     `json:"table_relation_error,omitempty"`
 	// Feasibility is feasibility_assessment's decision.
 	Feasibility *FeasibilityDecision `json:"feasibility,omitempty"`
 
 	// Plan is the planner's plan; PlanValid and PlanError what
-	// plan_executor's validation found; PlanRepairs how many times the
-	// planner was sent back to repair it.
+	// plan_executor's validation found (the graph's budget plan_repairs
+	// counts the repairs).
 	Plan        *Plan  `json:"plan,omitempty"`
 	PlanChecked bool   `json:"plan_checked,omitempty"`
 	PlanValid   bool   `json:"plan_valid,omitempty"`
 	PlanError   string `json:"plan_error,omitempty"`
-	PlanRepairs int    `json:"plan_repairs,omitempty"`
 	// Step is the index of the plan step to run next.
 	Step int `json:"plan_current_step"`
 
 	// Feedback is the person's answer to the plan; Approved is set when
-	// they accepted it.
-	Feedback   *Feedback `json:"human_feedback,omitempty"`
-	Approved   bool      `json:"plan_approved,omitempty"`
-	Rejections int       `json:"plan_rejections,omitempty"`
+	// they accepted it (the graph's budget plan_rejections counts the
+	// plans sent back).
+	Feedback *Feedback `json:"human_feedback,omitempty"`
+	Approved bool      `json:"plan_approved,omitempty"`
 
-	// SQL is the statement sql_generate produced for the current step;
-	// SQLTries how many it produced for the step; SQLFailed says the last
-	// generation failed (no usable answer, or the same SQL as before);
-	// SQLGiveUp that the model said the step cannot be done in SQL;
-	// RetryReason why the next generation is asked (the error);
-	// SQLErrors every failure of the step, oldest first.
+	// SQL is the statement sql_generate produced for the current step
+	// ("" after a generation that gave none to check); SQLGiveUp that the
+	// model said the step cannot be done in SQL; RetryReason why the next
+	// generation is asked (the error); SQLErrors every failure of the
+	// step, oldest first. The graph's budget sql_tries counts the tries.
 	SQL         string   `json:"sql,omitempty"`
-	SQLTries    int      `json:"sql_generate_count,omitempty"`
-	SQLFailed   bool     `json:"sql_generate_failed,omitempty"`
 	SQLGiveUp   string   `json:"sql_give_up,omitempty"`
 	RetryReason string   `json:"sql_regenerate_reason,omitempty"`
 	SQLErrors   []string `json:"sql_errors,omitempty"`
@@ -94,19 +89,17 @@ type State struct {
 	Consistent bool   `json:"semantic_consistency,omitempty"`
 	Objection  string `json:"semantic_objection,omitempty"`
 	Disputed   bool   `json:"semantic_disputed,omitempty"`
-	// SQLOK says sql_execute ran SQL.
-	SQLOK bool `json:"sql_execute_ok,omitempty"`
 
 	// Results are the results of the plan's SQL steps, in order.
 	Results []StepResult `json:"results,omitempty"`
 
 	// Python is the code python_generate wrote for the current step;
-	// PythonTries how many runs failed; PythonOK the last run's outcome;
-	// PythonFallback that the step goes on without Python (no sandbox,
-	// or every try failed); PythonOutput what the run printed or why it
-	// failed; PythonAnalysis python_analyze's reading of it.
+	// PythonOK the last run's outcome; PythonFallback that the step goes
+	// on without Python (no sandbox, or every try failed); PythonOutput
+	// what the run printed or why it failed; PythonErrors every failure
+	// of the step; PythonAnalysis python_analyze's reading of it. The
+	// graph's budget python_tries counts the tries.
 	Python         string   `json:"python_code,omitempty"`
-	PythonTries    int      `json:"python_tries,omitempty"`
 	PythonOK       bool     `json:"python_ok,omitempty"`
 	PythonFallback bool     `json:"python_fallback,omitempty"`
 	PythonOutput   string   `json:"python_output,omitempty"`
