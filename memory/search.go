@@ -227,7 +227,7 @@ func rank(rows []row, query string, qvec []float32) ([]row, []float64) {
 		for i, r := range rows {
 			docs[i] = analyzer.Text(r.body)
 		}
-		ix := bm25.New(docs, bm25.Params{})
+		ix := bm25.New(docs, bm25.Params{HashBits: 16}) // 65,536 buckets: enough for one search's few thousand items
 		found, self := ix.Search(analyzer.Text(query), 0)
 		for _, h := range found {
 			s := h.Score
