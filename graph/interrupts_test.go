@@ -31,11 +31,11 @@ type reviewState struct {
 	Path     string   `json:"path,omitempty"`
 }
 
-// reviewGraph fans out over the items; every branch asks whether to keep
+// reviewNode fans out over the items; every branch asks whether to keep
 // its item, and the branch of an item named "twice" asks a second time.
 // calls counts the branch runs, by item.
-func reviewGraph(calls map[string]*atomic.Int32) *graph.Graph[reviewState] {
-	review := graph.Map(func(s reviewState) []string { return s.Items },
+func reviewNode(calls map[string]*atomic.Int32) graph.NodeFunc[reviewState] {
+	return graph.Map(func(s reviewState) []string { return s.Items },
 		func(ctx context.Context, item string) (string, error) {
 			if c := calls[item]; c != nil {
 				c.Add(1)
@@ -55,8 +55,12 @@ func reviewGraph(calls map[string]*atomic.Int32) *graph.Graph[reviewState] {
 			return out, nil
 		},
 		func(s reviewState, rs []string) (reviewState, error) { s.Verdicts = rs; return s, nil })
+}
+
+// reviewGraph is reviewNode alone.
+func reviewGraph(calls map[string]*atomic.Int32) *graph.Graph[reviewState] {
 	return graph.New[reviewState]("review").
-		Node("review", review).
+		Node("review", reviewNode(calls)).
 		Edge(graph.Start, "review").
 		Edge("review", graph.End)
 }
@@ -171,6 +175,41 @@ func TestBranchAsksTwice(t *testing.T) {
 	res = must(c.Resume(ctx, "t", verdict{Accept: false}))(t)
 	if res.Status != graph.StatusDone || !slices.Equal(res.State.Verdicts, []string{"once:true", "twice:true:false"}) {
 		t.Fatalf("got %s with %v", res.Status, res.State.Verdicts)
+	}
+}
+
+// TestBranchAnswersBelongToTheirStep: a fan-out that runs again on a
+// loop asks its questions again; the answers of its first step are not
+// reused.
+func TestBranchAnswersBelongToTheirStep(t *testing.T) {
+	ctx := t.Context()
+	g := graph.New[reviewState]("loop").
+		Node("review", reviewNode(nil)).
+		Node("again", func(_ context.Context, s reviewState) (reviewState, error) { s.Path = "again"; return s, nil }).
+		Edge(graph.Start, "review").
+		Route("review", func(s reviewState) string {
+			if s.Path == "" {
+				return "again"
+			}
+			return graph.End
+		}, "again", graph.End).
+		Edge("again", "review").Loop("again", "review", 1, graph.End)
+	c := must(g.Compile(graph.WithSaver(&checkpoint.Memory{})))(t)
+	res := must(c.Invoke(ctx, "t", func(s *reviewState) { s.Items = []string{"a", "b"} }))(t)
+	ids := pendingByBranch(t, res)
+	res = must(c.Run(ctx, "t", graph.Input[reviewState]{Answers: map[string]any{ids["review[0]"]: verdict{Accept: true}, ids["review[1]"]: verdict{Accept: true}}}))(t)
+	if res.Status != graph.StatusInterrupted || len(res.Interrupts) != 2 || res.State.Path != "again" {
+		t.Fatalf("second visit: %s with %d questions (state %+v); want both asked again", res.Status, len(res.Interrupts), res.State)
+	}
+	for _, q := range res.Interrupts {
+		if q.ID == ids["review[0]"] || q.ID == ids["review[1]"] {
+			t.Fatalf("second visit reuses question %s", q.ID)
+		}
+	}
+	ids = pendingByBranch(t, res)
+	res = must(c.Run(ctx, "t", graph.Input[reviewState]{Answers: map[string]any{ids["review[0]"]: verdict{Accept: false}, ids["review[1]"]: verdict{Accept: false}}}))(t)
+	if res.Status != graph.StatusDone || !slices.Equal(res.State.Verdicts, []string{"a:false", "b:false"}) {
+		t.Fatalf("got %s with %v, want the second visit's answers", res.Status, res.State.Verdicts)
 	}
 }
 

@@ -394,7 +394,8 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 			return r.result(""), fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
 		}
 		if !r.nested {
-			r.rc.ask.resumes = nil // the answers belonged to the node just done
+			// The answers belonged to the node just done.
+			r.rc.ask.resumes, r.rc.ask.branches = nil, nil
 		}
 		var took time.Duration
 		if !began.IsZero() {
