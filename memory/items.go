@@ -104,9 +104,6 @@ func (it *Items) For(owner string) Store {
 	return &keyStore{it: it, owner: owner}
 }
 
-// Semantic reports whether queries are ranked by embeddings.
-func (it *Items) Semantic() bool { return it.opts.Embedder != nil }
-
 // Sweep deletes the items whose time to live has passed, and returns how
 // many. Reads never return them; Sweep gives their room back.
 func (it *Items) Sweep(ctx context.Context) (int64, error) {
