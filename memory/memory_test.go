@@ -304,3 +304,33 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+type downEmbedder struct{}
+
+func (downEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("connection refused")
+}
+
+// An embedder that fails makes a put or a query fail with ErrEmbed, and
+// writes nothing.
+func TestEmbedderDown(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "loom.db"))
+	must(t, err)
+	defer db.Close()
+	must(t, Migrate(ctx, db))
+	s := New(db, Options{Embedder: downEmbedder{}}).For("")
+	if err := s.Put(ctx, []string{"a"}, "k", obj(`{"text": "hello"}`), PutOptions{}); !errors.Is(err, ErrEmbed) {
+		t.Fatalf("put: %v, want ErrEmbed", err)
+	}
+	if _, err := s.Get(ctx, []string{"a"}, "k", false); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get after a failed put: %v, want ErrNotFound", err)
+	}
+	must(t, s.Put(ctx, []string{"a"}, "quiet", obj(`{"text": "hello"}`), PutOptions{Index: []string{}}))
+	if _, err := s.Search(ctx, nil, SearchOptions{Query: "hello"}); !errors.Is(err, ErrEmbed) {
+		t.Fatalf("search: %v, want ErrEmbed", err)
+	}
+	if items, err := s.Search(ctx, nil, SearchOptions{}); err != nil || len(items) != 1 {
+		t.Fatalf("search without a query needs no embedder: %v %v", items, err)
+	}
+}
