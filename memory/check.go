@@ -14,17 +14,17 @@ import (
 // Limits on what one request may ask: they hold whatever the request says
 // about itself.
 const (
-	maxLabel     = 256        // bytes in a namespace label
-	maxDepth     = 16         // labels in a namespace
-	maxKey       = 512        // bytes in a key
-	maxValue     = 256 << 10  // bytes in a value's JSON
-	maxFields    = 32         // index fields of a put
-	maxQuery     = 4 << 10    // bytes in a search query
-	maxLimit     = 1000       // results a search or a list returns
-	maxOffset    = 100_000    // results a search or a list skips
-	maxFilter    = 32         // fields a filter names
-	maxScan      = 10_000     // items a search scans, the newest
-	maxIndexText = 8 << 10    // bytes of an item's text that are searched
+	maxLabel     = 256       // bytes in a namespace label
+	maxDepth     = 16        // labels in a namespace
+	maxKey       = 512       // bytes in a key
+	maxValue     = 256 << 10 // bytes in a value's JSON
+	maxFields    = 32        // index fields of a put
+	maxQuery     = 4 << 10   // bytes in a search query
+	maxLimit     = 1000      // results a search or a list returns
+	maxOffset    = 100_000   // results a search or a list skips
+	maxFilter    = 32        // fields a filter names
+	maxScan      = 10_000    // items a search scans, the newest
+	maxIndexText = 8 << 10   // bytes of an item's text that are searched
 	maxTTL       = 3650 * 24 * time.Hour
 	// DefaultMaxItems is how many items one API key may hold when
 	// Options.MaxItems is 0.

@@ -143,21 +143,9 @@ func (s *keyStore) Put(ctx context.Context, namespace []string, key string, valu
 	if err != nil {
 		return err
 	}
-	var body string
-	if opts.Index == nil || len(opts.Index) > 0 {
-		var v any
-		if err := json.Unmarshal(value, &v); err != nil {
-			return invalid("value must be a JSON object")
-		}
-		body = indexText(v, opts.Index)
-	}
-	var vec []byte
-	if e := s.it.opts.Embedder; e != nil && body != "" {
-		vs, err := e.Embed(ctx, []string{body})
-		if err != nil || len(vs) != 1 {
-			return fmt.Errorf("store put %s: %w: %v", key, ErrEmbed, err)
-		}
-		vec = packVec(vs[0])
+	body, vec, err := indexed(ctx, s.it.opts.Embedder, value, opts)
+	if err != nil {
+		return fmt.Errorf("store put %s: %w", key, err)
 	}
 	now := s.now()
 	ttl, expires := opts.TTL.Milliseconds(), int64(0)

@@ -6,9 +6,10 @@
 // when an llm.Embedder is configured, by BM25 when none is) and the list
 // of namespaces, with a time to live per item that a read may refresh.
 //
-// Items live in the server's database (store.DB, SQLite or PostgreSQL),
-// in one table versioned with store.Migrate; search scans the items under
-// a namespace prefix, at most the maxScan most recently updated of them.
+// Items live in the server's database (Items: store.DB, SQLite or
+// PostgreSQL, one table versioned with store.Migrate) or on a Redis
+// server (NewRedis); search scans the items under a namespace prefix, at
+// most the 10,000 most recently updated of them.
 // A graph's nodes reach the store of the key that runs them with From.
 package memory
 
