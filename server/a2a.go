@@ -144,7 +144,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	a, _, err := s.runAssistant(r.Context(), owner, id)
 	if err != nil {
 		ae := toAPI(err)
-		writeRPCError(w, ae.status, -32001, ae.message)
+		writeRPCError(w, ae.status, -32600, ae.message)
 		return
 	}
 	h := &a2aHandler{s: s, owner: owner, assistant: id, a: a}

@@ -161,6 +161,23 @@ func TestA2A(t *testing.T) {
 		got, err := slow.GetTask(t.Context(), &a2a.TaskQueryParams{ID: started.ID})
 		return err == nil && got.Status.State == a2a.TaskStateWorking
 	})
+	// Resubscribing: the task as it stands, then its run's status lines.
+	var seen []string
+	for ev, err := range slow.ResubscribeToTask(t.Context(), &a2a.TaskIDParams{ID: started.ID}) {
+		if err != nil {
+			t.Fatalf("tasks/resubscribe: %v", err)
+		}
+		if task, ok := ev.(*a2a.Task); ok {
+			seen = append(seen, "task:"+string(task.Status.State))
+		}
+		if st, ok := ev.(*a2a.TaskStatusUpdateEvent); ok && strings.HasPrefix(statusText(st.Status), "step ") {
+			seen = append(seen, "step")
+			break
+		}
+	}
+	if len(seen) != 2 || seen[0] != "task:working" || seen[1] != "step" {
+		t.Fatalf("tasks/resubscribe gave %v; want the working task, then a step", seen)
+	}
 	cancelled, err := slow.CancelTask(t.Context(), &a2a.TaskIDParams{ID: started.ID})
 	if err != nil || cancelled.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("tasks/cancel: %v %v; want canceled", cancelled, err)
@@ -194,7 +211,7 @@ func TestA2ABadInput(t *testing.T) {
 	}{
 		{"no key", "POST", url, "", rpc("message/send", msg(text)), 401, 0, "API key"},
 		{"GET", "GET", url, key, "", 405, -32600, "POST"},
-		{"unknown assistant", "POST", ts.URL + "/a2a/nobody", key, rpc("message/send", msg(text)), 404, -32001, "nobody"},
+		{"unknown assistant", "POST", ts.URL + "/a2a/nobody", key, rpc("message/send", msg(text)), 404, -32600, "nobody"},
 		{"too large", "POST", url, key, rpc("message/send", msg(map[string]any{"kind": "text", "text": strings.Repeat("x", 5<<10)})), 413, -32600, "larger than"},
 		{"not JSON", "POST", url, key, "{", 200, -32700, ""},
 		{"unknown method", "POST", url, key, rpc("tasks/explode", map[string]any{}), 200, -32601, ""},
