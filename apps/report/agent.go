@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -70,7 +71,13 @@ type Config struct {
 	// SSIM is the threshold for the comparison with an uploaded image
 	// (default DefaultSSIM).
 	SSIM float64
-	// Convo shapes the model's view of the conversation.
+	// ContextTokens is the model's context window in tokens (default
+	// DefaultContextTokens): the conversation and context sent to it are
+	// counted against it, older turns summarised and a template too long
+	// for it sent in windows.
+	ContextTokens int
+	// Convo shapes the model's view of the conversation; its MaxTokens
+	// defaults to the prompt budget of ContextTokens.
 	Convo convo.Config
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
@@ -84,6 +91,7 @@ type Agent struct {
 	store   Store
 	engine  *intent.Engine
 	view    *convo.Builder
+	counter convo.Counter
 	saver   checkpoint.Saver
 	log     *slog.Logger
 	raster  rasterizer
@@ -98,6 +106,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	if cfg.SSIM <= 0 {
 		cfg.SSIM = DefaultSSIM
+	}
+	if cfg.ContextTokens <= 0 {
+		cfg.ContextTokens = DefaultContextTokens
 	}
 	if cfg.Store == nil {
 		cfg.Store = NewMemoryStore()
@@ -117,7 +128,15 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: training the intent engine: %w", err)
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, store: cfg.Store, engine: eng, view: convo.New(cfg.Convo), log: cfg.Logger}
+	a := &Agent{cfg: cfg, model: cfg.Model, store: cfg.Store, engine: eng, log: cfg.Logger}
+	a.view = convo.New(a.viewConfig(cfg.Convo))
+	if a.counter = cfg.Convo.Counter; a.counter == nil {
+		enc := cmp.Or(cfg.Convo.Encoding, "cl100k_base")
+		if a.counter, err = convo.Tiktoken(enc); err != nil {
+			a.log.Warn("report: tiktoken unavailable, estimating tokens", "encoding", enc, "err", err)
+			a.counter = convo.Estimate{}
+		}
+	}
 	if a.errorKB, err = loadErrorKB(ctx, cfg.Store); err != nil {
 		return nil, err
 	}

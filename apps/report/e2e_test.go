@@ -91,12 +91,18 @@ func TestSeedScenariosOverHTTP(t *testing.T) {
 		t.Errorf("after undo: revision %d version %d, template is the first: %v", st.Revision, st.Version, st.JRXML == goodJRXML)
 	}
 
-	// 8: an unknown intent changes the current template…
-	model.Add(llmtest.Text(`<DECISION>{"intent": "unknown"}</DECISION>`), xmlReply(biggerTitle))
+	// 8: an unknown intent changes the current template… The conversation
+	// is past the view's window now: the model summarises its older part
+	// before the change, and the change's request carries the summary.
+	const summary = "The user made a sales report and enlarged its title."
+	model.Add(llmtest.Text(`<DECISION>{"intent": "unknown"}</DECISION>`), llmtest.Text(summary), xmlReply(biggerTitle))
 	tr = l.run("s1", report.Input{Message: "嗯，这样那样弄一下"})
 	check(tr, "process_input", "classify_intent", "modify_jrxml", "save_session", "validate", "finalize")
 	if tr.state.Turn.By != "fallback" || tr.state.JRXML != biggerTitle {
 		t.Errorf("fallback with a template: by %q", tr.state.Turn.By)
+	}
+	if reqs := model.Requests(); !strings.Contains(system(reqs[len(reqs)-1]), summary) || tr.state.Summary.Text != summary {
+		t.Errorf("the change's request does not carry the model's summary of the older turns (state: %+v)", tr.state.Summary)
 	}
 	// … and makes a new one when there is none.
 	model.Add(llmtest.Text(`<DECISION>{"intent": "unknown"}</DECISION>`), xmlReply(goodJRXML))

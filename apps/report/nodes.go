@@ -18,9 +18,6 @@ import (
 	"github.com/loomkit/loom/server"
 )
 
-// maxPromptTemplate bounds a template shown to the model as an example.
-const maxPromptTemplate = 6000
-
 // processInput starts a turn: the message joins the history, an upload is
 // read (a form's layout, or a template), and the failure context the last
 // turn left is carried into this turn's prompts.
@@ -112,9 +109,20 @@ func (a *Agent) generate(ctx context.Context, s State) (State, error) {
 		}
 		return s, nil
 	}
-	msgs, err := a.messages(ctx, &s, prompt("initial_generation.md"), a.contextPins(s))
+	pins := a.contextPins(s)
+	msgs, fits, err := a.messagesFit(ctx, &s, prompt("initial_generation.md"), pins)
 	if err != nil {
 		return s, err
+	}
+	if !fits && s.Template != "" {
+		// An uploaded template too long for the prompt budget is worked
+		// on in windows, never cut.
+		out, err := a.editByWindows(ctx, &s, s.Template, s.Turn.Text, pins.Remove("uploaded_template"))
+		if err != nil {
+			return s, fmt.Errorf("generating from the uploaded template: %w", err)
+		}
+		s.JRXML = out
+		return s, nil
 	}
 	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
@@ -182,9 +190,21 @@ func (a *Agent) modify(ctx context.Context, s State) (State, error) {
 		return s, nil
 	}
 	pins := append(a.contextPins(s), convo.Pin{Key: "current_jrxml", Content: s.JRXML})
-	msgs, err := a.messages(ctx, &s, prompt("modification.md"), pins)
+	msgs, fits, err := a.messagesFit(ctx, &s, prompt("modification.md"), pins)
 	if err != nil {
 		return s, err
+	}
+	if !fits {
+		// A template too long for the prompt budget is changed in
+		// windows, never cut and replaced whole.
+		out, err := a.editByWindows(ctx, &s, s.JRXML, s.Turn.Text, a.contextPins(s).Remove("uploaded_template"))
+		if err != nil {
+			a.log.Warn("report: changing the template by windows", "err", err)
+			s.Turn.Reply = s.Turn.say("The template is too long to send whole, and changing it piece by piece did not give a well-formed template; nothing was changed.", "模板太长，无法整体发送给模型；分段修改后的模板格式不正确，未作修改。")
+			return s, nil
+		}
+		s.JRXML = out
+		return s, nil
 	}
 	out, err := a.write(ctx, KindDraft, msgs)
 	if err != nil {
@@ -494,11 +514,19 @@ func (a *Agent) exportReply(s State, thread string) string {
 }
 
 // messages builds the model's view: the system prompt with the pins, and
-// the conversation through convo.
+// the conversation through convo, within the prompt budget (older turns
+// summarised).
 func (a *Agent) messages(ctx context.Context, s *State, system string, pins convo.Pins) ([]llm.Message, error) {
+	msgs, _, err := a.messagesFit(ctx, s, system, pins)
+	return msgs, err
+}
+
+// messagesFit is messages, and whether they fit the prompt budget even
+// with the older turns summarised.
+func (a *Agent) messagesFit(ctx context.Context, s *State, system string, pins convo.Pins) ([]llm.Message, bool, error) {
 	v, err := a.view.Build(ctx, s.History, pins, &s.Summary)
 	if err != nil {
-		return nil, fmt.Errorf("building the model's view: %w", err)
+		return nil, false, fmt.Errorf("building the model's view: %w", err)
 	}
 	msgs := v.Messages
 	if len(msgs) > 0 && msgs[0].Role == llm.RoleSystem {
@@ -509,7 +537,7 @@ func (a *Agent) messages(ctx context.Context, s *State, system string, pins conv
 	if len(msgs) == 1 {
 		msgs = append(msgs, llm.User(s.Turn.Text))
 	}
-	return msgs, nil
+	return msgs, !v.OverBudget, nil
 }
 
 // contextPins are what the prompts of generation, change and correction
@@ -532,13 +560,16 @@ func (a *Agent) contextPins(s State) convo.Pins {
 		pins = append(pins, convo.Pin{Key: "form_labels", Content: strings.Join(s.Layout.Labels, " | ")})
 	}
 	if s.Template != "" {
-		pins = append(pins, convo.Pin{Key: "uploaded_template", Content: clip(s.Template, maxPromptTemplate)})
+		// Whole: one too long for the budget is sent in windows.
+		pins = append(pins, convo.Pin{Key: "uploaded_template", Content: s.Template})
 	}
 	if s.Turn.Retrieved != "" {
 		pins = append(pins, convo.Pin{Key: "retrieved_context", Content: s.Turn.Retrieved})
 	}
-	if s.Turn.KBTemplate != "" && s.Template == "" {
-		pins = append(pins, convo.Pin{Key: "similar_template", Content: clip(s.Turn.KBTemplate, maxPromptTemplate)})
+	// An example is shown whole or not at all: at most a quarter of the
+	// prompt budget.
+	if s.Turn.KBTemplate != "" && s.Template == "" && 4*a.tokens(s.Turn.KBTemplate) <= promptBudget(a.cfg.ContextTokens) {
+		pins = append(pins, convo.Pin{Key: "similar_template", Content: s.Turn.KBTemplate})
 	}
 	return pins
 }

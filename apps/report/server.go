@@ -57,9 +57,10 @@ type ServerOptions struct {
 	// Schemas are XSD files to validate against (none: structural checks
 	// only).
 	Schemas []string
-	// MaxRetry and SSIM: see Config.
-	MaxRetry int
-	SSIM     float64
+	// MaxRetry, SSIM and ContextTokens: see Config.
+	MaxRetry      int
+	SSIM          float64
+	ContextTokens int
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -116,7 +117,7 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 			opts.Templates = k
 		}
 	}
-	cfg := Config{Model: opts.Model, Store: NewSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, Logger: opts.Logger}
+	cfg := Config{Model: opts.Model, Store: NewSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, ContextTokens: opts.ContextTokens, Logger: opts.Logger}
 	if len(opts.Schemas) > 0 {
 		v, err := xsd.New(opts.Schemas...)
 		if err != nil {
