@@ -133,36 +133,17 @@ func equalFoldASCII(a, b string) bool {
 	return true
 }
 
-// fences returns the contents of ```json (or unlabelled) code fences that
-// look like they hold an object.
+// fences returns the bodies of the ```json (or unlabelled) code blocks
+// of text (see Block for the rule).
 func fences(text string, dst []region) []region {
-	i := 0
-	for {
-		j := strings.Index(text[i:], "```")
-		if j < 0 {
-			return dst
-		}
-		open := i + j + 3
-		nl := strings.IndexByte(text[open:], '\n')
-		if nl < 0 {
-			return dst
-		}
-		lang := strings.TrimSpace(text[open : open+nl])
-		lo := open + nl + 1
-		k := strings.Index(text[lo:], "```")
-		hi := len(text)
-		if k >= 0 {
-			hi = lo + k
-		}
-		switch strings.ToLower(lang) {
+	eachFence(text, func(f fence) bool {
+		switch f.lang {
 		case "json", "jsonc", "json5", "":
-			dst = append(dst, region{lo, hi})
+			dst = append(dst, region{f.lo, f.hi})
 		}
-		if k < 0 {
-			return dst
-		}
-		i = hi + 3
-	}
+		return true
+	})
+	return dst
 }
 
 // choice is the outcome of looking for an object that satisfies a schema.

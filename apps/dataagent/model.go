@@ -171,18 +171,3 @@ func say(q, en, cn string) string {
 	}
 	return en
 }
-
-// codeBlock returns the body of the first fenced block of text in lang
-// (or any fence), else text itself.
-func codeBlock(text, lang string) string {
-	for _, open := range []string{"```" + lang + "\n", "```" + lang + "\r\n", "```\n"} {
-		if i := strings.Index(text, open); i >= 0 {
-			body := text[i+len(open):]
-			if j := strings.Index(body, "```"); j >= 0 {
-				body = body[:j]
-			}
-			return strings.TrimSpace(body)
-		}
-	}
-	return strings.TrimSpace(text)
-}

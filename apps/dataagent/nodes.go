@@ -15,6 +15,7 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
@@ -41,7 +42,10 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 		if err != nil {
 			return s, fmt.Errorf("writing the report: %w", err)
 		}
-		md = strings.TrimSpace(codeBlockIfWhole(text, "markdown"))
+		md = strings.TrimSpace(text)
+		if body, ok := contract.Block(md, "markdown"); ok && strings.HasPrefix(md, "```") {
+			md = strings.TrimSpace(body) // the whole answer in one block
+		}
 		if !hasChart(md) {
 			md += a.charts(s)
 		}
@@ -121,15 +125,6 @@ func hasChart(md string) bool {
 		}
 	}
 	return false
-}
-
-// codeBlockIfWhole unwraps an answer that is one fenced block of lang.
-func codeBlockIfWhole(text, lang string) string {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```"+lang) && strings.HasSuffix(t, "```") {
-		return strings.TrimSuffix(strings.TrimPrefix(t, "```"+lang), "```")
-	}
-	return t
 }
 
 // insertAfterTitle puts text after the report's first heading line.

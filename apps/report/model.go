@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
 )
@@ -94,19 +95,13 @@ func (a *Agent) ask(ctx context.Context, msgs []llm.Message) (string, error) {
 	return strings.TrimSpace(r.Message.Content), nil
 }
 
-// extractXML takes the XML out of a model's answer: the inside of a code
-// fence when there is one, from the XML declaration or the first tag.
+// extractXML takes the XML out of a model's answer: the body of its xml
+// block when there is one (see contract.Block), from the XML declaration
+// or the first tag.
 func extractXML(answer string) string {
 	s := answer
-	if i := strings.Index(s, "```"); i >= 0 {
-		rest := s[i+3:]
-		if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-			rest = rest[nl+1:]
-		}
-		if j := strings.LastIndex(rest, "```"); j >= 0 {
-			rest = rest[:j]
-		}
-		s = rest
+	if body, ok := contract.Block(answer, "xml"); ok {
+		s = body
 	}
 	if i := strings.Index(s, "<?xml"); i >= 0 {
 		s = s[i:]
@@ -120,18 +115,10 @@ func extractXML(answer string) string {
 }
 
 // extractPiece takes a piece of XML (a window) out of a model's answer:
-// the inside of a code fence when there is one, else the answer.
+// the body of its xml block when there is one, else the answer.
 func extractPiece(answer string) string {
-	i := strings.Index(answer, "```")
-	if i < 0 {
-		return answer
+	if body, ok := contract.Block(answer, "xml"); ok {
+		return body
 	}
-	rest := answer[i+3:]
-	if nl := strings.IndexByte(rest, '\n'); nl >= 0 {
-		rest = rest[nl+1:]
-	}
-	if j := strings.LastIndex(rest, "```"); j >= 0 {
-		rest = rest[:j]
-	}
-	return strings.TrimSuffix(rest, "\n")
+	return answer
 }
