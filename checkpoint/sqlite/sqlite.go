@@ -119,8 +119,9 @@ ORDER BY seq`
 type Saver struct {
 	db *sql.DB
 
-	qmu   sync.Mutex // guards queue
-	queue []*writeOp // writes waiting for the next group commit
+	qmu     sync.Mutex // guards queue and leading
+	queue   []*writeOp // writes waiting for the next group commit
+	leading bool       // a writer is committing the queue (see lead)
 
 	wmu    sync.Mutex // serialises writes; guards the fields below
 	wconn  *sql.Conn  // keeps its statements prepared (see cachingConn)
@@ -133,6 +134,7 @@ type Saver struct {
 	path    string        // the database file; its WAL is path + "-wal"
 	commits atomic.Int64  // commits since the last WAL checkpoint
 	looked  int           // commits since the writer last looked at the WAL's size (under the write lock)
+	ckmu    sync.Mutex    // one WAL checkpoint at a time; taken after wmu
 	kick    chan struct{} // wakes the checkpointer
 	stalled atomic.Bool   // tests: the checkpointer is never woken
 	done    chan struct{} // closed when the checkpointer has stopped
@@ -165,7 +167,9 @@ func (s *Saver) checkpointer() {
 	for range s.kick {
 		s.commits.Store(0)
 		var busy, log, done int
+		s.ckmu.Lock()
 		err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done)
+		s.ckmu.Unlock()
 		if err != nil {
 			slog.Debug("checkpoint sqlite: WAL checkpoint", "err", err)
 			continue
@@ -177,11 +181,13 @@ func (s *Saver) checkpointer() {
 			continue
 		}
 		s.wmu.Lock()
+		s.ckmu.Lock()
 		if !s.closed {
 			if _, err := s.wconn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 				slog.Debug("checkpoint sqlite: WAL checkpoint with writes held", "err", err)
 			}
 		}
+		s.ckmu.Unlock()
 		s.wmu.Unlock()
 	}
 }
@@ -270,7 +276,10 @@ func (s *Saver) committed() {
 	// reader uses the WAL, so the next write starts it over from its
 	// beginning. A PASSIVE copy alone would leave that to chance: with a
 	// reader on the WAL at the next write (the checkpointer's own copy,
-	// say), the WAL grows on past the cap.
+	// say), the WAL grows on past the cap. It waits for a copy the
+	// checkpointer is making, which would make it fail at once (busy).
+	s.ckmu.Lock()
+	defer s.ckmu.Unlock()
 	if _, err := s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(RESTART)"); err != nil {
 		slog.Debug("checkpoint sqlite: WAL checkpoint at the hard cap", "err", err)
 	}
@@ -481,26 +490,57 @@ func (s *Saver) enqueue(op *writeOp) error {
 	op.done = make(chan error, 1)
 	s.qmu.Lock()
 	s.queue = append(s.queue, op)
+	lead := !s.leading
+	s.leading = true
 	s.qmu.Unlock()
-	s.commit()
+	if lead {
+		s.lead(true)
+	}
 	return <-op.done
 }
 
-// commit writes every queued op (group commit): whoever holds the write
-// lock takes the whole queue, so writes that arrive while one commit runs
-// go together in the next, in one transaction. A put's own conflict fails
+// lead commits the queue, batch after batch, until it is empty (group
+// commit): one writer at a time, the leader, takes the whole queue, so
+// writes that arrive while one commit runs go together in the next, in
+// one transaction, and the others only wait for their result. A caller
+// that became the leader commits one batch, its own write among it, and
+// hands what queued meanwhile to a goroutine of its own, so no caller
+// waits for others' writes beyond its batch; the writes that queue while
+// there is a leader never contend for the write lock.
+func (s *Saver) lead(caller bool) {
+	for {
+		s.qmu.Lock()
+		batch := s.queue
+		s.queue = nil
+		if len(batch) == 0 {
+			s.leading = false
+			s.qmu.Unlock()
+			return
+		}
+		s.qmu.Unlock()
+		s.commit(batch)
+		if !caller {
+			continue
+		}
+		s.qmu.Lock()
+		more := len(s.queue) > 0
+		if !more {
+			s.leading = false
+		}
+		s.qmu.Unlock()
+		if more {
+			go s.lead(false)
+		}
+		return
+	}
+}
+
+// commit writes batch in one transaction. A put's own conflict fails
 // only that put, as SQLite undoes just the failed statement; a function's
 // failure is undone to its savepoint.
-func (s *Saver) commit() {
+func (s *Saver) commit(batch []*writeOp) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.qmu.Lock()
-	batch := s.queue
-	s.queue = nil
-	s.qmu.Unlock()
-	if len(batch) == 0 {
-		return // another writer took ours
-	}
 	failAll := func(what string, err error) {
 		for _, op := range batch {
 			op.done <- fmt.Errorf("checkpoint sqlite %s: %w", what, err)
