@@ -15,7 +15,6 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/contract"
-	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
