@@ -103,6 +103,9 @@ func (s *Server) ended(r *run, x execution, record func(ctx context.Context, end
 	if err := record(ctx, end, runStatus, threadStatus); err != nil {
 		return err
 	}
+	if r.webhook != "" {
+		s.queueWebhook(ctx, r, end, runStatus)
+	}
 	if r.temp {
 		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()

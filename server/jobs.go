@@ -91,6 +91,7 @@ type jobSpec struct {
 	Temp     bool            `json:"temp,omitempty"`
 	Modes    []string        `json:"modes,omitempty"`
 	Config   json.RawMessage `json:"config,omitempty"`
+	Webhook  string          `json:"webhook,omitempty"`
 }
 
 // jobs executes runs as River jobs.
@@ -209,7 +210,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 		Schema:               schema,
 		Logger:               slog.New(quiet{s.log.Handler()}),
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(10*time.Minute),
-			func() (river.JobArgs, *river.InsertOpts) { return pruneJob{}, nil }, nil)},
+			func() (river.JobArgs, *river.InsertOpts) { return pruneJob{}, nil }, nil), tickPeriodic(s, workers)},
 	})
 	if err == nil {
 		err = j.client.Start(context.WithoutCancel(ctx))
@@ -546,7 +547,7 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 	var spec jobSpec
 	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
 	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook,
 		status: rec.Status, feed: j.feed(rec.ID)}, nil
 }
 

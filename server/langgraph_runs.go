@@ -90,8 +90,8 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 		return in, err
 	}
 	switch {
-	case req.Webhook != "":
-		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "webhooks are not supported")
+	case req.Webhook != "" && checkWebhook(req.Webhook) != nil:
+		return in, checkWebhook(req.Webhook)
 	case req.AfterSeconds > 0:
 		return in, errorf(http.StatusUnprocessableEntity, "unsupported", "after_seconds is not supported")
 	}
@@ -280,7 +280,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
-	run.from, run.modes, run.config = from, modes, config
+	run.from, run.modes, run.config, run.webhook = from, modes, config, req.Webhook
 	run.temp = temp && req.OnCompletion != "continue"
 	if err := s.exec.submit(ctx, run); err != nil {
 		if temp {

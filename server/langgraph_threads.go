@@ -207,8 +207,13 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, owner stri
 		Metadata   map[string]json.RawMessage `json:"metadata"`
 		IfExists   string                     `json:"if_exists"`
 		Supersteps json.RawMessage            `json:"supersteps"`
+		TTL        json.RawMessage            `json:"ttl"`
 	}
 	if err := decode(r, &req); err != nil {
+		return err
+	}
+	ttl, err := parseTTL(req.TTL)
+	if err != nil {
 		return err
 	}
 	if len(req.Supersteps) > 0 && string(req.Supersteps) != "null" {
@@ -227,6 +232,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, owner stri
 		t, err = old, nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := s.setThreadTTL(r.Context(), t.ID, ttl); err != nil {
 		return err
 	}
 	out, err := s.threadJSON(r.Context(), t, req.IfExists == "do_nothing")
@@ -267,11 +275,19 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request, owner strin
 	}
 	var req struct {
 		Metadata map[string]json.RawMessage `json:"metadata"`
+		TTL      json.RawMessage            `json:"ttl"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
 	if err := checkMetadata(req.Metadata); err != nil {
+		return err
+	}
+	ttl, err := parseTTL(req.TTL)
+	if err != nil {
+		return err
+	}
+	if err := s.setThreadTTL(r.Context(), t.ID, ttl); err != nil {
 		return err
 	}
 	meta := map[string]json.RawMessage{}

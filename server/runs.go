@@ -61,6 +61,9 @@ type run struct {
 	// config is the agent's configuration for the run (see RunConfig);
 	// nil for none.
 	config json.RawMessage
+	// webhook, when set, is where the run's outcome is POSTed when it
+	// ends (see webhook.go).
+	webhook string
 	// recovered marks a run read back from the database when the server
 	// started: it may have begun in the process that stopped.
 	recovered bool
@@ -155,7 +158,7 @@ func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 // spec is what it takes to execute r again, after a restart or on
 // another replica: it is stored with r's record.
 func (r *run) spec() jobSpec {
-	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config}
+	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config, Webhook: r.webhook}
 }
 
 // runFrom runs r from where it stands, on SQLite and on the job queue: a

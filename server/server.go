@@ -111,6 +111,9 @@ type Options struct {
 	AllowedHosts []string
 	// Quotas bound what one API key may hold and do (see Quotas).
 	Quotas Quotas
+	// Retention bounds the checkpoints kept of each thread, and how
+	// often the sweeper runs (see Retention).
+	Retention Retention
 	// Embedder, when set, ranks the long-term store's searches by the
 	// cosine of embeddings (see memory.Options); without one by BM25.
 	Embedder llm.Embedder
@@ -159,6 +162,7 @@ type Server struct {
 	mux       *http.ServeMux
 	handler   http.Handler // mux behind the Host and Origin checks
 	metrics   *metrics
+	bg        background // crons, webhooks and the sweeper (crons_tick.go)
 
 	baseCtx context.Context
 	stopAll context.CancelFunc
@@ -210,7 +214,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if s.db, err = store.Open(ctx, opts.Database); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.saver = s.db.Saver()
+	s.saver = withHistoryPolicy(s.db.Saver(), opts.Retention)
 	if s.records, err = openRecords(ctx, s.db); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("server: %w", err)
@@ -239,6 +243,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.startTicker() // crons, webhooks, the sweeper (crons_tick.go)
 	s.routes()
 	for _, name := range s.order {
 		if err := s.mountRoutes(s.agents[name]); err != nil {
@@ -664,6 +669,7 @@ func (s *Server) routes() {
 	s.panelRoutes(m) // GET /ui/panels/{agent}/{file}
 	s.openAIRoutes(m)
 	s.storeRoutes(m)
+	s.cronRoutes(m)
 	s.mcpRoutes() // /mcp: every agent as an MCP tool
 	s.a2aRoutes() // /a2a/{assistant}: every assistant over A2A
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -207,6 +207,9 @@ func openRecords(ctx context.Context, db *store.DB) (*records, error) {
 	if err := migrateAssistants(ctx, db); err != nil {
 		return nil, err
 	}
+	if err := migrateBackground(ctx, db); err != nil {
+		return nil, err
+	}
 	if err := memory.Migrate(ctx, db); err != nil {
 		return nil, fmt.Errorf("long-term store tables: %w", err)
 	}

@@ -39,10 +39,13 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&q.Keyless, "quota-keyless", false, "apply the counts and the rate to use without API keys too ($LOOM_QUOTA_KEYLESS)")
 	fs.IntVar(&q.MaxInput, "max-input", q.MaxInput, "bytes of JSON in a run's input or resume value; -1: no limit ($LOOM_MAX_INPUT)")
 	fs.IntVar(&q.MaxMetadata, "max-metadata", q.MaxMetadata, "bytes of JSON in a thread's or run's metadata; -1: no limit ($LOOM_MAX_METADATA)")
+	var keep server.Retention
+	fs.IntVar(&keep.KeepCheckpoints, "keep-checkpoints", 0, "checkpoints kept of each thread's history, the newest; older ones are deleted every minute; 0: all ($LOOM_KEEP_CHECKPOINTS)")
 	// The environment sets what the command line does not.
 	for name, env := range map[string]string{"allowed-hosts": "LOOM_ALLOWED_HOSTS", "max-threads": "LOOM_MAX_THREADS", "max-running": "LOOM_MAX_RUNNING",
 		"max-queued-per-thread": "LOOM_MAX_QUEUED_PER_THREAD", "max-queued": "LOOM_MAX_QUEUED", "rate": "LOOM_RATE", "burst": "LOOM_BURST",
-		"quota-keyless": "LOOM_QUOTA_KEYLESS", "max-input": "LOOM_MAX_INPUT", "max-metadata": "LOOM_MAX_METADATA"} {
+		"quota-keyless": "LOOM_QUOTA_KEYLESS", "max-input": "LOOM_MAX_INPUT", "max-metadata": "LOOM_MAX_METADATA",
+		"keep-checkpoints": "LOOM_KEEP_CHECKPOINTS"} {
 		if v := os.Getenv(env); v != "" {
 			if err := fs.Set(name, v); err != nil {
 				return fmt.Errorf("serve: $%s: %w", env, err)
@@ -98,6 +101,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		UI:             ui.Handler(),
 		AllowedHosts:   strings.FieldsFunc(*hosts, func(r rune) bool { return r == ',' || r == ' ' }),
 		Quotas:         q,
+		Retention:      keep,
 		Embedder:       embedder,
 	})
 	if err != nil {
