@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -75,9 +76,23 @@ func statusText(s a2a.TaskStatus) string {
 // answers it; message/stream streams status lines, the reply and the
 // end; tasks/cancel stops a running task; tasks belong to their key.
 func TestA2A(t *testing.T) {
-	const keyA, keyB = "a2a-key-a", "a2a-key-b"
-	ts := startServer(t, server.Options{Keys: []string{keyA, keyB}})
+	ts := startServer(t, server.Options{Keys: []string{a2aKeyA, a2aKeyB}})
+	a2aScenario(t, ts)
+}
 
+// TestA2APostgres is TestA2A on two replicas on Postgres behind a
+// round-robin balancer: a task made on one is read, answered, streamed
+// and cancelled on the other.
+func TestA2APostgres(t *testing.T) {
+	rs := startReplicas(t, 2, server.Options{Keys: []string{a2aKeyA, a2aKeyB}, Heartbeat: 200 * time.Millisecond})
+	a2aScenario(t, &testServer{URL: roundRobin(t, rs)})
+}
+
+const a2aKeyA, a2aKeyB = "a2a-key-a", "a2a-key-b"
+
+// a2aScenario is TestA2A's calls to ts.
+func a2aScenario(t *testing.T, ts *testServer) {
+	const keyA, keyB = a2aKeyA, a2aKeyB
 	card, a := a2aClient(t, ts.URL, "echo", keyA)
 	if card.Name != "echo" || card.URL != ts.URL+"/a2a/echo" || !card.Capabilities.Streaming || card.ProtocolVersion != "0.3.0" ||
 		len(card.Skills) != 1 || !strings.Contains(card.Skills[0].Description, "echoes") || card.SecuritySchemes["bearer"] == nil {
