@@ -136,6 +136,13 @@ func severalQuestions(t *testing.T, url, key string) {
 	if !strings.Contains(string(res.Interrupts[2].Value), "Keep c?") {
 		t.Fatalf("third question %s, want the third item's", res.Interrupts[2].Value)
 	}
+	// An update of the state keeps every question pending.
+	if code, body := call(t, "POST", url+"/threads/r1/state", key, map[string]any{"values": map[string]any{"path": "edited"}}); code != http.StatusOK {
+		t.Fatalf("update state: %d %s", code, body)
+	}
+	if got := pendingIDs(t, url, key, "r1"); len(got) != 3 {
+		t.Fatalf("after a state update, pending %v, want the three questions %v", got, ids)
+	}
 	resume := func(v any) (int, []byte) {
 		return call(t, "POST", url+"/threads/r1/runs/wait", key, map[string]any{"assistant_id": "review", "command": map[string]any{"resume": v}})
 	}
@@ -149,24 +156,8 @@ func severalQuestions(t *testing.T, url, key string) {
 	if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil || len(res.Interrupts) != 1 || res.Interrupts[0].ID != ids[1] {
 		t.Fatalf("two answered: %d %s, want the second question still pending", code, body)
 	}
-	code, body = call(t, "GET", url+"/threads/r1", key, nil)
-	var thread struct {
-		Status     string `json:"status"`
-		Interrupts map[string][]struct {
-			ID string `json:"id"`
-		} `json:"interrupts"`
-	}
-	if err := json.Unmarshal(body, &thread); code != http.StatusOK || err != nil {
-		t.Fatalf("get thread: %d %s", code, body)
-	}
-	var listed []string
-	for _, qs := range thread.Interrupts {
-		for _, q := range qs {
-			listed = append(listed, q.ID)
-		}
-	}
-	if thread.Status != "interrupted" || !slices.Equal(listed, []string{ids[1]}) {
-		t.Fatalf("thread: %s with interrupts %v, want interrupted on %s", thread.Status, listed, ids[1])
+	if got := pendingIDs(t, url, key, "r1"); !slices.Equal(got, []string{ids[1]}) {
+		t.Fatalf("thread's interrupts %v, want only %s", got, ids[1])
 	}
 	if code, body := resume(map[string]any{ids[0]: map[string]bool{"keep": true}}); code != http.StatusConflict && code != http.StatusUnprocessableEntity {
 		t.Fatalf("answering an answered question: %d %s, want it refused", code, body)
@@ -176,6 +167,32 @@ func severalQuestions(t *testing.T, url, key string) {
 	if err := json.Unmarshal(body, &done); code != http.StatusOK || err != nil || !slices.Equal(done.Verdicts, []string{"a:true", "b:true", "c:false"}) {
 		t.Fatalf("last answer: %d %s, want every verdict", code, body)
 	}
+}
+
+// pendingIDs returns the ids of the questions GET /threads/{id} lists,
+// failing unless the thread is interrupted.
+func pendingIDs(t *testing.T, url, key, thread string) []string {
+	t.Helper()
+	code, body := call(t, "GET", url+"/threads/"+thread, key, nil)
+	var th struct {
+		Status     string `json:"status"`
+		Interrupts map[string][]struct {
+			ID string `json:"id"`
+		} `json:"interrupts"`
+	}
+	if err := json.Unmarshal(body, &th); code != http.StatusOK || err != nil {
+		t.Fatalf("get thread: %d %s", code, body)
+	}
+	if th.Status != "interrupted" {
+		t.Fatalf("thread %s is %s, want interrupted", thread, th.Status)
+	}
+	var ids []string
+	for _, qs := range th.Interrupts {
+		for _, q := range qs {
+			ids = append(ids, q.ID)
+		}
+	}
+	return ids
 }
 
 // TestQuestionExpiresAfterRestart: a question whose deadline passed while

@@ -159,6 +159,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	cp := checkpoint.Next(t.ID, head, checkpoint.SourceUpdate)
 	if base != nil {
 		cp.Step, cp.Next, cp.Interrupt, cp.Resumes, cp.Counters = max(cp.Step, base.Step), base.Next, base.Interrupt, base.Resumes, base.Counters
+		cp.Interrupts, cp.Answers = base.Interrupts, base.Answers // every pending question, and the answers given
 		if base != head {
 			cp.Meta.From = base.ID
 		}
