@@ -77,6 +77,7 @@ func (t Toolkit) Read(ctx context.Context, kind string, data []byte) (*Layout, e
 		return nil, fmt.Errorf("drafting a template from the layout: %w", err)
 	}
 	out.Skeleton = string(sk.JRXML)
+	out.Rows = sk.Rows
 	for _, f := range sk.Fields {
 		out.Labels = append(out.Labels, strings.TrimSpace(f.Label))
 	}

@@ -22,6 +22,23 @@ var placeholderRE = regexp.MustCompile(`\bfield_(\d+)\b`)
 // order) at its number, as before; one whose label gives no name, or a
 // name already taken, keeps its placeholder.
 func MapFields(src string, labels []string) string {
+	return renameFields(src, fieldNames(src, labels))
+}
+
+// renameFields renames the placeholders of src by names (a placeholder's
+// number to its name).
+func renameFields(src string, names map[string]string) string {
+	return placeholderRE.ReplaceAllStringFunc(src, func(m string) string {
+		if n, ok := names[m[len("field_"):]]; ok {
+			return n
+		}
+		return m
+	})
+}
+
+// fieldNames are the names MapFields gives the placeholders of src, by
+// their numbers.
+func fieldNames(src string, labels []string) map[string]string {
 	names := map[string]string{}
 	used := map[string]bool{}
 	beside := labelsBeside(src, used)
@@ -53,12 +70,7 @@ func MapFields(src string, labels []string) string {
 		used[n] = true
 		names[k] = n
 	}
-	return placeholderRE.ReplaceAllStringFunc(src, func(m string) string {
-		if n, ok := names[m[len("field_"):]]; ok {
-			return n
-		}
-		return m
-	})
+	return names
 }
 
 // box is a static text or a text field of a band, with its place on the

@@ -168,7 +168,21 @@ func (a *Agent) generateSkeleton(ctx context.Context, s State) (State, error) {
 // a model (MapFields).
 func (a *Agent) mapFields(_ context.Context, s State) (State, error) {
 	if s.Layout != nil {
-		s.JRXML = MapFields(s.JRXML, s.Layout.Labels)
+		names := fieldNames(s.JRXML, s.Layout.Labels)
+		s.JRXML = renameFields(s.JRXML, names)
+		// The form's own values, for previews, under the fields' names.
+		l := *s.Layout
+		l.Rows = make([]map[string]any, len(s.Layout.Rows))
+		for i, row := range s.Layout.Rows {
+			l.Rows[i] = map[string]any{}
+			for k, v := range row {
+				if n, ok := names[strings.TrimPrefix(k, "field_")]; ok && strings.HasPrefix(k, "field_") {
+					k = n
+				}
+				l.Rows[i][k] = v
+			}
+		}
+		s.Layout = &l
 	}
 	return s, nil
 }
@@ -506,7 +520,7 @@ func (a *Agent) exportReply(s State, thread string) string {
 		return t.say("The template: "+base+"/current.jrxml", "模板文件："+base+"/current.jrxml")
 	}
 	pages := 0
-	if res, err := layOut(s.JRXML); err == nil {
+	if res, err := layOut(s.JRXML, s.Layout.formRows()); err == nil {
 		pages = len(res.Pages)
 	}
 	return t.say(fmt.Sprintf("The preview (%d pages with sample rows): %s/preview.png", pages, base),

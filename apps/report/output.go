@@ -34,18 +34,47 @@ func (r *rasterizer) get() (*render.Rasterizer, error) {
 	return r.r, r.err
 }
 
-// layOut parses a template and lays it out with sample rows.
-func layOut(src string) (*render.Result, error) {
+// layOut parses a template and lays it out with sample rows: the rows of
+// the form it was made from (form, nil for none; a field the form left
+// blank stays blank), with made-up values for the fields the form does not
+// have, else previewRows made-up rows.
+func layOut(src string, form []render.Row) (*render.Result, error) {
 	doc, err := jrxml.Parse([]byte(src))
 	if err != nil {
 		return nil, fmt.Errorf("reading the template: %w", err)
 	}
-	return render.Layout(doc, render.SampleRows(doc, previewRows), nil), nil
+	n := previewRows
+	if len(form) > 0 {
+		n = len(form)
+	}
+	rows := render.SampleRows(doc, n)
+	for i, row := range form {
+		for k, v := range row {
+			if _, declared := rows[i][k]; declared { // blank where the form is
+				rows[i][k] = v
+			}
+		}
+	}
+	return render.Layout(doc, rows, nil), nil
 }
 
-// pageImage draws page p (from 0) of a template at dpi.
-func (a *Agent) pageImage(src string, p int, dpi float64) (image.Image, int, error) {
-	res, err := layOut(src)
+// formRows are the values of the form a design was made from, as data
+// rows; none without a form.
+func (l *Layout) formRows() []render.Row {
+	if l == nil {
+		return nil
+	}
+	rows := make([]render.Row, len(l.Rows))
+	for i, r := range l.Rows {
+		rows[i] = r
+	}
+	return rows
+}
+
+// pageImage draws page p (from 0) of a template at dpi, with the form's
+// rows (nil: made-up ones).
+func (a *Agent) pageImage(src string, form []render.Row, p int, dpi float64) (image.Image, int, error) {
+	res, err := layOut(src, form)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -61,7 +90,12 @@ func (a *Agent) pageImage(src string, p int, dpi float64) (image.Image, int, err
 
 // PNG renders page p (from 0) of a template, with sample rows, as PNG.
 func (a *Agent) PNG(src string, p int) ([]byte, error) {
-	img, _, err := a.pageImage(src, p, PreviewDPI)
+	return a.png(src, nil, p)
+}
+
+// png renders page p of a template as PNG with the form's rows.
+func (a *Agent) png(src string, form []render.Row, p int) ([]byte, error) {
+	img, _, err := a.pageImage(src, form, p, PreviewDPI)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +108,7 @@ func (a *Agent) PNG(src string, p int) ([]byte, error) {
 
 // PDF renders a template, with sample rows, as PDF.
 func (a *Agent) PDF(src string) ([]byte, error) {
-	res, err := layOut(src)
+	res, err := layOut(src, nil)
 	if err != nil {
 		return nil, err
 	}

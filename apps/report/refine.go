@@ -205,7 +205,7 @@ func (a *Agent) similarity(ctx context.Context, s State) (compare.Result, string
 	if err != nil {
 		return compare.Result{}, "", fmt.Errorf("reading the uploaded image: %w", err)
 	}
-	got, _, err := a.pageImage(s.JRXML, 0, 72)
+	got, _, err := a.pageImage(s.JRXML, s.Layout.formRows(), 0, 72)
 	if err != nil {
 		return compare.Result{}, "", err
 	}

@@ -205,7 +205,8 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 	})
 	m.HandleFunc("GET "+routesBase+"threads/{id}/versions/{file}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		if _, ok := a.thread(w, r, srv, id); !ok {
+		s, ok := a.thread(w, r, srv, id)
+		if !ok {
 			return
 		}
 		num, ext, _ := strings.Cut(r.PathValue("file"), ".")
@@ -222,7 +223,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			srv.Fail(w, r, fmt.Errorf("report: read version %d of thread %s: %w", n, id, err))
 			return
 		}
-		a.serveTemplate(w, r, srv, v.JRXML, fmt.Sprintf("report-v%d", n), ext)
+		a.serveTemplate(w, r, srv, v.JRXML, s.Layout.formRows(), fmt.Sprintf("report-v%d", n), ext)
 	})
 	m.HandleFunc("GET "+routesBase+"threads/{id}/{file}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
@@ -239,7 +240,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, http.StatusNotFound, "no_template", "thread "+id+" has no template yet")
 			return
 		}
-		a.serveTemplate(w, r, srv, s.JRXML, "report", ext)
+		a.serveTemplate(w, r, srv, s.JRXML, s.Layout.formRows(), "report", ext)
 	})
 	m.HandleFunc(routesBase, func(w http.ResponseWriter, r *http.Request) { // JSON, not the mux's text
 		server.WriteError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
@@ -281,7 +282,7 @@ func (a *Agent) threadError(w http.ResponseWriter, r *http.Request, srv *server.
 // (?page=N for another) or a PDF. What is wrong with the template is a
 // 422 that says so; a preview the server cannot draw (no font) is its
 // own fault, logged and answered 503 without the details.
-func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *server.Server, src, name, ext string) {
+func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *server.Server, src string, form []render.Row, name, ext string) {
 	switch ext {
 	case "jrxml":
 		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
@@ -301,7 +302,7 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *serve
 			a.unavailable(w, r, err)
 			return
 		}
-		b, err := a.PNG(src, page-1)
+		b, err := a.png(src, form, page-1)
 		var pe *PageError
 		if errors.As(err, &pe) {
 			server.WriteError(w, http.StatusNotFound, "no_page", pe.Error())
@@ -314,7 +315,7 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *serve
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(b)
 	case "pdf":
-		res, err := layOut(src)
+		res, err := layOut(src, form)
 		if err != nil {
 			server.WriteError(w, http.StatusUnprocessableEntity, "render_failed", err.Error())
 			return

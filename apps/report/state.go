@@ -146,6 +146,9 @@ type Layout struct {
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// Skeleton is the template the toolkit drafts from the layout.
 	Skeleton string `json:"skeleton,omitempty"`
+	// Rows are the values the form holds, as data rows by field name:
+	// previews show them instead of made-up values.
+	Rows []map[string]any `json:"rows,omitempty"`
 }
 
 // UploadRef names an uploaded file.
