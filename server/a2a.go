@@ -251,6 +251,8 @@ func (h *a2aHandler) start(ctx context.Context, p *a2a.MessageSendParams) (*run,
 		}
 		t, err := h.s.thread(ctx, tid, h.owner)
 		switch {
+		case err != nil && toAPI(err).status != http.StatusNotFound:
+			return nil, h.rpcError(ctx, err)
 		case err != nil && m.TaskID != "":
 			return nil, fmt.Errorf("%w: task %s not found", a2a.ErrTaskNotFound, tid)
 		case err == nil && t.Agent != "" && t.Agent != h.a.Name:
