@@ -220,6 +220,9 @@ func (s *Server) checkPayload(ctx context.Context, owner string, payload map[str
 	if err := s.quotas.metadataSize("run", req.Metadata); err != nil {
 		return nil, "", err
 	}
+	if q := s.quotas.MaxInput; q > 0 && len(req.Input) > q {
+		return nil, "", tooLarge("run input", len(req.Input), q, "--max-input")
+	}
 	return b, req.AssistantID, nil
 }
 

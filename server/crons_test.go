@@ -138,11 +138,51 @@ func TestStatelessCron(t *testing.T) {
 	}
 }
 
-// Cron requests with what the server cannot act on are refused, naming
-// what is wrong.
+// Cron, prune and TTL requests with what the server cannot act on are
+// refused with a 4xx naming what is wrong, never a 5xx.
 func TestCronBadInput(t *testing.T) {
-	ts := startServer(t, server.Options{})
+	ts := startServer(t, server.Options{Quotas: server.Quotas{MaxInput: 1000}})
 	thread := createThread(t, ts.URL, "")
+	st, b := call(t, "POST", ts.URL+"/runs/crons", "", map[string]any{"assistant_id": "echo", "schedule": "0 9 * * 1-5"})
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	cron := mustJSON(t, b)["cron_id"].(string)
+	_, b = call(t, "POST", ts.URL+"/threads/"+thread+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}})
+	runs := runsOf(t, ts.URL, "", thread)
+	many := make([]string, 1001)
+	for i := range many {
+		many[i] = fmt.Sprint("t", i)
+	}
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		want         string
+	}{
+		{"PATCH", "/runs/crons/" + cron, map[string]any{"schedule": "every day"}, "every day"},
+		{"PATCH", "/runs/crons/" + cron, map[string]any{"input": map[string]any{"text": 1}}, "text"},
+		{"PATCH", "/runs/crons/nocron", map[string]any{"enabled": false}, "nocron"},
+		{"PATCH", "/runs/crons/" + cron, `{"enabled": tru`, "malformed"},
+		{"DELETE", "/runs/crons/nocron", nil, "nocron"},
+		{"POST", "/runs/crons/search", map[string]any{"select": []string{"secret"}}, "select"},
+		{"POST", "/runs/crons/search", map[string]any{"limit": 5000}, "limit"},
+		{"POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *", "input": map[string]any{"text": strings.Repeat("x", 2000)}}, "--max-input"},
+		{"POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": strings.Repeat("* ", 200)}, "longer than"},
+		{"POST", "/runs/crons", map[string]any{"assistant_id": "echo", "schedule": "* * * * *", "stream_mode": "values"}, "stream_mode"},
+		{"POST", "/threads/prune", map[string]any{"thread_ids": many}, "thread_ids"},
+		{"POST", "/threads/prune", map[string]any{"thread_ids": "t1"}, "malformed"},
+		{"POST", "/threads/prune", map[string]any{}, "thread_ids"},
+		{"POST", "/threads", map[string]any{"ttl": "soon"}, "ttl"},
+		{"POST", "/threads", map[string]any{"ttl": map[string]any{"ttl": 5, "strategy": "archive"}}, "strategy"},
+		{"POST", "/threads", map[string]any{"ttl": map[string]any{"minutes": 5}}, "ttl"},
+		{"PATCH", "/threads/" + thread, map[string]any{"ttl": 1e12}, "ttl"},
+		{"GET", "/threads/" + thread + "/runs/" + runs[0]["run_id"].(string) + "/webhook", nil, "no webhook"},
+	} {
+		st, b := call(t, tc.method, ts.URL+tc.path, "", tc.body)
+		if st < 400 || st > 499 || !json.Valid(b) || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s %s %v: %d %s, want a 4xx naming %q", tc.method, tc.path, tc.body, st, b, tc.want)
+		}
+	}
 	for _, tc := range []struct {
 		path string
 		body any
