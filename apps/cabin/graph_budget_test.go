@@ -92,7 +92,9 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 		check func(t *testing.T, path []string, res *graph.Result[State])
 	}{{
 		from: nodeFillSlots,
-		ins:  func(*testing.T) []graph.Input[State] { return append([]graph.Input[State]{say("navigate")}, smallTalk...) },
+		ins: func(*testing.T) []graph.Input[State] {
+			return append([]graph.Input[State]{say("navigate")}, smallTalk...)
+		},
 		check: func(t *testing.T, _ []string, res *graph.Result[State]) {
 			if res.Status != graph.StatusDone || res.State.Session.Status != StatusWaitingSlot {
 				t.Errorf("%s, session %s: want the run ended, the slot still asked", res.Status, res.State.Session.Status)
@@ -100,7 +102,9 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 		},
 	}, {
 		from: nodeConfirm,
-		ins:  func(*testing.T) []graph.Input[State] { return append([]graph.Input[State]{say("unlock the doors")}, smallTalk...) },
+		ins: func(*testing.T) []graph.Input[State] {
+			return append([]graph.Input[State]{say("unlock the doors")}, smallTalk...)
+		},
 		check: func(t *testing.T, _ []string, res *graph.Result[State]) {
 			if res.Status != graph.StatusDone || res.State.Session.Status != StatusWaitingConfirmation {
 				t.Errorf("%s, session %s: want the run ended, the yes still asked", res.Status, res.State.Session.Status)
@@ -108,7 +112,9 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 		},
 	}, {
 		from: nodeCallTool,
-		ins:  func(t *testing.T) []graph.Input[State] { return []graph.Input[State]{startAt(steps(t, maxSteps+2, nil))} },
+		ins: func(t *testing.T) []graph.Input[State] {
+			return []graph.Input[State]{startAt(steps(t, maxSteps+2, nil))}
+		},
 		check: func(t *testing.T, path []string, res *graph.Result[State]) {
 			if n := strings.Count(strings.Join(path, " "), nodeCallTool); n != maxSteps+1 {
 				t.Errorf("%d tool calls, want %d", n, maxSteps+1)
