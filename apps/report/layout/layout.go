@@ -92,6 +92,9 @@ type Cell struct {
 	Bold bool `json:"bold,omitempty"`
 	// Ref is the spreadsheet cell ("A1", or "A1:D1" when merged).
 	Ref string `json:"ref,omitempty"`
+	// Align is a spreadsheet cell's horizontal alignment, as
+	// JasperReports names it: "Center" or "Right" ("" for left or none).
+	Align string `json:"align,omitempty"`
 }
 
 // Row is a line of cells.

@@ -148,6 +148,7 @@ func FromXLSX(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 				Col:        col,
 				Confidence: 100,
 				Bold:       bold(f, sheet, ref),
+				Align:      align(f, sheet, ref),
 				Ref:        ref,
 			})
 		}
@@ -173,4 +174,26 @@ func bold(f *excelize.File, sheet, ref string) bool {
 	}
 	s, err := f.GetStyle(id)
 	return err == nil && s != nil && s.Font != nil && s.Font.Bold
+}
+
+// align is the horizontal alignment of the cell at ref (or a range's
+// first cell) as JasperReports names it: "Center" for a cell centred or
+// centred across its selection, "Right", or "" for the rest.
+func align(f *excelize.File, sheet, ref string) string {
+	ref, _, _ = strings.Cut(ref, ":")
+	id, err := f.GetCellStyle(sheet, ref)
+	if err != nil || id == 0 {
+		return ""
+	}
+	s, err := f.GetStyle(id)
+	if err != nil || s == nil || s.Alignment == nil {
+		return ""
+	}
+	switch s.Alignment.Horizontal {
+	case "center", "centerContinuous":
+		return "Center"
+	case "right":
+		return "Right"
+	}
+	return ""
 }

@@ -60,13 +60,16 @@ func (b *builder) jrxml(bands []struct {
 }
 
 // look is an element's box (border and padding) and text element (font,
-// vertical alignment).
+// horizontal and vertical alignment).
 func look(e element) string {
 	var s strings.Builder
 	if e.pen > 0 {
 		fmt.Fprintf(&s, "\t\t\t\t<box leftPadding=\"%d\"><pen lineWidth=\"%.1f\"/></box>\n", e.pad, e.pen)
 	}
 	s.WriteString("\t\t\t\t<textElement")
+	if e.align != "" {
+		fmt.Fprintf(&s, ` textAlignment="%s"`, e.align)
+	}
 	if e.middle {
 		s.WriteString(` verticalAlignment="Middle"`)
 	}

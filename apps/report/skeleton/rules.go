@@ -114,7 +114,7 @@ func (b *builder) ruledTable(t *layout.Table, g grid, title, head, detail *band)
 				c = l.Cells[i]
 			}
 		}
-		cell(head, k, hTop, hBottom, c, b.fontSize(c), element{bold: c.Bold, text: c.Text})
+		cell(head, k, hTop, hBottom, c, b.fontSize(c), element{bold: c.Bold, align: c.Align, text: c.Text})
 	}
 	size := 10
 	for _, i := range first.Cells {

@@ -72,6 +72,9 @@ type element struct {
 	pen    float64
 	pad    int
 	middle bool
+	// align is the text's horizontal alignment as JasperReports names
+	// it ("Center", "Right"; "" for left), from a workbook's cell.
+	align string
 	// line makes it a line from its top left, across when h is 1, down
 	// when w is 1, pen wide.
 	line bool
@@ -307,7 +310,7 @@ func (b *builder) cellsOf(bd *band, first, last int, bandTop float64) {
 				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, field: b.field(p.Label, p.Text)})
 			case isLabel && p.Value < 0:
 				x, y, w, h := b.place(c, size, bandTop, limit)
-				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, text: c.Text})
+				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, align: c.Align, text: c.Text})
 				if u, ok := b.underline(c); ok {
 					// The line after the label is where the value goes.
 					ux := int(math.Round(b.pt(u.X) - b.offX))
@@ -323,7 +326,7 @@ func (b *builder) cellsOf(bd *band, first, last int, bandTop float64) {
 				}
 			default:
 				x, y, w, h := b.place(c, size, bandTop, limit)
-				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, text: c.Text})
+				bd.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, align: c.Align, text: c.Text})
 			}
 		}
 	}
@@ -413,7 +416,7 @@ func (b *builder) tableBands(t *layout.Table, head, detail *band, headTop float6
 		}
 		size := b.fontSize(c)
 		x, y, w, h := b.place(c, size, headTop, lim)
-		head.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, text: c.Text})
+		head.add(element{x: x, y: y, w: w, h: h, size: size, bold: c.Bold, align: c.Align, text: c.Text})
 	}
 	if t.LastRow == t.FirstRow {
 		return float64(head.height)
