@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store/storetest"
@@ -72,7 +73,18 @@ func questionAgents(t testing.TB) *server.Registry {
 	var r server.Registry
 	for _, a := range []server.Agent{
 		{Name: "review", Description: "asks one question per item, all at once",
-			InputSchema: server.InputSchemaFor[questionsState](), Build: server.Compile(review)},
+			InputSchema: server.InputSchemaFor[questionsState](), Build: server.Compile(review),
+			Reply: func(_ json.RawMessage, pending *checkpoint.Interrupt) string {
+				if pending == nil {
+					return "done"
+				}
+				var q struct{ Question string }
+				json.Unmarshal(pending.Payload, &q)
+				return q.Question
+			},
+			Answer: func(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+				return json.Marshal(keep{Keep: text == "yes"})
+			}},
 		{Name: "approve", Description: "plans, asks to approve (the question expires), publishes",
 			InputSchema: server.InputSchemaFor[questionsState](), Build: server.Compile(approve)},
 	} {
@@ -166,6 +178,46 @@ func severalQuestions(t *testing.T, url, key string) {
 	var done questionsState
 	if err := json.Unmarshal(body, &done); code != http.StatusOK || err != nil || !slices.Equal(done.Verdicts, []string{"a:true", "b:true", "c:false"}) {
 		t.Fatalf("last answer: %d %s, want every verdict", code, body)
+	}
+}
+
+// TestChatAnswersQuestionsOneByOne: the chat endpoint shows several
+// pending questions one at a time; each reply answers the one shown.
+func TestChatAnswersQuestionsOneByOne(t *testing.T) {
+	const key = "c-key"
+	ts := startServer(t, server.Options{Agents: questionAgents(t), Keys: []string{key}})
+	code, body := call(t, "POST", ts.URL+"/threads/c1/runs/wait", key, map[string]any{
+		"assistant_id": "review", "if_not_exists": "create", "input": map[string]any{"items": []string{"a", "b", "c"}}})
+	if code != http.StatusOK {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	ids := pendingIDs(t, ts.URL, key, "c1")
+	for i, step := range []struct{ say, next string }{{"yes", "Keep b?"}, {"no", "Keep c?"}, {"yes", "done"}} {
+		code, body := call(t, "POST", ts.URL+"/v1/chat/completions", key, map[string]any{
+			"model": "review", "thread_id": "c1", "messages": []map[string]string{{"role": "user", "content": step.say}}})
+		var res struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil || len(res.Choices) != 1 {
+			t.Fatalf("answer %d: %d %s", i, code, body)
+		}
+		if got := res.Choices[0].Message.Content; !strings.Contains(got, step.next) {
+			t.Fatalf("answer %d (%s): reply %q, want %q", i, step.say, got, step.next)
+		}
+		if i < 2 {
+			if got := pendingIDs(t, ts.URL, key, "c1"); !slices.Equal(got, ids[i+1:]) {
+				t.Fatalf("after answer %d pending %v, want %v", i, got, ids[i+1:])
+			}
+		}
+	}
+	code, body = call(t, "GET", ts.URL+"/threads/c1/state", key, nil)
+	var st struct {
+		Values questionsState `json:"values"`
+	}
+	if err := json.Unmarshal(body, &st); code != http.StatusOK || err != nil || !slices.Equal(st.Values.Verdicts, []string{"a:true", "b:false", "c:true"}) {
+		t.Fatalf("state: %d %s, want each answer in its branch", code, body)
 	}
 }
 
