@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/loomkit/loom/internal/text"
 )
 
 // Normalising: the tolerated slips are repaired lexically, before
@@ -151,7 +153,7 @@ func syntaxError(s string, base int) *SyntaxError {
 	var se *json.SyntaxError
 	if err := json.Unmarshal(data, &raw); !errors.As(err, &se) {
 		if err != nil {
-			return &SyntaxError{Offset: base, Message: err.Error(), Near: cut(s, 40)}
+			return &SyntaxError{Offset: base, Message: err.Error(), Near: text.Clip(s, 40)}
 		}
 		return nil
 	}

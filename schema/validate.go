@@ -10,12 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	jsv "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/loomkit/loom/internal/text"
 )
 
 // Sentinel errors that callers branch on.
@@ -420,11 +421,11 @@ func describe(v any) string {
 	case []any:
 		return "an array"
 	case string:
-		return cut(strconv.Quote(v), 40)
+		return text.Clip(strconv.Quote(v), 40)
 	case nil:
 		return "null"
 	}
-	return cut(fmt.Sprint(v), 40)
+	return text.Clip(fmt.Sprint(v), 40)
 }
 
 func ratText(r *big.Rat) string {
@@ -433,17 +434,6 @@ func ratText(r *big.Rat) string {
 	}
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }
 
 func quoteAll(ss []string) []string {

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/schema"
 )
@@ -277,17 +278,9 @@ func defaultSummary(name string, args json.RawMessage) string {
 				b.WriteString("…")
 				break
 			}
-			fmt.Fprintf(&b, "%v: %s", key, clip(string(val), 80))
+			fmt.Fprintf(&b, "%v: %s", key, text.Clip(string(val), 80))
 		}
 	}
 	b.WriteByte(')')
 	return b.String()
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

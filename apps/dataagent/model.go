@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/loomkit/loom/apps/internal/table"
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/schema"
 )
@@ -88,13 +87,13 @@ func schemaText(tables []datasource.Table) string {
 				s += " → " + ref
 			}
 			if c.Comment != "" {
-				s += " -- " + oneLine(c.Comment, 80)
+				s += " -- " + text.OneLine(c.Comment, 80)
 			}
 			cols[i] = s
 		}
 		fmt.Fprintf(&b, "- %s(%s)", t.Name, strings.Join(cols, ", "))
 		if t.Comment != "" {
-			b.WriteString(" -- " + oneLine(t.Comment, 120))
+			b.WriteString(" -- " + text.OneLine(t.Comment, 120))
 		}
 		b.WriteString("\n")
 	}
@@ -118,9 +117,9 @@ func evidenceText(ev []Evidence) string {
 	for _, e := range ev {
 		switch e.Kind {
 		case "example":
-			fmt.Fprintf(&b, "- example: %s\n  SQL: %s\n", e.Title, oneLine(e.SQL, 600))
+			fmt.Fprintf(&b, "- example: %s\n  SQL: %s\n", e.Title, text.OneLine(e.SQL, 600))
 		default:
-			fmt.Fprintf(&b, "- %s %s: %s\n", e.Kind, e.Title, oneLine(e.Text, 400))
+			fmt.Fprintf(&b, "- %s %s: %s\n", e.Kind, e.Title, text.OneLine(e.Text, 400))
 		}
 	}
 	return b.String()
@@ -140,34 +139,13 @@ func planText(p *Plan) string {
 // resultText writes a step's result as a Markdown table (the first 20
 // rows, with the count), as the SQL agent shows its results.
 func resultText(r StepResult, question string) string {
-	return table.Markdown(r.Columns, r.Rows, r.Truncated, zh(question))
+	return table.Markdown(r.Columns, r.Rows, r.Truncated, text.HasHan(question))
 }
 
 func resultsText(rs []StepResult, question string) string {
 	var b strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&b, "Step %d: %s\nSQL: %s\n%s\n\n", r.Step+1, r.Instruction, oneLine(r.SQL, 600), resultText(r, question))
+		fmt.Fprintf(&b, "Step %d: %s\nSQL: %s\n%s\n\n", r.Step+1, r.Instruction, text.OneLine(r.SQL, 600), resultText(r, question))
 	}
 	return b.String()
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
-
-// zh reports whether text has Chinese in it, to answer in its language.
-func zh(text string) bool {
-	return strings.ContainsFunc(text, func(r rune) bool { return unicode.Is(unicode.Han, r) })
-}
-
-// say picks the English or Chinese text for the language of q.
-func say(q, en, cn string) string {
-	if zh(q) {
-		return cn
-	}
-	return en
 }

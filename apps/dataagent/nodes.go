@@ -17,13 +17,14 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
 )
 
 // noModel is what the agent says when a question needs a model.
 func noModel(q string) string {
-	return say(q,
+	return text.Say(q,
 		"No language model is configured, and no stored example question matches this one closely enough to answer it from its SQL. To ask questions in plain language, set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible endpoint) and LOOM_MODEL, then restart loom serve.",
 		"尚未配置语言模型，知识库里也没有与这个问题足够接近的示例问题可以直接用它的 SQL 回答。若要用自然语言提问，请设置 OPENAI_API_KEY（使用其他兼容 OpenAI 的服务时再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启 loom serve。")
 }
@@ -66,7 +67,7 @@ func (a *Agent) unavailable(s State, name string, err error) (_ State, ok bool) 
 		return s, false
 	}
 	a.log.Warn("data source unavailable", "source", name, "reason", u.Reason, "err", u.Cause)
-	return s.fail(say(s.Query,
+	return s.fail(text.Say(s.Query,
 		fmt.Sprintf("Source %s is unavailable: %s. Try again later.", name, u.Reason),
 		fmt.Sprintf("数据源 %s 暂时无法访问（%s），请稍后再试。", name, u.Reason))), true
 }
@@ -81,18 +82,18 @@ func (a *Agent) sourceName(s State) string {
 
 // status tells whoever streams the run what the analyst is doing.
 func status(ctx context.Context, q, en, cn string) {
-	graph.Emit(ctx, graph.KindStatus, say(q, en, cn))
+	graph.Emit(ctx, graph.KindStatus, text.Say(q, en, cn))
 }
 
 // finish ends the turn with ans: it is recorded in the history, and the
 // per-request switches are turned off for the next question.
 func (s State) finish(ans *Answer) State {
 	s.Answer = ans
-	text := ans.Text
+	msg := ans.Text
 	if ans.SQL != "" {
-		text += "\nSQL: " + oneLine(ans.SQL, 400)
+		msg += "\nSQL: " + text.OneLine(ans.SQL, 400)
 	}
-	s.History = append(slices.Clip(s.History), llm.User(s.Query), llm.Assistant(text))
+	s.History = append(slices.Clip(s.History), llm.User(s.Query), llm.Assistant(msg))
 	s.HumanReview, s.NL2SQLOnly = false, false
 	return s
 }
@@ -157,7 +158,7 @@ func (a *Agent) intentRecognition(ctx context.Context, s State) (State, error) {
 	if d.Kind != "analysis" {
 		reply := d.Reply
 		if reply == "" {
-			reply = say(q, "I analyse the data of the configured sources; ask me a question about them.", "我负责分析已配置数据源中的数据，请提出与数据相关的问题。")
+			reply = text.Say(q, "I analyse the data of the configured sources; ask me a question about them.", "我负责分析已配置数据源中的数据，请提出与数据相关的问题。")
 		}
 		return s.finish(&Answer{Text: reply}), nil
 	}
@@ -202,7 +203,7 @@ func (a *Agent) queryEnhance(ctx context.Context, s State) (State, error) {
 	d.Canonical = strings.TrimSpace(d.Canonical)
 	s.Enhanced = &d
 	if d.Canonical == "" {
-		return s.fail(say(s.Query, "I could not find a question about the data in that.", "没有从中识别出关于数据的问题。")), nil
+		return s.fail(text.Say(s.Query, "I could not find a question about the data in that.", "没有从中识别出关于数据的问题。")), nil
 	}
 	return s, nil
 }
@@ -229,7 +230,7 @@ func (a *Agent) schemaRecall(ctx context.Context, s State) (State, error) {
 	}
 	s.Tables = tables
 	if len(tables) == 0 {
-		return s.fail(say(s.Query, "I found no tables in "+src.Name+" that this question is about.", "在 "+src.Name+" 中没有找到与这个问题相关的表。")), nil
+		return s.fail(text.Say(s.Query, "I found no tables in "+src.Name+" that this question is about.", "在 "+src.Name+" 中没有找到与这个问题相关的表。")), nil
 	}
 	return s, nil
 }
@@ -332,7 +333,7 @@ func (a *Agent) tableRelation(ctx context.Context, s State) (State, error) {
 
 // relationFailed says the tables' structure could not be read, and why.
 func relationFailed(s State) string {
-	return say(s.Query, "I could not read the tables' structure: ", "无法读取表结构：") + s.RelationError
+	return text.Say(s.Query, "I could not read the tables' structure: ", "无法读取表结构：") + s.RelationError
 }
 
 // relations are the joins between tables: foreign keys, then logical keys.
@@ -391,7 +392,7 @@ func (a *Agent) feasibilityAssessment(ctx context.Context, s State) (State, erro
 		}
 		s.Feasibility = &FeasibilityDecision{Kind: "not_analysis", Reason: "no model"}
 		if s.ModelDown {
-			return s.fail(say(s.Query,
+			return s.fail(text.Say(s.Query,
 				"The language model cannot be reached now, and no stored example question matches this one closely enough to answer it from its SQL. Try again later.",
 				"语言模型暂时无法访问，知识库里也没有与这个问题足够接近的示例问题可以直接用它的 SQL 回答。请稍后再试。") + a.recalled(s)), nil
 		}
@@ -428,10 +429,10 @@ func (a *Agent) recalled(s State) string {
 	}
 	out := ""
 	if len(names) > 0 {
-		out += say(s.Query, "\n\nTables that look relevant: ", "\n\n可能相关的表：") + strings.Join(names, ", ")
+		out += text.Say(s.Query, "\n\nTables that look relevant: ", "\n\n可能相关的表：") + strings.Join(names, ", ")
 	}
 	if len(ev) > 0 {
-		out += say(s.Query, "\nKnowledge that looks relevant: ", "\n可能相关的知识：") + strings.Join(ev, "; ")
+		out += text.Say(s.Query, "\nKnowledge that looks relevant: ", "\n可能相关的知识：") + strings.Join(ev, "; ")
 	}
 	return out
 }
@@ -558,7 +559,7 @@ func (a *Agent) reviewNeeded(s State) bool {
 // sqlAnswer is the answer of nl2sql_only mode: the last statement and its
 // result.
 func (a *Agent) sqlAnswer(s State) *Answer {
-	ans := &Answer{Text: say(s.Query, "Here is the SQL and its result.", "SQL 及其结果如下。")}
+	ans := &Answer{Text: text.Say(s.Query, "Here is the SQL and its result.", "SQL 及其结果如下。")}
 	if s.Example != nil && a.model(s) == nil {
 		ans.FromExample = s.Example.Title
 		ans.Text = fromExample(s)
@@ -572,11 +573,11 @@ func (a *Agent) sqlAnswer(s State) *Answer {
 
 func fromExample(s State) string {
 	if s.ModelDown {
-		return say(s.Query,
+		return text.Say(s.Query,
 			"The language model cannot be reached now, so I answered from the stored example question \""+s.Example.Title+"\", which matches yours, by running its SQL.",
 			"语言模型暂时无法访问，因此用知识库中与之匹配的示例问题“"+s.Example.Title+"”的 SQL 作答。")
 	}
-	return say(s.Query,
+	return text.Say(s.Query,
 		"No language model is configured, so I answered from the stored example question \""+s.Example.Title+"\", which matches yours, by running its SQL.",
 		"尚未配置语言模型，因此用知识库中与之匹配的示例问题“"+s.Example.Title+"”的 SQL 作答。")
 }
@@ -595,7 +596,7 @@ func (a *Agent) humanFeedback(ctx context.Context, s State) (State, error) {
 	case fb.Accept:
 		s.Approved = true
 	case fb.Note == "":
-		return s.fail(say(s.Query, "The plan was rejected, so I stopped. Ask again, or reject with a comment saying what to change.", "计划被拒绝，已停止。可以重新提问，或在拒绝时说明要修改什么。")), nil
+		return s.fail(text.Say(s.Query, "The plan was rejected, so I stopped. Ask again, or reject with a comment saying what to change.", "计划被拒绝，已停止。可以重新提问，或在拒绝时说明要修改什么。")), nil
 	}
 	return s, nil
 }
@@ -610,8 +611,8 @@ func (s State) schema() string {
 
 // reviewText is the plan as a person reviews it.
 func reviewText(q string, p *Plan) string {
-	return say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(p) +
-		say(q, "\nApprove it to run it, or reject it with a note on what to change.", "\n批准后开始执行；如需修改，请拒绝并说明要改什么。")
+	return text.Say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(p) +
+		text.Say(q, "\nApprove it to run it, or reject it with a note on what to change.", "\n批准后开始执行；如需修改，请拒绝并说明要改什么。")
 }
 
 // step is the plan step being run.
@@ -645,7 +646,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 			return s.fail(noModel(s.Query)), nil
 		}
 		if len(s.SQLErrors) > 0 {
-			return s.fail(say(s.Query, "The stored example's SQL did not run: ", "示例的 SQL 无法执行：") + s.RetryReason), nil
+			return s.fail(text.Say(s.Query, "The stored example's SQL did not run: ", "示例的 SQL 无法执行：") + s.RetryReason), nil
 		}
 		stmt = s.Example.SQL
 	} else {
@@ -679,7 +680,7 @@ func (a *Agent) sqlGenerate(ctx context.Context, s State) (State, error) {
 		// writer disputes the objection, and the check judges it once
 		// more. Any other repeat (or a second dispute) is a failure.
 		if s.Objection == "" || s.Disputed {
-			return s.sqlFailure("the same SQL was generated twice in a row: " + oneLine(stmt, 300)), nil
+			return s.sqlFailure("the same SQL was generated twice in a row: " + text.OneLine(stmt, 300)), nil
 		}
 		s.Disputed = true
 		return s, nil
@@ -701,9 +702,9 @@ func sqlFailed(s State, tries int) string {
 	reason := s.RetryReason
 	if strings.HasPrefix(reason, sqlUnreadable) {
 		// The parser's error was for the model, not the reader.
-		reason = say(s.Query, "the model's answer could not be read as SQL", "模型的回答无法读成 SQL")
+		reason = text.Say(s.Query, "the model's answer could not be read as SQL", "模型的回答无法读成 SQL")
 	}
-	return fmt.Sprintf(say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), tries, reason)
+	return fmt.Sprintf(text.Say(s.Query, "I could not write working SQL in %d tries. The last problem: %s", "尝试 %d 次仍未写出可用的 SQL。最后的问题：%s"), tries, reason)
 }
 
 // sqlUnreadable starts the reason of a SQL try whose answer could not
@@ -734,7 +735,7 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 	if err != nil {
 		s.Consistent, s.Objection = false, ""
 		s.RetryReason = "refused before running: " + err.Error()
-		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
+		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+text.OneLine(s.SQL, 300)+")")
 		return s, nil
 	}
 	if a.model(s) != nil {
@@ -753,7 +754,7 @@ func (a *Agent) semanticConsistency(ctx context.Context, s State) (State, error)
 		if !d.Consistent {
 			s.Consistent, s.Objection = false, cmp.Or(strings.TrimSpace(d.Reason), "no reason given")
 			s.RetryReason = "the SQL does not do what the step asks: " + d.Reason
-			s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(stmt, 300)+")")
+			s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+text.OneLine(stmt, 300)+")")
 			return s, nil
 		}
 	}
@@ -784,7 +785,7 @@ func (a *Agent) sqlExecute(ctx context.Context, s State) (State, error) {
 		if schemaError(err) && a.refreshSchema(ctx, &s, src.Name) {
 			s.RetryReason += " (the tables were read again; use only the tables and columns now listed)"
 		}
-		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+oneLine(s.SQL, 300)+")")
+		s.SQLErrors = append(slices.Clip(s.SQLErrors), s.RetryReason+" (SQL: "+text.OneLine(s.SQL, 300)+")")
 		return s, nil
 	}
 	s.Results = append(slices.Clip(s.Results), StepResult{
@@ -824,7 +825,7 @@ func (a *Agent) pythonGenerate(ctx context.Context, s State) (State, error) {
 func dataFiles(rs []StepResult) string {
 	var b strings.Builder
 	for i, r := range rs {
-		fmt.Fprintf(&b, "- data_%d.csv (step %d: %s): columns %s; %d rows\n", i+1, r.Step+1, oneLine(r.Instruction, 120), strings.Join(r.Columns, ", "), len(r.Rows))
+		fmt.Fprintf(&b, "- data_%d.csv (step %d: %s): columns %s; %d rows\n", i+1, r.Step+1, text.OneLine(r.Instruction, 120), strings.Join(r.Columns, ", "), len(r.Rows))
 	}
 	return b.String()
 }
@@ -959,7 +960,7 @@ func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
 		n := len(s.PythonErrors)
 		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", n, "last_error", s.PythonOutput)
 		s.PythonFallback = true
-		s.PythonOutput = say(s.Query, fmt.Sprintf("the Python analysis failed %d times", n), fmt.Sprintf("Python 分析失败了 %d 次", n))
+		s.PythonOutput = text.Say(s.Query, fmt.Sprintf("the Python analysis failed %d times", n), fmt.Sprintf("Python 分析失败了 %d 次", n))
 		s.FallbackNote = s.PythonOutput
 	}
 	st := s.step()
@@ -980,7 +981,7 @@ func (a *Agent) pythonAnalyze(ctx context.Context, s State) (State, error) {
 		finding = strings.TrimSpace(text)
 	}
 	if s.PythonFallback {
-		finding = say(s.Query, "(This analysis ran without Python: ", "（本步分析未使用 Python：") + s.PythonOutput + say(s.Query, ")", "）") + "\n" + finding
+		finding = text.Say(s.Query, "(This analysis ran without Python: ", "（本步分析未使用 Python：") + s.PythonOutput + text.Say(s.Query, ")", "）") + "\n" + finding
 	}
 	s.PythonAnalysis = append(slices.Clip(s.PythonAnalysis), strings.TrimSpace(finding))
 	s.Step++
@@ -1020,16 +1021,16 @@ func (a *Agent) giveUp(ctx context.Context, s State) (State, error) {
 		if s.Plan == nil {
 			// What the model answered could not be read as a plan: the
 			// reader is not shown the parser's error.
-			return s.fail(say(q, "I could not make a plan: the model's answer could not be read as one. Try asking again, perhaps in other words.",
+			return s.fail(text.Say(q, "I could not make a plan: the model's answer could not be read as one. Try asking again, perhaps in other words.",
 				"无法生成分析计划：模型的回答无法读成计划。请再问一次，或换一种说法。")), nil
 		}
-		return s.fail(say(q, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
+		return s.fail(text.Say(q, "I could not make a valid plan: ", "无法生成有效的分析计划：") + s.PlanError), nil
 	case s.Feedback != nil && !s.Feedback.Accept:
-		return s.fail(fmt.Sprintf(say(q, "The plan was rejected %d times, so I stopped. Ask the question again with what you want.", "计划已被拒绝 %d 次，已停止。请把要求写进问题里重新提问。"), MaxRejections+1)), nil
+		return s.fail(fmt.Sprintf(text.Say(q, "The plan was rejected %d times, so I stopped. Ask the question again with what you want.", "计划已被拒绝 %d 次，已停止。请把要求写进问题里重新提问。"), MaxRejections+1)), nil
 	case s.step().Tool == "python":
 		n := len(s.PythonErrors)
 		a.log.Warn("dataagent: the Python step failed every try", "step", s.Step+1, "tries", n, "last_error", s.PythonOutput)
-		return s.fail(say(q, fmt.Sprintf("The Python analysis failed %d times, so the analysis stopped.", n),
+		return s.fail(text.Say(q, fmt.Sprintf("The Python analysis failed %d times, so the analysis stopped.", n),
 			fmt.Sprintf("Python 分析失败了 %d 次，分析已停止。", n))), nil
 	}
 	return s.fail(sqlFailed(s, SQLTries)), nil

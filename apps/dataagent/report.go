@@ -11,6 +11,7 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/server"
 )
 
@@ -50,7 +51,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 			md += a.charts(s)
 		}
 	} else {
-		md = "# " + oneLine(q, 120) + "\n\n" + fromExample(s) + "\n"
+		md = "# " + text.OneLine(q, 120) + "\n\n" + fromExample(s) + "\n"
 		// A result is shown as its chart, or as a table when it has none.
 		for _, r := range s.Results {
 			if chart := a.charts(State{Results: []StepResult{r}}); chart != "" {
@@ -62,7 +63,7 @@ func (a *Agent) reportGenerator(ctx context.Context, s State) (State, error) {
 	}
 	md += imagesText(s.Images, q)
 	if s.FallbackNote != "" {
-		md = insertAfterTitle(md, "> "+say(q, "Python analysis could not run here, so this analysis ran without Python: ", "Python 分析无法运行，本次分析未使用 Python：")+oneLine(s.FallbackNote, 400)+"\n")
+		md = insertAfterTitle(md, "> "+text.Say(q, "Python analysis could not run here, so this analysis ran without Python: ", "Python 分析无法运行，本次分析未使用 Python：")+text.OneLine(s.FallbackNote, 400)+"\n")
 	}
 	if len(s.Results) > 0 {
 		md += "\n\n## SQL\n"
@@ -94,7 +95,7 @@ func imagesText(images []Image, q string) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(say(q, "\n\n## Charts of the analysis\n", "\n\n## 分析图表\n"))
+	b.WriteString(text.Say(q, "\n\n## Charts of the analysis\n", "\n\n## 分析图表\n"))
 	for _, im := range images {
 		alt := strings.TrimSuffix(im.Name, path.Ext(im.Name))
 		alt = strings.NewReplacer("[", "(", "]", ")", "\n", " ").Replace(alt)
@@ -110,7 +111,7 @@ func (a *Agent) charts(s State) string {
 	}
 	var b strings.Builder
 	for _, r := range s.Results {
-		block, ok := a.cfg.Report.Chart(datasource.Result{Columns: r.Columns, Rows: r.Rows}, oneLine(r.Instruction, 60))
+		block, ok := a.cfg.Report.Chart(datasource.Result{Columns: r.Columns, Rows: r.Rows}, text.OneLine(r.Instruction, 60))
 		if ok {
 			b.WriteString("\n" + block)
 		}
@@ -145,7 +146,7 @@ func summaryLine(md string) string {
 		if p == "" || strings.HasPrefix(p, "#") || strings.HasPrefix(p, ">") || strings.HasPrefix(p, "```") || strings.HasPrefix(p, "|") {
 			continue
 		}
-		return oneLine(p, 400)
+		return text.OneLine(p, 400)
 	}
 	return ""
 }

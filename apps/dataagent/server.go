@@ -23,6 +23,7 @@ import (
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
@@ -286,13 +287,13 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	if pending != nil {
 		var r PlanReview
 		if json.Unmarshal(pending.Payload, &r) == nil && r.Plan != nil {
-			return say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(r.Plan) +
-				say(q, "\nReply \"yes\" to run it, or \"no, …\" with what to change.", "\n回复“好的”开始执行，或回复“不行，……”说明要修改的地方。")
+			return text.Say(q, "Here is my plan:\n\n", "分析计划如下：\n\n") + planText(r.Plan) +
+				text.Say(q, "\nReply \"yes\" to run it, or \"no, …\" with what to change.", "\n回复“好的”开始执行，或回复“不行，……”说明要修改的地方。")
 		}
 		return string(pending.Payload)
 	}
 	if s.Answer == nil {
-		return say(q, "The analysis stopped without an answer.", "分析已停止，没有得到结果。")
+		return text.Say(q, "The analysis stopped without an answer.", "分析已停止，没有得到结果。")
 	}
 	return s.Answer.Markdown(q)
 }
@@ -302,12 +303,12 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 // result as a table.
 func (a *Answer) Markdown(question string) string {
 	if a.Report != "" {
-		md := strings.TrimSpace(report.Markdown(a.Report, report.Options{ChartsAsTables: true, Locale: say(question, "en", "zh")}))
+		md := strings.TrimSpace(report.Markdown(a.Report, report.Options{ChartsAsTables: true, Locale: text.Say(question, "en", "zh")}))
 		// A picture carried in the report is named, not inlined, in a
 		// chat: the web page shows it.
-		md = dataImage.ReplaceAllString(md, say(question, "*(chart: $1, on the web page)*", "*（图表：$1，见网页版报告）*"))
+		md = dataImage.ReplaceAllString(md, text.Say(question, "*(chart: $1, on the web page)*", "*（图表：$1，见网页版报告）*"))
 		if a.ReportPath != "" {
-			md += say(question, "\n\nThe report with its charts, as a web page: ", "\n\n带图表的网页版报告：") + a.ReportPath
+			md += text.Say(question, "\n\nThe report with its charts, as a web page: ", "\n\n带图表的网页版报告：") + a.ReportPath
 		}
 		return md
 	}
@@ -317,7 +318,7 @@ func (a *Answer) Markdown(question string) string {
 		b.WriteString("\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```")
 	}
 	if len(a.Columns) > 0 {
-		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, zh(question)))
+		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, text.HasHan(question)))
 	}
 	return strings.TrimSpace(b.String())
 }
@@ -367,7 +368,7 @@ func routes(srv *server.Server, p *parts) http.Handler {
 			server.WriteError(w, http.StatusNotFound, "no_renderer", "reports are not rendered by this server")
 			return
 		}
-		locale := say(s.Query, "en", "zh")
+		locale := text.Say(s.Query, "en", "zh")
 		if format == "markdown" {
 			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 			w.Header().Set("Content-Disposition", `attachment; filename="report.md"`)

@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/convo"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/tool"
@@ -152,11 +153,11 @@ func (a *Agent) turn(ctx context.Context, s State) (State, error) {
 	}
 	s.Source = cmp.Or(s.Source, set.Source)
 	if q == "" {
-		s.Answer = &Answer{Text: say(q, "Ask a question about the data, or type a SQL query.", "请提出一个关于数据的问题，或直接输入 SQL 查询。")}
+		s.Answer = &Answer{Text: text.Say(q, "Ask a question about the data, or type a SQL query.", "请提出一个关于数据的问题，或直接输入 SQL 查询。")}
 		return s, nil
 	}
 	if s.Title == "" {
-		s.Title = oneLine(q, 80)
+		s.Title = text.OneLine(q, 80)
 	}
 	s.Known.learn(s.ReAct.Messages, len(a.cfg.Sources.list) > 1)
 	s.TurnStart = len(s.ReAct.Messages)
@@ -176,7 +177,7 @@ func (a *Agent) turn(ctx context.Context, s State) (State, error) {
 				var u *datasource.UnavailableError
 				errors.As(err, &u)
 				a.cfg.Sources.unavailable(src.Name, err)
-				s.Answer = &Answer{Text: say(q,
+				s.Answer = &Answer{Text: text.Say(q,
 					fmt.Sprintf("Source %s is unavailable: %s. Try again later.", src.Name, u.Reason),
 					fmt.Sprintf("数据源 %s 暂时无法访问（%s），请稍后再试。", src.Name, u.Reason))}
 				return s, nil
@@ -245,48 +246,48 @@ func (a *Agent) direct(ctx context.Context, s State) (State, error) {
 		graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": id, "tool": name, "result": out})
 		return out, err == nil
 	}
-	var text string
+	var reply string
 	var sample sampleResult
 	switch {
 	case listRE.MatchString(q):
 		out, ok := call(ToolListTables, sourceArgs{Source: s.Source})
-		text = out
+		reply = out
 		if ok {
 			var l tableList
 			json.Unmarshal([]byte(out), &l)
-			text = listText(q, l)
+			reply = listText(q, l)
 		}
 	case describeRE.MatchString(q):
 		name := firstGroup(describeRE.FindStringSubmatch(q))
 		out, ok := call(ToolDescribeTable, tableArgs{Table: strings.Trim(name, "\"`"), Source: s.Source})
-		text = strings.TrimPrefix(out, "error: ")
+		reply = strings.TrimPrefix(out, "error: ")
 		if ok {
 			var t datasource.Table
 			json.Unmarshal([]byte(out), &t)
-			text = describeText(q, t)
+			reply = describeText(q, t)
 		}
 	case sampleRE.MatchString(q):
 		out, ok := call(ToolSampleRows, sampleArgs{Table: firstGroup(sampleRE.FindStringSubmatch(q)), N: 10, Source: s.Source})
 		if !ok {
-			text = strings.TrimPrefix(out, "error: ")
+			reply = strings.TrimPrefix(out, "error: ")
 			break
 		}
 		// The rows are the answer's table, as a query's are.
 		json.Unmarshal([]byte(out), &sample)
-		text = say(q, "The first rows of "+sample.Table+":", "表 "+sample.Table+" 的前几行数据：")
+		reply = text.Say(q, "The first rows of "+sample.Table+":", "表 "+sample.Table+" 的前几行数据：")
 	case looksLikeSQL(q):
 		out, ok := call(ToolRunSQL, sqlArgs{SQL: q, Source: s.Source})
-		text = say(q, "Here is the result.", "查询结果如下。")
+		reply = text.Say(q, "Here is the result.", "查询结果如下。")
 		if !ok {
-			text = strings.TrimPrefix(out, "error: ")
+			reply = strings.TrimPrefix(out, "error: ")
 		}
 	default:
-		text = say(q,
+		reply = text.Say(q,
 			"No language model is configured, so I can only run SQL you type (read-only), list the tables (\"list tables\") and describe a table (\"describe orders\"). To ask questions in plain language, set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible endpoint) and LOOM_MODEL, then restart loom serve.",
 			"尚未配置语言模型，所以我现在只能执行你输入的只读 SQL、列出所有表（\"有哪些表\"）和查看表结构（\"describe orders\" 或 \"orders 表结构\"）。若要用自然语言提问，请设置 OPENAI_API_KEY（使用其他兼容 OpenAI 的服务时再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启 loom serve。")
 	}
-	s.ReAct.Messages = append(s.ReAct.Messages, llm.Assistant(text))
-	s.ReAct.Answer = text
+	s.ReAct.Messages = append(s.ReAct.Messages, llm.Assistant(reply))
+	s.ReAct.Answer = reply
 	s, err := a.answer(s)
 	if err == nil && sample.Result != nil {
 		s.Answer.SQL = ""
@@ -320,34 +321,16 @@ func looksLikeSQL(text string) bool {
 	return false
 }
 
-// zh reports whether text is mostly Chinese, to answer in its language.
-func zh(text string) bool {
-	for _, r := range text {
-		if unicode.Is(unicode.Han, r) {
-			return true
-		}
-	}
-	return false
-}
-
-// say picks the English or Chinese text for the language of q.
-func say(q, en, cn string) string {
-	if zh(q) {
-		return cn
-	}
-	return en
-}
-
 func listText(q string, l tableList) string {
 	var b strings.Builder
-	b.WriteString(say(q, fmt.Sprintf("%s has %d tables and views:\n", l.Source, len(l.Tables)), fmt.Sprintf("%s 共有 %d 个表和视图：\n", l.Source, len(l.Tables))))
+	b.WriteString(text.Say(q, fmt.Sprintf("%s has %d tables and views:\n", l.Source, len(l.Tables)), fmt.Sprintf("%s 共有 %d 个表和视图：\n", l.Source, len(l.Tables))))
 	for _, t := range l.Tables {
 		fmt.Fprintf(&b, "- %s", t.Name)
 		switch {
 		case t.Kind == "view":
-			b.WriteString(say(q, " (view)", "（视图）"))
+			b.WriteString(text.Say(q, " (view)", "（视图）"))
 		case t.Rows >= 0:
-			b.WriteString(say(q, fmt.Sprintf(" (%d rows)", t.Rows), fmt.Sprintf("（%d 行）", t.Rows)))
+			b.WriteString(text.Say(q, fmt.Sprintf(" (%d rows)", t.Rows), fmt.Sprintf("（%d 行）", t.Rows)))
 		}
 		b.WriteString("\n")
 	}
@@ -358,14 +341,14 @@ func describeText(q string, t datasource.Table) string {
 	var b strings.Builder
 	switch {
 	case t.Kind == "view":
-		b.WriteString(say(q, "View "+t.Name+"\n", "视图 "+t.Name+"\n"))
+		b.WriteString(text.Say(q, "View "+t.Name+"\n", "视图 "+t.Name+"\n"))
 	case t.Rows >= 0:
-		b.WriteString(say(q, fmt.Sprintf("Table %s (%d rows)\n", t.Name, t.Rows), fmt.Sprintf("表 %s（%d 行）\n", t.Name, t.Rows)))
+		b.WriteString(text.Say(q, fmt.Sprintf("Table %s (%d rows)\n", t.Name, t.Rows), fmt.Sprintf("表 %s（%d 行）\n", t.Name, t.Rows)))
 	default:
-		b.WriteString(say(q, "Table "+t.Name+"\n", "表 "+t.Name+"\n"))
+		b.WriteString(text.Say(q, "Table "+t.Name+"\n", "表 "+t.Name+"\n"))
 	}
 	fks := references(t)
-	b.WriteString(say(q, "| column | type | null | key |\n", "| 列 | 类型 | 可空 | 键 |\n"))
+	b.WriteString(text.Say(q, "| column | type | null | key |\n", "| 列 | 类型 | 可空 | 键 |\n"))
 	b.WriteString("|---|---|---|---|\n")
 	for _, c := range t.Columns {
 		key := ""
@@ -377,9 +360,9 @@ func describeText(q string, t datasource.Table) string {
 		if ref, ok := fks[c.Name]; ok {
 			key = strings.TrimSpace(key + " → " + ref)
 		}
-		null := say(q, "no", "否")
+		null := text.Say(q, "no", "否")
 		if c.Nullable {
-			null = say(q, "yes", "是")
+			null = text.Say(q, "yes", "是")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Name, c.Type, null, key)
 	}
@@ -407,7 +390,7 @@ func turnQuestion(st *agent.State) (string, int) {
 // language.
 func roundStatus(st *agent.State) string {
 	q, _ := turnQuestion(st)
-	return say(q, fmt.Sprintf("round %d", st.Rounds), fmt.Sprintf("第 %d 轮", st.Rounds))
+	return text.Say(q, fmt.Sprintf("round %d", st.Rounds), fmt.Sprintf("第 %d 轮", st.Rounds))
 }
 
 // summaryRequest asks the model for its progress summary at the round
@@ -420,15 +403,15 @@ func summaryRequest(st *agent.State) string {
 	k.learn(st.Messages[at:], true)
 	var b strings.Builder
 	b.WriteString("You have used your step budget for now. The question was:\n")
-	b.WriteString(oneLine(q, 1000) + "\n")
+	b.WriteString(text.OneLine(q, 1000) + "\n")
 	if len(k.Errors) > 0 {
 		b.WriteString("Problems hit on the way (say which are solved and which are not):\n")
 		for _, e := range k.Errors[max(0, len(k.Errors)-5):] {
-			fmt.Fprintf(&b, "- %s %s: %s\n", e.Tool, oneLine(e.Input, 200), oneLine(strings.TrimPrefix(e.Error, "tool "+e.Tool+": "), 200))
+			fmt.Fprintf(&b, "- %s %s: %s\n", e.Tool, text.OneLine(e.Input, 200), text.OneLine(strings.TrimPrefix(e.Error, "tool "+e.Tool+": "), 200))
 		}
 	}
 	b.WriteString("Summarise in a few sentences what you did, what you found towards answering the question, and what is left to do. Answer in plain text, not JSON")
-	b.WriteString(say(q, ".", ", in Chinese (简体中文)."))
+	b.WriteString(text.Say(q, ".", ", in Chinese (简体中文)."))
 	return b.String()
 }
 
@@ -438,7 +421,7 @@ func summaryRequest(st *agent.State) string {
 func giveUp(ctx context.Context, st *agent.State, err *agent.MalformedError) string {
 	slog.WarnContext(ctx, "sqlagent: the model's answers could not be used; the turn ends without an answer", "err", err)
 	q, _ := turnQuestion(st)
-	return say(q,
+	return text.Say(q,
 		"I could not get a usable answer from the language model this time: it answered three times in a form I could not read. Please ask again, perhaps in other words.",
 		"这次没能从语言模型得到可用的回答：它连续三次给出了无法解析的答复。请再问一次，或换个说法。")
 }
@@ -448,7 +431,7 @@ func giveUp(ctx context.Context, st *agent.State, err *agent.MalformedError) str
 func modelFailed(ctx context.Context, st *agent.State, err error) string {
 	slog.WarnContext(ctx, "sqlagent: the model call failed; the turn ends without an answer", "err", err)
 	q, _ := turnQuestion(st)
-	return say(q,
+	return text.Say(q,
 		"The language model could not be reached just now, so I could not answer. Please try again in a moment.",
 		"暂时无法连接语言模型，所以没能回答这个问题。请稍后再试。")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/shop"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
@@ -144,7 +145,7 @@ func Reply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	if pending != nil {
 		var p agent.PauseRequest
 		if json.Unmarshal(pending.Payload, &p) == nil && p.Summary != "" {
-			return say(q,
+			return text.Say(q,
 				fmt.Sprintf("I have used my step budget (%d rounds) and paused. Progress so far:\n%s\n\nReply \"continue\" to go on, or \"stop\" to end here.", p.Rounds, p.Summary),
 				fmt.Sprintf("已用完本轮的步数预算（%d 轮），先暂停一下。目前进展：\n%s\n\n回复“继续”接着执行，回复“停止”到此为止。", p.Rounds, p.Summary))
 		}
@@ -169,7 +170,7 @@ func (a *Answer) tail(question string) string {
 		b.WriteString("\n\n```sql\n" + strings.TrimSpace(a.SQL) + "\n```")
 	}
 	if len(a.Columns) > 0 {
-		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, zh(question)))
+		b.WriteString("\n\n" + table.Markdown(a.Columns, a.Rows, a.Truncated, text.HasHan(question)))
 	}
 	return b.String()
 }

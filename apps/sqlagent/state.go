@@ -14,6 +14,7 @@ import (
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/convo"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 )
 
@@ -245,13 +246,13 @@ func (k *Known) render(maxChars int) string {
 			if r.Truncated {
 				more = "+"
 			}
-			fmt.Fprintf(&b, "- %s%s → %d%s rows\n", on, oneLine(r.SQL, 200), r.Rows, more)
+			fmt.Fprintf(&b, "- %s%s → %d%s rows\n", on, text.OneLine(r.SQL, 200), r.Rows, more)
 		}
 	}
 	if n := len(k.Errors); n > 0 {
 		b.WriteString("Errors to avoid:\n")
 		for _, e := range k.Errors[max(0, n-3):] {
-			fmt.Fprintf(&b, "- %s %s: %s\n", e.Tool, oneLine(e.Input, 120), oneLine(e.Error, 160))
+			fmt.Fprintf(&b, "- %s %s: %s\n", e.Tool, text.OneLine(e.Input, 120), text.OneLine(e.Error, 160))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -315,14 +316,6 @@ func references(t datasource.Table) map[string]string {
 	return fks
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
-
 // summarize is the summary of older messages for the model's view (the
 // convo.Summarizer): the questions asked, the tables listed and described,
 // the statements run and their outcome, the answers given, then the
@@ -339,16 +332,16 @@ func summarize(maxChars int) convo.Summarizer {
 		for _, m := range older {
 			switch {
 			case m.Role == llm.RoleUser && !strings.HasPrefix(m.Content, "Your previous answer"):
-				lines = append(lines, "question: "+oneLine(m.Content, 200))
+				lines = append(lines, "question: "+text.OneLine(m.Content, 200))
 			case m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0:
 				for _, c := range m.ToolCalls {
-					lines = append(lines, "called "+c.Name+" "+oneLine(c.Arguments, 200))
+					lines = append(lines, "called "+c.Name+" "+text.OneLine(c.Arguments, 200))
 				}
 			case m.Role == llm.RoleAssistant:
 				if d, err := contract.Decode[agent.Decision](m.Content); err == nil && d.Answer != "" {
-					lines = append(lines, "answered: "+oneLine(d.Answer, 300))
+					lines = append(lines, "answered: "+text.OneLine(d.Answer, 300))
 				} else if strings.HasPrefix(m.Content, "Progress so far: ") {
-					lines = append(lines, oneLine(m.Content, 400))
+					lines = append(lines, text.OneLine(m.Content, 400))
 				}
 			}
 		}
@@ -356,10 +349,10 @@ func summarize(maxChars int) convo.Summarizer {
 			lines = append(lines, "tables listed: "+strings.Join(k.Tables, ", "))
 		}
 		for _, name := range slices.Sorted(maps.Keys(k.Schemas)) {
-			lines = append(lines, "described: "+oneLine(schemaLine(name, k.Schemas[name]), 300))
+			lines = append(lines, "described: "+text.OneLine(schemaLine(name, k.Schemas[name]), 300))
 		}
 		for _, e := range k.Errors {
-			lines = append(lines, "failed: "+e.Tool+" "+oneLine(e.Input, 100)+": "+oneLine(e.Error, 150))
+			lines = append(lines, "failed: "+e.Tool+" "+text.OneLine(e.Input, 100)+": "+text.OneLine(e.Error, 150))
 		}
 		total := 0
 		for _, l := range lines {

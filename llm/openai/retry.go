@@ -17,6 +17,7 @@ import (
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
 )
 
@@ -76,7 +77,7 @@ func (m *Model) attemptError(ctx, actx context.Context, raw *http.Response, err 
 			header = apiErr.Response.Header
 		}
 		if msg := apiErr.Message; msg != "" {
-			err = fmt.Errorf("%w: %s", err, clip(msg, 300))
+			err = fmt.Errorf("%w: %s", err, text.Clip(msg, 300))
 		}
 	} else if raw != nil && raw.StatusCode >= 400 {
 		status, header = raw.StatusCode, raw.Header
@@ -105,7 +106,7 @@ func (m *Model) streamError(ctx, actx context.Context, err error) error {
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		return &failure{err: fmt.Errorf("provider error in stream: %s", clip(se.Message, 300))}
+		return &failure{err: fmt.Errorf("provider error in stream: %s", text.Clip(se.Message, 300))}
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -226,10 +227,3 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func randFloat() float64 { return rand.Float64() }
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

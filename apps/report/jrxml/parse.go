@@ -22,6 +22,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/loomkit/loom/internal/text"
 )
 
 // Namespace is the JasperReports 6.x report namespace.
@@ -305,7 +307,7 @@ func (d *Document) declarationProblem(off int, dir xml.Directive) *Problem {
 	if i := strings.IndexFunc(word, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
 		word = word[:i]
 	}
-	word = clip(strings.ToUpper(word), 20)
+	word = text.Clip(strings.ToUpper(word), 20)
 	line, col := d.Pos(off)
 	return &Problem{Line: line, Column: col, Severity: Error, Check: "external",
 		Message: "a template may not declare a DOCTYPE or entities",
@@ -332,7 +334,7 @@ func (d *Document) external(e *Element) *Problem {
 				}
 				if !jasperSchema(f) {
 					return d.externalProblem(e, "%s:%s points to %q, which is not a JasperReports schema",
-						"remove the attribute, or point it to http://jasperreports.sourceforge.net/xsd/jasperreport.xsd", a.Name.Space, a.Name.Local, clip(f, 80))
+						"remove the attribute, or point it to http://jasperreports.sourceforge.net/xsd/jasperreport.xsd", a.Name.Space, a.Name.Local, text.Clip(f, 80))
 				}
 			}
 		}
@@ -375,14 +377,6 @@ func (d *Document) limitProblem(off int, elem, format, hint string, args ...any)
 	p := d.problemAt(off, elem, format, hint, args...)
 	p.Check = "limit"
 	return p
-}
-
-// clip shortens s to at most n runes.
-func clip(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
 }
 
 // syntaxProblem turns a decoder error at offset off, with stack open,
