@@ -9,6 +9,7 @@ import (
 
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/intent/dataset"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // dataDir is the shared data folder beside the repository. Missing, it
@@ -18,10 +19,7 @@ func dataDir(t testing.TB) string {
 	dir := filepath.Join("..", "..", "shared", "data")
 	if _, err := os.Stat(dir); err != nil {
 		abs, _ := filepath.Abs(dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("data folder %s: %v", abs, err)
-		}
-		t.Skipf("data folder %s not found: %v", abs, err)
+		testenv.Need(t, fmt.Sprintf("data folder %s not found", abs), err)
 	}
 	return dir
 }

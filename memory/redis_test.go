@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // envRedis names the variable with the Redis server the tests use (as
@@ -45,12 +48,7 @@ func redisClient(t testing.TB) *goredis.Client {
 		defer cancel()
 		redisReach.err = c.Ping(ctx).Err()
 	})
-	if redisReach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis unreachable under CI=true (set %s, default %s): %v", envRedis, defaultRedis, redisReach.err)
-		}
-		t.Skipf("redis unreachable; set %s to a reachable server (default %s): %v", envRedis, defaultRedis, redisReach.err)
-	}
+	testenv.Need(t, fmt.Sprintf("redis unreachable; set %s to a reachable server (default %s)", envRedis, defaultRedis), redisReach.err)
 	o, _ := goredis.ParseURL(redisReach.url)
 	c := goredis.NewClient(o)
 	t.Cleanup(func() { c.Close() })

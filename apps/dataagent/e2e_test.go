@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // topSalesSQL is the statement the scripted model writes for "who sold
@@ -431,10 +431,7 @@ func pythonPlan(m *fakeModel) {
 // without the traceback.
 func TestPythonFailsThenFallback(t *testing.T) {
 	if err := (&sandbox.Runner{}).Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox must run under CI: %v", err)
-		}
-		t.Skipf("no Python sandbox here (install bubblewrap and python3-pandas): %v", err)
+		testenv.Need(t, "no Python sandbox here (install bubblewrap and python3-pandas)", err)
 	}
 	src := dealer(t)
 	m := newModel(t)
@@ -480,10 +477,7 @@ func TestPythonFailsThenFallback(t *testing.T) {
 // by python_analyze, and the report is written from the findings.
 func TestPythonRuns(t *testing.T) {
 	if err := (&sandbox.Runner{}).Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the sandbox must run under CI: %v", err)
-		}
-		t.Skipf("no Python sandbox here (install bubblewrap and python3-pandas): %v", err)
+		testenv.Need(t, "no Python sandbox here (install bubblewrap and python3-pandas)", err)
 	}
 	src := dealer(t)
 	totals := query(t, src, "SELECT count(*) FROM ("+topSalesSQL+") t")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/testenv"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
@@ -233,12 +234,7 @@ func dealer(t *testing.T) datasource.Config {
 func defog(t *testing.T, name string) datasource.Config {
 	t.Helper()
 	dump, err := os.ReadFile("../../../shared/data/defog/databases/" + name + ".sql")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the defog data must be beside the repository under CI: %v", err)
-		}
-		t.Skipf("the defog data are not beside the repository: %v", err)
-	}
+	testenv.Need(t, "the defog data are not beside the repository", err)
 	url := storetest.PostgresURL(t)
 	schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	"github.com/loomkit/loom/apps/report"
 	"github.com/loomkit/loom/apps/report/jrxml"
 	"github.com/loomkit/loom/apps/report/render"
+	"github.com/loomkit/loom/internal/testenv"
 	"github.com/loomkit/loom/llm/llmtest"
 )
 
@@ -88,12 +89,7 @@ func invoicePNG(t testing.TB) []byte {
 	t.Helper()
 	doc := invoiceDoc(t)
 	r, err := render.NewRasterizer(render.FontPath())
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no font to draw the form (Debian package fonts-arphic-gbsn00lp): %v", err)
-		}
-		t.Skipf("no font to draw the form (Debian package fonts-arphic-gbsn00lp): %v", err)
-	}
+	testenv.Need(t, "no font to draw the form (Debian package fonts-arphic-gbsn00lp)", err)
 	var out bytes.Buffer
 	if err := png.Encode(&out, r.Page(render.Layout(doc, nil, nil), 0, 150)); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/internal/testenv"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
@@ -168,10 +169,7 @@ func sharedData(t testing.TB, rel string) string {
 	t.Helper()
 	p := filepath.Join("..", "..", "..", "shared", "data", rel)
 	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the test data must be beside the repository under CI: %v", err)
-		}
-		t.Skipf("the test data are not beside the repository: %v", err)
+		testenv.Need(t, "the test data are not beside the repository", err)
 	}
 	return p
 }

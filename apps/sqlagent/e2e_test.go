@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/testenv"
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
@@ -218,12 +219,7 @@ func TestBudgetPauseSurvivesRestart(t *testing.T) {
 // of each.
 func TestDefog(t *testing.T) {
 	dump, err := os.ReadFile("../../../shared/data/defog/databases/restaurants.sql")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the defog data must be beside the repository under CI: %v", err)
-		}
-		t.Skipf("the defog data are not beside the repository: %v", err)
-	}
+	testenv.Need(t, "the defog data are not beside the repository", err)
 	t.Run("postgres", func(t *testing.T) {
 		url := storetest.PostgresURL(t)
 		schema := regexp.MustCompile(`search_path=([a-z0-9_]+)`).FindStringSubmatch(url)[1]

@@ -17,6 +17,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/internal/stored"
 	"github.com/loomkit/loom/checkpoint/savertest"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // envURL names the variable with the Redis server the tests use; each test
@@ -52,12 +53,7 @@ func serverURL(t testing.TB) string {
 		defer cancel()
 		reach.err = c.Ping(ctx).Err()
 	})
-	if reach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis unreachable under CI=true (set %s, default %s): %v", envURL, defaultURL, reach.err)
-		}
-		t.Skipf("redis unreachable; set %s to a reachable server (default %s): %v", envURL, defaultURL, reach.err)
-	}
+	testenv.Need(t, fmt.Sprintf("redis unreachable; set %s to a reachable server (default %s)", envURL, defaultURL), reach.err)
 	return reach.url
 }
 

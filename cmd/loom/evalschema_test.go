@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // spiderSample is the Spider sample beside the repository; the test is
@@ -16,10 +18,7 @@ func spiderSample(t *testing.T) (tables, questions string) {
 	t.Helper()
 	dir, _ := filepath.Abs("../../../shared/data/spider_sample")
 	if _, err := os.Stat(filepath.Join(dir, "tables.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Spider sample must be beside the repository under CI: %v", err)
-		}
-		t.Skipf("the Spider sample is not beside the repository: %v", err)
+		testenv.Need(t, "the Spider sample is not beside the repository", err)
 	}
 	return filepath.Join(dir, "tables.json"), filepath.Join(dir, "questions.json")
 }

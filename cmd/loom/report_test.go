@@ -12,6 +12,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/loomkit/loom/apps/report/jrxml"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // jrxmlData is the JasperReports data folder beside the repository
@@ -24,10 +25,7 @@ func jrxmlData(t *testing.T) string {
 		dir, _ = filepath.Abs("../../../shared/data/jrxml")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "samples")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the jrxml data must be beside the repository under CI: %v", err)
-		}
-		t.Skipf("the jrxml data are not beside the repository: %v", err)
+		testenv.Need(t, "the jrxml data are not beside the repository", err)
 	}
 	return dir
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // EnvMySQL names the variable with the test server's URL.
@@ -69,12 +72,7 @@ func ServerURL(t testing.TB) string {
 		}
 		reach.err = err
 	})
-	if reach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("MySQL unreachable under CI=true (set %s, default %s): %v", EnvMySQL, DefaultMySQL, reach.err)
-		}
-		t.Skipf("MySQL unreachable; set %s to a reachable server (default %s): %v", EnvMySQL, DefaultMySQL, reach.err)
-	}
+	testenv.Need(t, fmt.Sprintf("MySQL unreachable; set %s to a reachable server (default %s)", EnvMySQL, DefaultMySQL), reach.err)
 	return reach.url
 }
 

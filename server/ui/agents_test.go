@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/png"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent"
 	"github.com/loomkit/loom/apps/report"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // agentsKey is the API key the page is given: every file it shows or
@@ -317,12 +319,7 @@ func sharedSample(t *testing.T, name string) string {
 	if err == nil {
 		_, err = os.Stat(p)
 	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the shared data file %s is missing: %v", name, err)
-		}
-		t.Skipf("no shared data file %s: %v", name, err)
-	}
+	testenv.Need(t, fmt.Sprintf("no shared data file %s", name), err)
 	return p
 }
 

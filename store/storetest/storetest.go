@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // EnvURL names the variable with the test server's URL.
@@ -52,12 +55,7 @@ func ServerURL(t testing.TB) string {
 		reach.err = conn.Ping(ctx)
 		conn.Close(ctx)
 	})
-	if reach.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("postgres unreachable under CI=true (set %s, default %s): %v", EnvURL, DefaultURL, reach.err)
-		}
-		t.Skipf("postgres unreachable; set %s to a reachable database (default %s): %v", EnvURL, DefaultURL, reach.err)
-	}
+	testenv.Need(t, fmt.Sprintf("postgres unreachable; set %s to a reachable database (default %s)", EnvURL, DefaultURL), reach.err)
 	return reach.url
 }
 

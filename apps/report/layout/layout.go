@@ -53,8 +53,9 @@ type Layout struct {
 	// Tables are runs of rows whose cells line up in the same columns.
 	Tables []Table `json:"tables"`
 	// Rules are the long straight lines of a picture or PDF page (table
-	// borders, underlines), each as a box as thick as the line; none for a
-	// spreadsheet.
+	// borders, underlines), each as a box as thick as the line; for a
+	// spreadsheet, its cells' borders, a run of bordered edges along one
+	// grid line being one rule.
 	Rules []Box `json:"rules"`
 	// TotalRows is how many rows of text the page holds: len(Rows).
 	TotalRows int `json:"total_rows"`

@@ -68,3 +68,59 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
+
+// TestXLSXBorders: a workbook table's cell borders are read as rules (one
+// a grid line, as a picture's are) and the skeleton draws the table as
+// boxed cells; a workbook without borders has no rules.
+func TestXLSXBorders(t *testing.T) {
+	book := func(borders bool) []byte {
+		f := excelize.NewFile()
+		defer f.Close()
+		sh := f.GetSheetName(0)
+		for i, row := range [][]any{{"品名", "数量", "金额"}, {"螺丝", 100, 50}, {"螺母", 200, 60}} {
+			for c, v := range row {
+				cell, _ := excelize.CoordinatesToCellName(c+1, 3+i)
+				f.SetCellValue(sh, cell, v)
+			}
+		}
+		f.SetCellValue(sh, "A1", "入库单")
+		if borders {
+			var all []excelize.Border
+			for _, side := range []string{"left", "right", "top", "bottom"} {
+				all = append(all, excelize.Border{Type: side, Color: "000000", Style: 1})
+			}
+			id, _ := f.NewStyle(&excelize.Style{Border: all})
+			f.SetCellStyle(sh, "A3", "C5", id)
+		}
+		var buf bytes.Buffer
+		if _, err := f.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	for _, borders := range []bool{true, false} {
+		l, err := layout.Read(context.Background(), book(borders), layout.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vert, horiz int
+		for _, r := range l.Rules {
+			if r.H > r.W {
+				vert++
+			} else {
+				horiz++
+			}
+		}
+		sk, err := skeleton.Build(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boxed := regexp.MustCompile(`<box leftPadding="\d+"><pen lineWidth`).FindAllString(string(sk.JRXML), -1)
+		switch {
+		case borders && (vert != 4 || horiz != 4 || len(boxed) < 6):
+			t.Errorf("bordered: %d vertical and %d horizontal rules (want 4 and 4), %d boxed cells (want the 3 headers and 3 fields):\n%s", vert, horiz, len(boxed), sk.JRXML)
+		case !borders && (len(l.Rules) != 0 || len(boxed) != 0):
+			t.Errorf("no borders: %d rules, %d boxed cells", len(l.Rules), len(boxed))
+		}
+	}
+}

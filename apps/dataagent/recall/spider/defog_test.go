@@ -1,12 +1,14 @@
 package spider_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/recall/spider"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // TestLoadDefog reads a small benchmark in defog's format: tables from
@@ -64,10 +66,7 @@ func TestDefogRecall(t *testing.T) {
 	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "data", "defog")
 	if _, err := os.Stat(dir); err != nil {
 		abs, _ := filepath.Abs(dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("data folder %s: %v", abs, err)
-		}
-		t.Skipf("data folder %s not found: %v", abs, err)
+		testenv.Need(t, fmt.Sprintf("data folder %s not found", abs), err)
 	}
 	set, err := spider.LoadDefog(filepath.Join(dir, "databases"), filepath.Join(dir, "questions", "questions_gen_postgres.csv"))
 	if err != nil {

@@ -1,11 +1,13 @@
 package spider_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/loomkit/loom/apps/dataagent/recall/spider"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 func sample(t testing.TB) *spider.Set {
@@ -13,10 +15,7 @@ func sample(t testing.TB) *spider.Set {
 	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "data", "spider_sample")
 	if _, err := os.Stat(dir); err != nil {
 		abs, _ := filepath.Abs(dir)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("data folder %s: %v", abs, err)
-		}
-		t.Skipf("data folder %s not found: %v", abs, err)
+		testenv.Need(t, fmt.Sprintf("data folder %s not found", abs), err)
 	}
 	set, err := spider.Load(filepath.Join(dir, "tables.json"), filepath.Join(dir, "questions.json"))
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // Dir is the jrxml data folder: LOOM_JRXML_DATA, else shared/data/jrxml
@@ -31,10 +33,7 @@ func Dir(t testing.TB) string {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "samples")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the jrxml data must be beside the repository under CI (or set LOOM_JRXML_DATA): %v", err)
-		}
-		t.Skipf("the jrxml data are not beside the repository (set LOOM_JRXML_DATA): %v", err)
+		testenv.Need(t, "the jrxml data are not beside the repository (set LOOM_JRXML_DATA)", err)
 	}
 	return dir
 }
