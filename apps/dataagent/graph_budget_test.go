@@ -200,9 +200,13 @@ func TestBudgetsTakeTheirDrawnExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	drawing := c.Mermaid()
 	for _, b := range c.Spec().Budgets {
 		if !tested[b.Name] {
 			t.Errorf("budget %s: no run spends it here", b.Name)
+		}
+		if !strings.Contains(drawing, fmt.Sprintf("|\"%s spent (%d)\"|", b.Name, b.Max)) {
+			t.Errorf("the drawing does not show %s's exit:\n%s", b.Name, drawing)
 		}
 	}
 }
