@@ -153,9 +153,92 @@ func FromXLSX(ctx context.Context, data []byte, opts Options) (*Layout, error) {
 			})
 		}
 	}
+	l.Rules = borderRules(f, sheet, xs, ys, lastCol, lastRow)
 	l.bound()
 	l.finish()
 	return l, nil
+}
+
+// borderRules are the cells' borders as rules, as a picture's would be
+// read: each run of bordered cell edges along one grid line is one rule,
+// one pixel thick (two for a medium or thick border). xs and ys are the
+// columns' and rows' edges in pixels.
+func borderRules(f *excelize.File, sheet string, xs, ys []int, lastCol, lastRow int) []Box {
+	// vert[c][r]: a border on the grid line right of column c (0: left
+	// of the first) in row r; horiz[r][c] below row r in column c.
+	vert := make([][]int, lastCol+1)
+	for c := range vert {
+		vert[c] = make([]int, lastRow+1)
+	}
+	horiz := make([][]int, lastRow+1)
+	for r := range horiz {
+		horiz[r] = make([]int, lastCol+1)
+	}
+	styles := map[int]*excelize.Style{}
+	for r := 1; r <= lastRow; r++ {
+		for c := 1; c <= lastCol; c++ {
+			ref, _ := excelize.CoordinatesToCellName(c, r)
+			id, err := f.GetCellStyle(sheet, ref)
+			if err != nil || id == 0 {
+				continue
+			}
+			st, ok := styles[id]
+			if !ok {
+				st, _ = f.GetStyle(id)
+				styles[id] = st
+			}
+			if st == nil {
+				continue
+			}
+			for _, b := range st.Border {
+				if b.Style <= 0 {
+					continue
+				}
+				w := 1
+				if b.Style == 2 || b.Style == 5 || b.Style == 8 || b.Style == 10 || b.Style == 12 || b.Style == 13 {
+					w = 2 // medium, thick and the medium dashed kinds
+				}
+				switch b.Type {
+				case "left":
+					vert[c-1][r] = max(vert[c-1][r], w)
+				case "right":
+					vert[c][r] = max(vert[c][r], w)
+				case "top":
+					horiz[r-1][c] = max(horiz[r-1][c], w)
+				case "bottom":
+					horiz[r][c] = max(horiz[r][c], w)
+				}
+			}
+		}
+	}
+	var rules []Box
+	for c := 0; c <= lastCol; c++ {
+		for r := 1; r <= lastRow; {
+			if vert[c][r] == 0 {
+				r++
+				continue
+			}
+			r0, w := r, 0
+			for ; r <= lastRow && vert[c][r] > 0; r++ {
+				w = max(w, vert[c][r])
+			}
+			rules = append(rules, Box{X: max(0, xs[c]-w/2), Y: ys[r0-1], W: w, H: ys[r-1] - ys[r0-1]})
+		}
+	}
+	for r := 0; r <= lastRow; r++ {
+		for c := 1; c <= lastCol; {
+			if horiz[r][c] == 0 {
+				c++
+				continue
+			}
+			c0, w := c, 0
+			for ; c <= lastCol && horiz[r][c] > 0; c++ {
+				w = max(w, horiz[r][c])
+			}
+			rules = append(rules, Box{X: xs[c0-1], Y: max(0, ys[r]-w/2), W: xs[c-1] - xs[c0-1], H: w})
+		}
+	}
+	return rules
 }
 
 // colPixels converts a column width in characters, as a workbook stores
