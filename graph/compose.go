@@ -48,6 +48,13 @@ func Parallel[S any](merge func(s S, results []S) (S, error), branches ...NodeFu
 	}
 }
 
+// branchCtx is what a fan-out branch's context knows.
+type branchCtx struct {
+	rc   runCtx
+	ask  askState
+	asks []question // what the branch asked, when it stopped to ask
+}
+
 func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -56,31 +63,25 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
-		// Each branch writes only its own slot: its questions' state, and
-		// what it asked.
-		slots []struct {
-			ask  askState
-			asks []question
-		}
+		// The branches' run contexts, in one allocation; each branch
+		// writes only its own: its questions' state, and what it asked.
+		branches []branchCtx
 	)
-	if rc != nil && rc.ask != nil {
-		slots = make([]struct {
-			ask  askState
-			asks []question
-		}, n)
+	if rc != nil {
+		branches = make([]branchCtx, n)
 	}
 	for i := range n {
 		bctx := ctx
 		if rc != nil {
-			b := *rc
-			b.node = fmt.Sprintf("%s[%d]", rc.node, i)
-			b.ask = nil
-			if slots != nil {
-				a := rc.ask
-				slots[i].ask = askState{resumes: a.branches[b.node], branch: b.node, branches: a.branches}
-				b.ask = &slots[i].ask
+			b := &branches[i]
+			b.rc = *rc
+			b.rc.node = fmt.Sprintf("%s[%d]", rc.node, i)
+			b.rc.ask = nil
+			if a := rc.ask; a != nil {
+				b.ask = askState{resumes: a.branches[b.rc.node], branch: b.rc.node, branches: a.branches}
+				b.rc.ask = &b.ask
 			}
-			bctx = context.WithValue(ctx, runKey{}, &b)
+			bctx = context.WithValue(ctx, runKey{}, &b.rc)
 		}
 		wg.Go(func() {
 			err := func() (err error) {
@@ -96,8 +97,8 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 			}
 			// A question stops this branch only; the others go on to
 			// finish or ask theirs.
-			if ie := (*interruptError)(nil); slots != nil && errors.As(err, &ie) {
-				slots[i].asks = ie.asks
+			if ie := (*interruptError)(nil); branches != nil && errors.As(err, &ie) {
+				branches[i].asks = ie.asks
 				return
 			}
 			once.Do(func() {
@@ -111,8 +112,8 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		return first
 	}
 	var all []question
-	for i := range slots {
-		all = append(all, slots[i].asks...)
+	for i := range branches {
+		all = append(all, branches[i].asks...)
 	}
 	if all != nil {
 		return &interruptError{asks: all}
