@@ -9,10 +9,11 @@ import (
 	"strings"
 
 	"github.com/go-analyze/charts"
-	"github.com/tailscale/hujson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"golang.org/x/text/number"
+
+	"github.com/loomkit/loom/schema"
 )
 
 // Chart is a chart as an ECharts option: the subset a report draws. It
@@ -159,9 +160,7 @@ func parseChart(src []byte) (*charts.EChartsOption, error) {
 		return nil, problemf("内容不是 JSON 对象", "it is not a JSON object")
 	}
 	// Comments and trailing commas, which models write, are forgiven.
-	if std, err := hujson.Standardize(bytes.Clone(src)); err == nil {
-		src = std
-	}
+	src = schema.Repair(nil, string(src))
 	var opt charts.EChartsOption
 	if err := json.Unmarshal(src, &opt); err != nil {
 		return nil, problemf("JSON 有误（%v）", "the JSON is not valid (%v)", err)
