@@ -148,7 +148,9 @@ func TestCronBadInput(t *testing.T) {
 		t.Fatalf("create: %d %s", st, b)
 	}
 	cron := mustJSON(t, b)["cron_id"].(string)
-	_, b = call(t, "POST", ts.URL+"/threads/"+thread+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}})
+	if st, b := call(t, "POST", ts.URL+"/threads/"+thread+"/runs/wait", "", map[string]any{"assistant_id": "echo", "input": map[string]any{"text": "x"}}); st != 200 {
+		t.Fatalf("run: %d %s", st, b)
+	}
 	runs := runsOf(t, ts.URL, "", thread)
 	many := make([]string, 1001)
 	for i := range many {
