@@ -79,7 +79,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 
 // hostRule says which Host names are served.
 func (s *Server) hostRule() string {
-	if len(s.keys) == 0 {
+	if !s.locked() {
 		return "without API keys it answers only localhost, 127.0.0.1 and [::1] (and the allowed hosts), so that a web page cannot reach it through a DNS name that points at this machine"
 	}
 	return "it answers only localhost, 127.0.0.1, [::1] and the allowed hosts"
@@ -91,7 +91,7 @@ func (s *Server) hostRule() string {
 // keys every host is unless AllowedHosts lists some. An entry "*" allows
 // every host, "*.example.com" every name under example.com.
 func (s *Server) hostAllowed(host string) bool {
-	if len(s.keys) > 0 && len(s.opts.AllowedHosts) == 0 {
+	if s.locked() && len(s.opts.AllowedHosts) == 0 {
 		return true
 	}
 	name := host

@@ -85,6 +85,7 @@ type quotas struct {
 	Quotas
 	keyless bool                     // the server has no keys
 	buckets map[string]*rate.Limiter // by owner id; nil without a rate
+	users   *userBuckets             // bearer-token users' (jwt.go); nil without
 }
 
 func newQuotas(q Quotas, owners []string) *quotas {
@@ -140,6 +141,9 @@ func who(owner string) string {
 // allow takes a request from owner's token bucket.
 func (q *quotas) allow(owner string) error {
 	b := q.buckets[owner]
+	if b == nil && q.users != nil && owner != "" {
+		b = q.users.get(owner)
+	}
 	if b == nil || b.Allow() {
 		return nil
 	}

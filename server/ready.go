@@ -200,7 +200,7 @@ func (s *Server) readyAgents(down map[string]error) map[string]string {
 		switch err, ok := down[name]; {
 		case !ok:
 			out[name] = "ready"
-		case len(s.keys) > 0:
+		case s.locked():
 			out[name] = "not ready (the server's log says why)"
 		default:
 			out[name] = "not ready: " + err.Error()

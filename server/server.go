@@ -109,6 +109,10 @@ type Options struct {
 	// answers every Host unless AllowedHosts lists some. A request for
 	// another Host gets 421.
 	AllowedHosts []string
+	// JWT, when set, accepts bearer tokens of an identity provider
+	// besides API keys; the user a token names owns threads like a key
+	// (see JWT and Identity).
+	JWT JWT
 	// Quotas bound what one API key may hold and do (see Quotas).
 	Quotas Quotas
 	// Retention bounds the checkpoints kept of each thread, and how
@@ -156,6 +160,7 @@ type Server struct {
 	agents  map[string]*builtAgent
 	order   []string          // agent names, sorted
 	keys    map[string]string // sha256(key) → owner id
+	jwt     *verifier         // bearer tokens (jwt.go); nil for none
 	quotas  *quotas
 	// authFails throttles client addresses that present wrong keys.
 	authFails *authThrottle
@@ -211,6 +216,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.quotas = newQuotas(opts.Quotas, slices.Collect(maps.Values(s.keys)))
 	var err error
+	if err = s.useJWT(ctx); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if s.db, err = store.Open(ctx, opts.Database); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -413,7 +421,7 @@ func CheckAddr(addr string, haveKeys bool) error {
 
 // ListenAndServe listens on addr and serves until ctx is done (see Serve).
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	if err := CheckAddr(addr, len(s.keys) > 0); err != nil {
+	if err := CheckAddr(addr, s.locked()); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -429,7 +437,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 // Options.Grace), ends the streams and returns. A run stopped this way
 // goes on where it stopped when it is continued, after a restart too.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := CheckAddr(ln.Addr().String(), len(s.keys) > 0); err != nil {
+	if err := CheckAddr(ln.Addr().String(), s.locked()); err != nil {
 		ln.Close()
 		return err
 	}
@@ -504,7 +512,7 @@ func (s *Server) apiUploads(uploads int64, types []string, h handler) http.Handl
 			}
 			s.metrics.request(r.Pattern, sw.status, time.Since(began))
 		}()
-		owner, err := s.authenticate(r)
+		r, owner, err := s.authorize(r) // r carries the user of a bearer token
 		limit := s.opts.MaxBody
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); uploads > 0 && (mt == "multipart/form-data" || slices.Contains(types, mt)) {
 			limit = uploads + 1<<20
@@ -583,11 +591,11 @@ func (w *statusWriter) Flush() {
 	_ = w.rc.Flush()
 }
 
-// authenticate returns the caller's owner id: "" without keys, else the
-// id of the key presented. A client address that presented too many
+// authenticateKey returns the caller's owner id: "" without keys, else
+// the id of the key presented. A client address that presented too many
 // wrong keys gets 429 for a while, whatever key it presents (see
 // authThrottle).
-func (s *Server) authenticate(r *http.Request) (string, error) {
+func (s *Server) authenticateKey(r *http.Request) (string, error) {
 	if len(s.keys) == 0 {
 		return "", nil
 	}
