@@ -94,8 +94,8 @@ type App struct {
 	variants map[string]*App
 }
 
-// AgentName is the name the assistant has in Loom's server.
-const AgentName = "cabin"
+// agentName is the name the assistant has in Loom's server.
+const agentName = "cabin"
 
 // withThreads is a with the sessions recorded in threads; the two share
 // everything else.
@@ -113,11 +113,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	cfg, second := opts.Config, (*Config)(nil)
 	if cfg == nil {
 		var err error
-		if cfg, err = LoadConfig(opts.Locale, opts.ConfigDir); err != nil {
+		if cfg, err = loadConfig(opts.Locale, opts.ConfigDir); err != nil {
 			return nil, fmt.Errorf("cabin: load config: %w", err)
 		}
-		other := otherLocale(cmp.Or(opts.Locale, LocaleChinese))
-		if second, err = LoadConfig(other, ""); err != nil {
+		other := otherLocale(cmp.Or(opts.Locale, localeChinese))
+		if second, err = loadConfig(other, ""); err != nil {
 			return nil, fmt.Errorf("cabin: load config %s: %w", other, err)
 		}
 	}
@@ -125,7 +125,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		cfg: cfg, model: opts.Model, store: opts.Store, saver: opts.Saver,
 		vehicle:  cmp.Or(opts.Vehicle, defaultVehicle),
 		ackAfter: cmp.Or(opts.AckAfter, time.Second), modelTimeout: cmp.Or(opts.ModelTimeout, 8*time.Second),
-		log: opts.Logger, locks: &sessionLocks{}, locale: cmp.Or(cfg.Domain.Locale, opts.Locale, LocaleChinese),
+		log: opts.Logger, locks: &sessionLocks{}, locale: cmp.Or(cfg.Domain.Locale, opts.Locale, localeChinese),
 	}
 	if a.log == nil {
 		a.log = slog.Default()
@@ -138,7 +138,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.saver = checkpoint.NewMemory()
 	}
 	if a.store == nil {
-		a.store = NewMemoryStore()
+		a.store = newMemoryStore()
 	}
 	a.saver = timedSaver{a.saver}
 	tools, err := newTools(cfg, a.store, opts)
@@ -209,18 +209,18 @@ type ChatRequest struct {
 	Text      string `json:"text"`
 }
 
-// FillRequest continues a session that waits for slots or a confirmation
+// fillRequest continues a session that waits for slots or a confirmation
 // (POST /api/v1/agent/fill-slots): slot values, a text reply, or a direct
 // yes or no.
-type FillRequest struct {
+type fillRequest struct {
 	SessionID string            `json:"session_id"`
 	Slots     map[string]string `json:"slots"`
 	Text      string            `json:"text"`
 	Confirm   *bool             `json:"confirm"`
 }
 
-// ErrBadRequest wraps the errors of requests that cannot be run.
-var ErrBadRequest = errors.New("cabin: bad request")
+// errBadRequest wraps the errors of requests that cannot be run.
+var errBadRequest = errors.New("cabin: bad request")
 
 // Chat runs one turn. On a session that waits for an answer the turn
 // answers it (resuming the graph's interrupt); otherwise it starts a new
@@ -228,7 +228,7 @@ var ErrBadRequest = errors.New("cabin: bad request")
 func (a *App) Chat(ctx context.Context, req ChatRequest) (*Reply, error) {
 	start := time.Now()
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, fmt.Errorf("%w: text is empty", ErrBadRequest)
+		return nil, fmt.Errorf("%w: text is empty", errBadRequest)
 	}
 	id := req.SessionID
 	if id == "" {
@@ -242,7 +242,7 @@ func (a *App) Chat(ctx context.Context, req ChatRequest) (*Reply, error) {
 // FillSlots continues a session with slot values, a text or a direct
 // confirmation. A session that does not exist, or has no current intent,
 // gets a fallback reply.
-func (a *App) FillSlots(ctx context.Context, req FillRequest) (*Reply, error) {
+func (a *App) FillSlots(ctx context.Context, req fillRequest) (*Reply, error) {
 	start := time.Now()
 	if req.SessionID == "" || (len(req.Slots) == 0 && strings.TrimSpace(req.Text) == "" && req.Confirm == nil) {
 		return a.noSession(req.SessionID, start), nil
@@ -254,7 +254,7 @@ func (a *App) FillSlots(ctx context.Context, req FillRequest) (*Reply, error) {
 
 // noSession is the fallback reply to a fill-slots with nothing to fill.
 func (a *App) noSession(id string, start time.Time) *Reply {
-	r := &Reply{SessionID: id, Type: TypeFallback, Status: StatusFallback, Message: a.replies.text("no_session", nil),
+	r := &Reply{SessionID: id, Type: typeFallback, Status: statusFallback, Message: a.replies.text("no_session", nil),
 		Debug: Debug{Decision: "fallback", DecisionReason: "fill-slots without a session that has a current intent"}}
 	r.Latency.Total = ms(time.Since(start))
 	r.Latency.FirstResponse = r.Latency.Total
@@ -290,7 +290,7 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 	}
 	before := threadStatus(head != nil && head.Interrupt != nil)
 	if a.threads != nil {
-		if err := a.threads.TrackThread(ctx, id, AgentName, before); err != nil {
+		if err := a.threads.TrackThread(ctx, id, agentName, before); err != nil {
 			return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 		}
 		release, err := a.threads.HoldThread(ctx, id)
@@ -309,7 +309,7 @@ func (a *App) turn(ctx context.Context, id string, start time.Time, ans Answer, 
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 	}
 	if after := threadStatus(res.Interrupt != nil); a.threads != nil && after != before {
-		if err := a.threads.TrackThread(ctx, id, AgentName, after); err != nil {
+		if err := a.threads.TrackThread(ctx, id, agentName, after); err != nil {
 			return nil, fmt.Errorf("cabin: session %s: record the turn: %w", id, err)
 		}
 	}
@@ -336,11 +336,11 @@ func threadStatus(waiting bool) string {
 func response(id string, s State) *Reply {
 	r := s.Reply
 	r.SessionID = id
-	if r.Status == StatusSocial && !s.Session.waiting() {
+	if r.Status == statusSocial && !s.Session.waiting() {
 		return &r
 	}
 	switch r.Type {
-	case TypeReject, TypeClarify, TypeFallback:
+	case typeReject, typeClarify, typeFallback:
 		return &r // a refused or unclear turn did nothing: no intent of an earlier one
 	}
 	r.Intent, r.Slots, r.PendingSlots, r.Workflow = s.Session.Intent, s.Session.Slots, s.Session.PendingSlots, s.Session.Workflow
@@ -356,8 +356,8 @@ func (a *App) key(ctx context.Context, id string) string {
 	return a.threads.ThreadKey(ctx, id)
 }
 
-// SessionInfo is a session as the API shows it.
-type SessionInfo struct {
+// sessionInfo is a session as the API shows it.
+type sessionInfo struct {
 	Session Session `json:"session"`
 	// Pending is the question the session waits on, if any.
 	Pending *checkpoint.Interrupt `json:"pending,omitempty"`
@@ -366,7 +366,7 @@ type SessionInfo struct {
 }
 
 // Session returns session id, or an error wrapping checkpoint.ErrNotFound.
-func (a *App) Session(ctx context.Context, id string) (*SessionInfo, error) {
+func (a *App) Session(ctx context.Context, id string) (*sessionInfo, error) {
 	head, err := a.saver.Get(ctx, a.key(ctx, id), "")
 	if err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
@@ -375,7 +375,7 @@ func (a *App) Session(ctx context.Context, id string) (*SessionInfo, error) {
 	if err := json.Unmarshal(head.State, &s); err != nil {
 		return nil, fmt.Errorf("cabin: session %s: %w", id, err)
 	}
-	return &SessionInfo{Session: s.Session, Pending: head.Interrupt, Reply: *response(id, s)}, nil
+	return &sessionInfo{Session: s.Session, Pending: head.Interrupt, Reply: *response(id, s)}, nil
 }
 
 // sessionLocks serialise the turns of each session within the process;

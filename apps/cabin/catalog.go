@@ -11,20 +11,20 @@ type catalog struct {
 
 // intentInfo is one intent with what it needs at run time.
 type intentInfo struct {
-	IntentSpec
-	action  ActionSpec
-	replies IntentResponses
+	intentSpec
+	action  actionSpec
+	replies intentResponses
 }
 
 func newCatalog(c *Config) *catalog {
-	actions := map[string]ActionSpec{}
+	actions := map[string]actionSpec{}
 	for _, a := range c.Actions.Actions {
 		actions[a.ID] = a
 	}
 	cat := &catalog{intents: map[string]*intentInfo{}, oos: c.Domain.OutOfScope.ID}
 	for _, in := range c.Domain.Intents {
 		cat.intents[in.ID] = &intentInfo{
-			IntentSpec: in,
+			intentSpec: in,
 			action:     actions[in.Action],
 			replies:    c.Responses.Intents[in.ID],
 		}

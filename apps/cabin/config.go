@@ -22,22 +22,22 @@ import (
 
 // The seven configuration files, in the order they load.
 const (
-	FileDomain     = "domain.yml"
-	FileActions    = "actions.yml"
-	FileForms      = "forms.yml"
-	FileResponses  = "responses.yml"
-	FileRules      = "rules.yml"
-	FileDialogActs = "dialog_acts.yml"
-	FileWorkflows  = "workflows.yml"
+	fileDomain     = "domain.yml"
+	fileActions    = "actions.yml"
+	fileForms      = "forms.yml"
+	fileResponses  = "responses.yml"
+	fileRules      = "rules.yml"
+	fileDialogActs = "dialog_acts.yml"
+	fileWorkflows  = "workflows.yml"
 )
 
 // configFiles lists the files in load order.
-var configFiles = []string{FileDomain, FileActions, FileForms, FileResponses, FileRules, FileDialogActs, FileWorkflows}
+var configFiles = []string{fileDomain, fileActions, fileForms, fileResponses, fileRules, fileDialogActs, fileWorkflows}
 
 // Locales with an embedded default configuration.
 const (
-	LocaleChinese = "zh-CN"
-	LocaleEnglish = "en"
+	localeChinese = "zh-CN"
+	localeEnglish = "en"
 )
 
 //go:embed config
@@ -50,7 +50,7 @@ type Config struct {
 	Forms      Forms
 	Responses  Responses
 	Rules      Rules
-	DialogActs DialogActs
+	DialogActs dialogActs
 	Workflows  Workflows
 
 	// roots are the files' YAML trees, for the line numbers of errors.
@@ -62,13 +62,13 @@ type Domain struct {
 	// Locale names the language of the texts, e.g. zh-CN or en.
 	Locale string `yaml:"locale"`
 	// Intents are what the assistant can do.
-	Intents []IntentSpec `yaml:"intents"`
+	Intents []intentSpec `yaml:"intents"`
 	// OutOfScope is the class of requests the assistant turns down.
 	OutOfScope OutOfScope `yaml:"out_of_scope"`
 }
 
-// IntentSpec is one intent of the catalogue.
-type IntentSpec struct {
+// intentSpec is one intent of the catalogue.
+type intentSpec struct {
 	// ID names the intent (cabin_window_open).
 	ID string `yaml:"id"`
 	// Domain groups intents: cabin or customer_service.
@@ -96,12 +96,12 @@ type OutOfScope struct {
 
 // Actions (actions.yml) bind actions to tools, by plugin_id.
 type Actions struct {
-	Actions []ActionSpec `yaml:"actions"`
+	Actions []actionSpec `yaml:"actions"`
 }
 
-// ActionSpec is one action: the plugin_id of the tool that runs it and
+// actionSpec is one action: the plugin_id of the tool that runs it and
 // its risk.
-type ActionSpec struct {
+type actionSpec struct {
 	// ID names the action.
 	ID string `yaml:"id"`
 	// Plugin is the plugin_id that runs the action: the tool named
@@ -119,12 +119,12 @@ type ActionSpec struct {
 	// cancelled).
 	Check string `yaml:"check"`
 	// Webhook, when set, registers Plugin's tool as an HTTP webhook.
-	Webhook *WebhookSpec `yaml:"webhook"`
+	Webhook *webhookSpec `yaml:"webhook"`
 }
 
-// WebhookSpec configures a tool that is an HTTP endpoint of a real
+// webhookSpec configures a tool that is an HTTP endpoint of a real
 // backend (see NewWebhook).
-type WebhookSpec struct {
+type webhookSpec struct {
 	// Kind is read for a backend that only looks things up, write
 	// (default) for one that changes something.
 	Kind tool.Kind `yaml:"kind"`
@@ -140,14 +140,14 @@ type WebhookSpec struct {
 // Forms (forms.yml) define slots and which intents need which.
 type Forms struct {
 	// Slots are the slot types, by name.
-	Slots map[string]SlotSpec `yaml:"slots"`
+	Slots map[string]slotSpec `yaml:"slots"`
 	// Forms are the intents' forms, by intent id. Every intent has one,
 	// empty when it needs no slot.
-	Forms map[string]FormSpec `yaml:"forms"`
+	Forms map[string]formSpec `yaml:"forms"`
 }
 
-// SlotSpec says how to read one slot from text.
-type SlotSpec struct {
+// slotSpec says how to read one slot from text.
+type slotSpec struct {
 	// Label names the slot in replies ("目的地").
 	Label string `yaml:"label"`
 	// Type is text, number, enum or bool.
@@ -175,8 +175,8 @@ type SlotSpec struct {
 	Fresh bool `yaml:"fresh"`
 }
 
-// FormSpec is one intent's form.
-type FormSpec struct {
+// formSpec is one intent's form.
+type formSpec struct {
 	// Required slots must be known before the action runs.
 	Required []string `yaml:"required"`
 	// Optional slots are read when given.
@@ -197,7 +197,7 @@ type Responses struct {
 	// (greet, thank, bye, capability, open); the turn count picks one.
 	Social map[string][]string `yaml:"social"`
 	// Intents are the per-intent replies.
-	Intents map[string]IntentResponses `yaml:"intents"`
+	Intents map[string]intentResponses `yaml:"intents"`
 	// Errors are the replies to failed actions, by the reason the tool
 	// gives in its data ("reason").
 	Errors map[string]string `yaml:"errors"`
@@ -205,8 +205,8 @@ type Responses struct {
 	Labels map[string]map[string]string `yaml:"labels"`
 }
 
-// IntentResponses are one intent's replies.
-type IntentResponses struct {
+// intentResponses are one intent's replies.
+type intentResponses struct {
 	// Done is the reply when the intent ran alone.
 	Done string `yaml:"done"`
 	// Summary and SummaryAlso are its part of a workflow summary: the
@@ -220,7 +220,7 @@ type IntentResponses struct {
 	// named field, the variant's non-empty replies are used instead
 	// ("opened to {opening}%" when the user said how far, "{refund} will
 	// be refunded" when the order was paid).
-	With map[string]IntentResponses `yaml:"with"`
+	With map[string]intentResponses `yaml:"with"`
 }
 
 // Rules (rules.yml) are the turn rules: stop phrases, confirmation,
@@ -253,8 +253,8 @@ type Confirmation struct {
 	RiskLevels []string `yaml:"risk_levels"`
 }
 
-// DialogActs (dialog_acts.yml) name the dialog act of a turn.
-type DialogActs struct {
+// dialogActs (dialog_acts.yml) name the dialog act of a turn.
+type dialogActs struct {
 	// Acts are tried in order; the first that matches wins.
 	Acts []intent.ActRule `yaml:"acts"`
 	// DefaultAct is the act when none matches.
@@ -267,32 +267,32 @@ type Workflows struct {
 	// conditional.
 	Split intent.SplitConfig `yaml:"split"`
 	// Templates are fixed workflows, tried before any other planner.
-	Templates []TemplateSpec `yaml:"templates"`
+	Templates []templateSpec `yaml:"templates"`
 	// Conditions turn a clause into a condition on an earlier step's
 	// result ("如果没发货就取消": cancel only if not shipped).
-	Conditions []ConditionHint `yaml:"conditions"`
+	Conditions []conditionHint `yaml:"conditions"`
 }
 
-// TemplateSpec is a fixed workflow, matched when the clauses' intents
+// templateSpec is a fixed workflow, matched when the clauses' intents
 // start with Intents and every trigger keyword occurs.
-type TemplateSpec struct {
+type templateSpec struct {
 	ID       string     `yaml:"id"`
 	Kind     string     `yaml:"kind"`
 	Intents  []string   `yaml:"intents"`
 	Triggers []string   `yaml:"trigger_keywords"`
-	Steps    []StepSpec `yaml:"steps"`
+	Steps    []stepSpec `yaml:"steps"`
 }
 
-// StepSpec is one step of a template; steps are numbered from 1.
-type StepSpec struct {
+// stepSpec is one step of a template; steps are numbered from 1.
+type stepSpec struct {
 	Intent               string         `yaml:"intent"`
 	DependsOn            []int          `yaml:"depends_on"`
-	Condition            *ConditionSpec `yaml:"condition"`
+	Condition            *conditionSpec `yaml:"condition"`
 	RequiresConfirmation bool           `yaml:"requires_confirmation"`
 }
 
-// ConditionSpec tests a field of an earlier step's result.
-type ConditionSpec struct {
+// conditionSpec tests a field of an earlier step's result.
+type conditionSpec struct {
 	// Step is the number of the step whose result is tested.
 	Step     int    `yaml:"step"`
 	Field    string `yaml:"field"`
@@ -300,9 +300,9 @@ type ConditionSpec struct {
 	Value    Values `yaml:"value"`
 }
 
-// ConditionHint makes Target depend on an earlier Source step when one of
+// conditionHint makes Target depend on an earlier Source step when one of
 // Phrases occurs: "查订单A123,如果没发货就取消".
-type ConditionHint struct {
+type conditionHint struct {
 	Source               string   `yaml:"source"`
 	Target               string   `yaml:"target"`
 	Phrases              []string `yaml:"phrases"`
@@ -329,18 +329,18 @@ func (v *Values) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ErrConfig is wrapped by every configuration error.
-var ErrConfig = errors.New("cabin: bad config")
+// errConfig is wrapped by every configuration error.
+var errConfig = errors.New("cabin: bad config")
 
-// ConfigError is a configuration error at a file and line.
-type ConfigError struct {
+// configError is a configuration error at a file and line.
+type configError struct {
 	File   string
 	Line   int
 	Reason string
 }
 
 // Error reads "domain.yml:12: intent x: unknown action y".
-func (e *ConfigError) Error() string {
+func (e *configError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason)
 	}
@@ -348,29 +348,29 @@ func (e *ConfigError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrConfig) hold.
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+func (e *configError) Is(target error) bool { return target == errConfig }
 
-// LoadConfig reads the configuration of locale (LocaleChinese when
+// loadConfig reads the configuration of locale (LocaleChinese when
 // empty). A file present in dir (when dir is not empty) replaces the
 // embedded default of the same name. Every error it finds is reported,
 // each with file, line and reason, wrapping ErrConfig.
-func LoadConfig(locale, dir string) (*Config, error) {
+func loadConfig(locale, dir string) (*Config, error) {
 	if locale == "" {
-		locale = LocaleChinese
+		locale = localeChinese
 	}
 	if _, err := fs.Stat(defaults, "config/"+locale); err != nil {
-		return nil, &ConfigError{File: "config", Reason: fmt.Sprintf("no default configuration for locale %q (have %s, %s)", locale, LocaleChinese, LocaleEnglish)}
+		return nil, &configError{File: "config", Reason: fmt.Sprintf("no default configuration for locale %q (have %s, %s)", locale, localeChinese, localeEnglish)}
 	}
 	c := &Config{roots: map[string]*yaml.Node{}}
 	targets := map[string]any{
-		FileDomain: &c.Domain, FileActions: &c.Actions, FileForms: &c.Forms, FileResponses: &c.Responses,
-		FileRules: &c.Rules, FileDialogActs: &c.DialogActs, FileWorkflows: &c.Workflows,
+		fileDomain: &c.Domain, fileActions: &c.Actions, fileForms: &c.Forms, fileResponses: &c.Responses,
+		fileRules: &c.Rules, fileDialogActs: &c.DialogActs, fileWorkflows: &c.Workflows,
 	}
 	var errs []error
 	for _, name := range configFiles {
 		data, err := readConfigFile(locale, dir, name)
 		if err != nil {
-			errs = append(errs, &ConfigError{File: name, Reason: err.Error()})
+			errs = append(errs, &configError{File: name, Reason: err.Error()})
 			continue
 		}
 		root, err := decodeStrict(data, targets[name])
@@ -434,8 +434,8 @@ func yamlError(file string, err error) error {
 	return lineError(file, err.Error())
 }
 
-func lineError(file, msg string) *ConfigError {
-	e := &ConfigError{File: file, Reason: msg}
+func lineError(file, msg string) *configError {
+	e := &configError{File: file, Reason: msg}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Reason = trimYAMLPrefix(yamlLine.ReplaceAllString(msg, ""))

@@ -25,7 +25,7 @@ var capabilities = []string{
 // Both default sets cover every intent of §26 with keywords, examples, a
 // form, a reply and a tool that exists.
 func TestDefaultConfigs(t *testing.T) {
-	for _, locale := range []string{LocaleChinese, LocaleEnglish} {
+	for _, locale := range []string{localeChinese, localeEnglish} {
 		t.Run(locale, func(t *testing.T) {
 			app, err := New(context.Background(), Options{Locale: locale, Logger: quiet})
 			if err != nil {
@@ -44,7 +44,7 @@ func TestDefaultConfigs(t *testing.T) {
 				case in.replies.Done == "" || in.replies.Summary == "":
 					t.Errorf("%s: no done or summary reply", id)
 				case !registered(app, in.action.Plugin):
-					t.Errorf("%s: no tool %s in the registry", id, ToolName(in.action.Plugin))
+					t.Errorf("%s: no tool %s in the registry", id, toolName(in.action.Plugin))
 				}
 			}
 			if app.cfg.Domain.Locale != locale {
@@ -70,19 +70,19 @@ func TestConfigErrors(t *testing.T) {
 		atNew    bool // the error is at the line of new (else at line)
 		line     string
 	}{
-		{"unknown action", FileDomain, "action: action.window.open", "action: action.window.fly", `intent "cabin_window_open": unknown action "action.window.fly"`, true, ""},
-		{"duplicate intent", FileDomain, "- id: cabin_nav_cancel", "- id: cabin_nav_to", `duplicate intent "cabin_nav_to"`, true, ""},
-		{"unknown field", FileDomain, "    label: 打开车窗", "    lable: 打开车窗", "field lable not found", true, ""},
-		{"missing form", FileForms, "  cabin_mirror_fold: {}\n", "", `missing form for intent "cabin_mirror_fold"`, false, "forms:"},
-		{"bad pattern", FileForms, `'(?P<order_id>[a-z]{1,2}\d{3,10})'`, `'(?P<order_id>[a-z'`, "bad regular expression", true, ""},
-		{"bad threshold order", FileRules, "route_to_cloud_threshold: 0.75", "route_to_cloud_threshold: 1.8", "route_to_cloud_threshold 1.8 must be below execute_threshold 1.65", true, ""},
-		{"threshold out of range", FileRules, "clarify_margin_threshold: 0.12", "clarify_margin_threshold: -0.5", "clarify_margin_threshold -0.5 out of range", true, ""},
-		{"bad remote classifier", FileRules, "routing:\n  execute_threshold", "remote_classifier: {url: \"localhost:9000\"}\nrouting:\n  execute_threshold", `remote classifier url "localhost:9000": want an http or https URL`, true, ""},
-		{"unknown confirmation intent", FileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_everything]", `confirmation: unknown intent "cs_cancel_everything"`, true, ""},
-		{"unknown template intent", FileWorkflows, "intents: [cabin_window_open, cabin_set_ac]", "intents: [cabin_window_open, cabin_fly]", `unknown intent "cabin_fly"`, true, ""},
-		{"bad operator", FileWorkflows, "operator: equals", "operator: is", `condition operator "is"`, true, ""},
-		{"syntax", FileResponses, "  clarify_or: 还是", "  clarify_or: [还是", "did not find expected", true, ""},
-		{"scanner", FileResponses, "  clarify_or: 还是", "  clarify_or: @还是", "found character that cannot start any token", true, ""},
+		{"unknown action", fileDomain, "action: action.window.open", "action: action.window.fly", `intent "cabin_window_open": unknown action "action.window.fly"`, true, ""},
+		{"duplicate intent", fileDomain, "- id: cabin_nav_cancel", "- id: cabin_nav_to", `duplicate intent "cabin_nav_to"`, true, ""},
+		{"unknown field", fileDomain, "    label: 打开车窗", "    lable: 打开车窗", "field lable not found", true, ""},
+		{"missing form", fileForms, "  cabin_mirror_fold: {}\n", "", `missing form for intent "cabin_mirror_fold"`, false, "forms:"},
+		{"bad pattern", fileForms, `'(?P<order_id>[a-z]{1,2}\d{3,10})'`, `'(?P<order_id>[a-z'`, "bad regular expression", true, ""},
+		{"bad threshold order", fileRules, "route_to_cloud_threshold: 0.75", "route_to_cloud_threshold: 1.8", "route_to_cloud_threshold 1.8 must be below execute_threshold 1.65", true, ""},
+		{"threshold out of range", fileRules, "clarify_margin_threshold: 0.12", "clarify_margin_threshold: -0.5", "clarify_margin_threshold -0.5 out of range", true, ""},
+		{"bad remote classifier", fileRules, "routing:\n  execute_threshold", "remote_classifier: {url: \"localhost:9000\"}\nrouting:\n  execute_threshold", `remote classifier url "localhost:9000": want an http or https URL`, true, ""},
+		{"unknown confirmation intent", fileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_everything]", `confirmation: unknown intent "cs_cancel_everything"`, true, ""},
+		{"unknown template intent", fileWorkflows, "intents: [cabin_window_open, cabin_set_ac]", "intents: [cabin_window_open, cabin_fly]", `unknown intent "cabin_fly"`, true, ""},
+		{"bad operator", fileWorkflows, "operator: equals", "operator: is", `condition operator "is"`, true, ""},
+		{"syntax", fileResponses, "  clarify_or: 还是", "  clarify_or: [还是", "did not find expected", true, ""},
+		{"scanner", fileResponses, "  clarify_or: 还是", "  clarify_or: @还是", "found character that cannot start any token", true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -102,12 +102,12 @@ func TestConfigErrors(t *testing.T) {
 				at = c.line
 			}
 			line := lineOf(edited, at)
-			_, err = LoadConfig(LocaleChinese, dir)
+			_, err = loadConfig(localeChinese, dir)
 			if err == nil {
 				t.Fatal("no error")
 			}
 			prefix := fmt.Sprintf("%s:%d: ", c.file, line)
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), c.reason) {
+			if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), c.reason) {
 				t.Errorf("error %q, want %q with %q", err, prefix, c.reason)
 			}
 		})
@@ -126,20 +126,20 @@ func lineOf(text, s string) int {
 // An action whose plugin nobody registered stops New, with the line.
 func TestUnknownPlugin(t *testing.T) {
 	dir := t.TempDir()
-	b, _ := defaults.ReadFile("config/zh-CN/" + FileActions)
+	b, _ := defaults.ReadFile("config/zh-CN/" + fileActions)
 	edited := strings.Replace(string(b), "plugin: plugin.cabin.wiper.off", "plugin: plugin.cabin.wiper.fly", 1)
-	if err := os.WriteFile(filepath.Join(dir, FileActions), []byte(edited), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fileActions), []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := New(context.Background(), Options{ConfigDir: dir, Logger: quiet})
-	prefix := fmt.Sprintf("%s:%d: ", FileActions, lineOf(edited, "plugin.cabin.wiper.fly"))
-	if !errors.Is(err, ErrConfig) || err == nil || !strings.Contains(err.Error(), prefix+`action "action.wiper.off": no plugin "plugin.cabin.wiper.fly"`) {
+	prefix := fmt.Sprintf("%s:%d: ", fileActions, lineOf(edited, "plugin.cabin.wiper.fly"))
+	if !errors.Is(err, errConfig) || err == nil || !strings.Contains(err.Error(), prefix+`action "action.wiper.off": no plugin "plugin.cabin.wiper.fly"`) {
 		t.Errorf("error %v, want one at %s", err, prefix)
 	}
 }
 
 func TestUnknownLocale(t *testing.T) {
-	if _, err := LoadConfig("fr", ""); !errors.Is(err, ErrConfig) {
+	if _, err := loadConfig("fr", ""); !errors.Is(err, errConfig) {
 		t.Errorf("error %v", err)
 	}
 }

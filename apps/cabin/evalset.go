@@ -134,19 +134,19 @@ func parseTurn(s string) (evalTurn, error) {
 
 // replyKinds map a turn's expected kind to the reply it is.
 var replyKinds = map[string]func(Reply) bool{
-	"slot":    func(r Reply) bool { return r.Type == TypeAskSlot },
-	"confirm": func(r Reply) bool { return r.Type == TypeAskConfirmation },
-	"clarify": func(r Reply) bool { return r.Type == TypeClarify },
-	"reject":  func(r Reply) bool { return r.Type == TypeReject || r.Type == TypeFallback },
-	"social":  func(r Reply) bool { return r.Status == StatusSocial },
-	"stop":    func(r Reply) bool { return r.Status == StatusStopped },
-	"text":    func(r Reply) bool { return r.Type == TypeText },
+	"slot":    func(r Reply) bool { return r.Type == typeAskSlot },
+	"confirm": func(r Reply) bool { return r.Type == typeAskConfirmation },
+	"clarify": func(r Reply) bool { return r.Type == typeClarify },
+	"reject":  func(r Reply) bool { return r.Type == typeReject || r.Type == typeFallback },
+	"social":  func(r Reply) bool { return r.Status == statusSocial },
+	"stop":    func(r Reply) bool { return r.Status == statusStopped },
+	"text":    func(r Reply) bool { return r.Type == typeText },
 }
 
 // ranSteps are the steps of r's workflow that ran, by step id and intent.
 func ranSteps(r Reply) map[string]Step {
 	out := map[string]Step{}
-	if r.Workflow != nil && (r.Type == TypeWorkflowResult || r.Type == TypeAskSlot || r.Type == TypeAskConfirmation) {
+	if r.Workflow != nil && (r.Type == typeWorkflowResult || r.Type == typeAskSlot || r.Type == typeAskConfirmation) {
 		for _, st := range r.Workflow.Steps {
 			if st.Status == stepDone {
 				out[st.ID+"|"+st.Intent] = st
@@ -204,8 +204,8 @@ func judge(tu evalTurn, r Reply, before map[string]Step) (ok bool, ran []string,
 	return false, ran, opp
 }
 
-// ConversationReport is the outcome of playing a set of conversations.
-type ConversationReport struct {
+// conversationReport is the outcome of playing a set of conversations.
+type conversationReport struct {
 	// Passed and Total count the conversations of each group; one passes
 	// when every judged turn did what it must.
 	Passed map[string]int `json:"passed"`
@@ -220,7 +220,7 @@ type ConversationReport struct {
 
 // Accuracy is the share of group's conversations that passed; group ""
 // is all of them.
-func (r *ConversationReport) Accuracy(group string) float64 {
+func (r *conversationReport) Accuracy(group string) float64 {
 	p, t := r.Passed[group], r.Total[group]
 	if group == "" {
 		p, t = 0, 0
@@ -236,8 +236,8 @@ func (r *ConversationReport) Accuracy(group string) float64 {
 
 // Play plays every conversation, one session each, in group order: reset
 // puts the car and the orders back before each, say runs one turn.
-func (c *Conversations) Play(ctx context.Context, say func(ctx context.Context, session, text string) (Reply, error), reset func(ctx context.Context) error) (*ConversationReport, error) {
-	res := &ConversationReport{Passed: map[string]int{}, Total: map[string]int{}}
+func (c *Conversations) Play(ctx context.Context, say func(ctx context.Context, session, text string) (Reply, error), reset func(ctx context.Context) error) (*conversationReport, error) {
+	res := &conversationReport{Passed: map[string]int{}, Total: map[string]int{}}
 	n := 0
 	for _, g := range ConversationGroups {
 		for _, conv := range c.groups[g] {
@@ -264,7 +264,7 @@ func (c *Conversations) Play(ctx context.Context, say func(ctx context.Context, 
 				}
 				log = append(log, fmt.Sprintf("%q → %s/%s ran %v %q [%s]", tu.say, r.Type, r.Status, ran, r.Message, mark))
 				switch {
-				case r.Type == TypeWorkflowResult: // finished: the next turn's workflow is a new one
+				case r.Type == typeWorkflowResult: // finished: the next turn's workflow is a new one
 					before = map[string]Step{}
 				case r.Workflow != nil:
 					before = ranSteps(r)
@@ -284,7 +284,7 @@ func (c *Conversations) Play(ctx context.Context, say func(ctx context.Context, 
 // PlayConversations plays c on the app itself, without a server: each
 // conversation on a session and a car of its own, after the store's
 // reset.
-func (a *App) PlayConversations(ctx context.Context, c *Conversations) (*ConversationReport, error) {
+func (a *App) PlayConversations(ctx context.Context, c *Conversations) (*conversationReport, error) {
 	say := func(ctx context.Context, session, text string) (Reply, error) {
 		r, err := a.Chat(ctx, ChatRequest{SessionID: session, VehicleID: session, Text: text})
 		if err != nil {

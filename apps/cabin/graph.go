@@ -356,7 +356,7 @@ func (a *App) normalize(ctx context.Context, s State) (State, error) {
 	sess.UserID = cmp.Or(s.UserID, sess.UserID, defaultUser)
 	sess.VehicleID = cmp.Or(s.VehicleID, sess.VehicleID, a.vehicle)
 	sess.Channel = cmp.Or(s.Channel, sess.Channel, defaultChannel)
-	sess.Status = cmp.Or(sess.Status, StatusIdle)
+	sess.Status = cmp.Or(sess.Status, statusIdle)
 	s.Text, s.FillSlots, s.Accept, s.Reason = "", nil, nil, ""
 	s.SessionID, s.UserID, s.VehicleID, s.Channel = "", "", "", ""
 	s.Reply = Reply{Debug: Debug{Text: s.Turn.Text}}
@@ -413,12 +413,12 @@ func (a *App) readAnswer(ctx context.Context, s State) (State, error) {
 		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "fill-slots", Steps: []Step{a.newStep(1, sess.Intent, slots)}}
 		d.Decision, d.Continuation = "execute", "fill-slots for the current intent "+sess.Intent
 		t.Answer = answerRerun
-	case sess.Status == StatusClarify && len(sess.Clarify) == 1 && intent.ReadConsent(t.Text).Consent == intent.Accepted:
+	case sess.Status == statusClarify && len(sess.Clarify) == 1 && intent.ReadConsent(t.Text).Consent == intent.Accepted:
 		id := sess.Clarify[0]
 		sess.Workflow = &Workflow{Kind: workflowSingle, Source: "clarify", Steps: []Step{a.newStep(1, id, a.slots.read(id, sess.ClarifyText))}}
 		d.Decision, d.Continuation = "execute", "yes to the clarify question: "+id
 		t.Answer = answerClarified
-	case sess.Status == StatusClarify && len(sess.Clarify) > 0:
+	case sess.Status == statusClarify && len(sess.Clarify) > 0:
 		// "车窗" / "打开": the reply picks one of the options.
 		if id := a.pickOption(ctx, sess.Clarify, t.Normalized); id != "" {
 			slots := a.slots.read(id, sess.ClarifyText)
@@ -590,7 +590,7 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 			}
 			subject = ""
 		}
-		if verb == "" && i < len(mi.Clauses)-1 && !namesCue(text) && utf8.RuneCountInString(text) <= 4 && detectLanguage(text) == LocaleChinese {
+		if verb == "" && i < len(mi.Clauses)-1 && !namesCue(text) && utf8.RuneCountInString(text) <= 4 && detectLanguage(text) == localeChinese {
 			subject = text
 			continue
 		}
@@ -602,7 +602,7 @@ func (a *App) understand(ctx context.Context, s State) (State, error) {
 				res = again
 			}
 		}
-		d.Clauses = append(d.Clauses, ClauseRoute{Text: text, Intent: res.Intent, Decision: res.Decision, Score: res.Score})
+		d.Clauses = append(d.Clauses, clauseRoute{Text: text, Intent: res.Intent, Decision: res.Decision, Score: res.Score})
 		took += res.Elapsed
 	}
 	lat.Clauses = ms(took)
@@ -676,7 +676,7 @@ func (a *App) fuseDecide(_ context.Context, s State) (State, error) {
 	}
 	if trigger := plannerTrigger(a.planInput(s)); trigger != "" {
 		t.Plan = true
-		d.Planner = &PlannerDebug{Trigger: trigger}
+		d.Planner = &plannerDebug{Trigger: trigger}
 	}
 	return s, nil
 }
@@ -716,11 +716,11 @@ func (a *App) retry(_ context.Context, s State) (State, error) {
 	st := wf.step(wf.Pending.Step)
 	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "retry", "the reply did not answer the question"
 	if wf.Pending.Kind == pendingConfirmation {
-		a.say(&s, TypeAskConfirmation, StatusWaitingConfirmation, a.replies.text("confirm_retry", a.templateVars(wf)(st)))
+		a.say(&s, typeAskConfirmation, statusWaitingConfirmation, a.replies.text("confirm_retry", a.templateVars(wf)(st)))
 	} else if name, v, lo, hi, ok := a.slots.outOfRange(s.Turn.Text, wf.Pending.Slots); ok {
-		a.say(&s, TypeAskSlot, StatusWaitingSlot, join(a.rangeNote(name, v, lo, hi), a.ask(wf, st, wf.Pending.Slots[0])))
+		a.say(&s, typeAskSlot, statusWaitingSlot, join(a.rangeNote(name, v, lo, hi), a.ask(wf, st, wf.Pending.Slots[0])))
 	} else {
-		a.say(&s, TypeAskSlot, StatusWaitingSlot, a.replies.text("slot_retry", map[string]string{"ask": a.ask(wf, st, wf.Pending.Slots[0])}))
+		a.say(&s, typeAskSlot, statusWaitingSlot, a.replies.text("slot_retry", map[string]string{"ask": a.ask(wf, st, wf.Pending.Slots[0])}))
 	}
 	return s, nil
 }
@@ -761,13 +761,13 @@ func (a *App) stop(_ context.Context, s State) (State, error) {
 	}
 	wf.Pending = nil
 	s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "stop", "stop phrase with an active task"
-	a.say(&s, TypeText, StatusStopped, a.replies.text("task_stopped", nil))
+	a.say(&s, typeText, statusStopped, a.replies.text("task_stopped", nil))
 	return s, nil
 }
 
 // fallback answers a turn with nothing to continue.
 func (a *App) fallback(_ context.Context, s State) (State, error) {
-	a.say(&s, TypeFallback, StatusFallback, a.replies.text("no_session", nil))
+	a.say(&s, typeFallback, statusFallback, a.replies.text("no_session", nil))
 	return s, nil
 }
 
@@ -796,7 +796,7 @@ func (a *App) social(ctx context.Context, s State) (State, error) {
 	d.Decision, d.DecisionReason = "social", d.Social
 	msg := join(reply, a.replies.pendingHint(s.Session.Workflow))
 	s.Reply.Latency.DecisionResponse += ms(time.Since(start))
-	a.say(&s, TypeText, StatusSocial, msg)
+	a.say(&s, typeText, statusSocial, msg)
 	return s, nil
 }
 
@@ -924,11 +924,11 @@ func (a *App) offer(s *State, n int) {
 		}
 	}
 	if len(ids) == 0 {
-		a.say(s, TypeFallback, StatusFallback, a.replies.text("fallback", nil))
+		a.say(s, typeFallback, statusFallback, a.replies.text("fallback", nil))
 		return
 	}
 	s.Session.Clarify, s.Session.ClarifyText = ids, a.planInput(*s).text
-	a.say(s, TypeClarify, StatusClarify, a.replies.clarify(ids))
+	a.say(s, typeClarify, statusClarify, a.replies.clarify(ids))
 }
 
 // reject refuses what the assistant does not do.
@@ -937,15 +937,15 @@ func (a *App) reject(_ context.Context, s State) (State, error) {
 	if s.Turn.OutOfScope {
 		s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "reject", "the model planner found the request out of scope"
 	}
-	if sess := &s.Session; sess.Status == StatusClarify && len(sess.Clarify) > 1 && intent.ReadConsent(s.Turn.Text).Consent != intent.Rejected {
+	if sess := &s.Session; sess.Status == statusClarify && len(sess.Clarify) > 1 && intent.ReadConsent(s.Turn.Text).Consent != intent.Rejected {
 		// "车门" / "是的": a yes or an unclear reply to "lock or unlock?"
 		// picks neither; the question is asked again.
 		s.Reply.Debug.Decision, s.Reply.Debug.DecisionReason = "clarify", "the reply picked none of the options"
-		a.say(&s, TypeClarify, StatusClarify, a.replies.clarify(sess.Clarify))
+		a.say(&s, typeClarify, statusClarify, a.replies.clarify(sess.Clarify))
 		s.Reply.Latency.DecisionResponse += ms(time.Since(start))
 		return s, nil
 	}
-	a.say(&s, TypeReject, StatusRejected, a.replies.text("reject", nil))
+	a.say(&s, typeReject, statusRejected, a.replies.text("reject", nil))
 	s.Reply.Latency.DecisionResponse += ms(time.Since(start))
 	return s, nil
 }
@@ -1023,7 +1023,7 @@ func (a *App) fillSlots(ctx context.Context, s State) (State, error) {
 	if s.Reply.Type == "" {
 		wf := s.Session.Workflow
 		st := wf.step(wf.Pending.Step)
-		a.question(&s, st, TypeAskSlot, StatusWaitingSlot, join(s.Turn.Note, a.ask(wf, st, wf.Pending.Slots[0])))
+		a.question(&s, st, typeAskSlot, statusWaitingSlot, join(s.Turn.Note, a.ask(wf, st, wf.Pending.Slots[0])))
 	}
 	return a.await(ctx, s)
 }
@@ -1034,7 +1034,7 @@ func (a *App) confirm(ctx context.Context, s State) (State, error) {
 	if s.Reply.Type == "" {
 		wf := s.Session.Workflow
 		st := wf.step(wf.Pending.Step)
-		a.question(&s, st, TypeAskConfirmation, StatusWaitingConfirmation, a.confirmQuestion(wf, st))
+		a.question(&s, st, typeAskConfirmation, statusWaitingConfirmation, a.confirmQuestion(wf, st))
 	}
 	return a.await(ctx, s)
 }
@@ -1067,7 +1067,7 @@ func (a *App) respond(_ context.Context, s State) (State, error) {
 		}
 	}
 	s.Reply.Debug.Decision = cmp.Or(s.Reply.Debug.Decision, "execute")
-	a.say(&s, TypeWorkflowResult, outcome(wf), news)
+	a.say(&s, typeWorkflowResult, outcome(wf), news)
 	s.Reply.Latency.ResponseBuild += ms(time.Since(start))
 	return s, nil
 }
@@ -1079,15 +1079,15 @@ func outcome(wf *Workflow) string {
 	for _, st := range wf.Steps {
 		switch st.Status {
 		case stepDone:
-			return StatusCompleted
+			return statusCompleted
 		case stepFailed:
 			failed = true
 		}
 	}
 	if failed {
-		return StatusFailed
+		return statusFailed
 	}
-	return StatusCompleted
+	return statusCompleted
 }
 
 // ask is the question for a missing slot of a step.
@@ -1130,19 +1130,19 @@ func (a *App) say(s *State, typ, status, msg string) {
 	sess := &s.Session
 	s.Reply.Type, s.Reply.Status, s.Reply.Message = typ, status, msg
 	sess.LastAgentText = msg
-	sess.LastSocial = status == StatusSocial
-	if status != StatusClarify {
+	sess.LastSocial = status == statusSocial
+	if status != statusClarify {
 		sess.Clarify, sess.ClarifyText = nil, ""
 	}
 	switch {
 	case sess.waiting() && sess.Workflow.Pending.Kind == pendingConfirmation:
-		sess.Status, sess.PendingSlots = StatusWaitingConfirmation, []string{"confirmation"}
+		sess.Status, sess.PendingSlots = statusWaitingConfirmation, []string{"confirmation"}
 	case sess.waiting():
-		sess.Status, sess.PendingSlots = StatusWaitingSlot, slices.Clone(sess.Workflow.Pending.Slots)
+		sess.Status, sess.PendingSlots = statusWaitingSlot, slices.Clone(sess.Workflow.Pending.Slots)
 	default:
 		sess.Status, sess.PendingSlots = status, nil
 	}
-	sess.History = append(sess.History, TurnRecord{User: sess.LastUserText, Agent: msg, Type: typ, Intent: sess.Intent, At: time.Now().UTC()})
+	sess.History = append(sess.History, turnRecord{User: sess.LastUserText, Agent: msg, Type: typ, Intent: sess.Intent, At: time.Now().UTC()})
 	if n := len(sess.History); n > historyLimit {
 		sess.History = slices.Delete(sess.History, 0, n-historyLimit)
 	}

@@ -96,7 +96,7 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 			return append([]graph.Input[State]{say("navigate")}, smallTalk...)
 		},
 		check: func(t *testing.T, _ []string, res *graph.Result[State]) {
-			if res.Status != graph.StatusDone || res.State.Session.Status != StatusWaitingSlot {
+			if res.Status != graph.StatusDone || res.State.Session.Status != statusWaitingSlot {
 				t.Errorf("%s, session %s: want the run ended, the slot still asked", res.Status, res.State.Session.Status)
 			}
 		},
@@ -106,7 +106,7 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 			return append([]graph.Input[State]{say("unlock the doors")}, smallTalk...)
 		},
 		check: func(t *testing.T, _ []string, res *graph.Result[State]) {
-			if res.Status != graph.StatusDone || res.State.Session.Status != StatusWaitingConfirmation {
+			if res.Status != graph.StatusDone || res.State.Session.Status != statusWaitingConfirmation {
 				t.Errorf("%s, session %s: want the run ended, the yes still asked", res.Status, res.State.Session.Status)
 			}
 		},

@@ -102,7 +102,7 @@ func (a *api) chat(session, text string) Reply {
 }
 
 // fill posts to fill-slots and returns the reply.
-func (a *api) fill(req FillRequest) Reply {
+func (a *api) fill(req fillRequest) Reply {
 	a.t.Helper()
 	var r Reply
 	if code := a.do("POST", "/api/v1/agent/fill-slots", req, &r); code != http.StatusOK {
@@ -125,8 +125,8 @@ func (a *api) vehicle(id string) Vehicle { return get[Vehicle](a, "/api/v1/cabin
 
 func (a *api) order(id string) Order { return get[Order](a, "/api/v1/cabin/orders/"+id) }
 
-func (a *api) session(id string) SessionInfo {
-	return get[SessionInfo](a, "/api/v1/agent/sessions/"+id)
+func (a *api) session(id string) sessionInfo {
+	return get[sessionInfo](a, "/api/v1/agent/sessions/"+id)
 }
 
 // want checks a reply's type, status and that its message holds every
@@ -147,8 +147,8 @@ func want(t testing.TB, r Reply, typ, status string, parts ...string) {
 // applies them.
 func sqlStore(t testing.TB, db *store.DB) *SQLStore {
 	t.Helper()
-	if err := db.Migrate(context.Background(), AgentName, Migrations); err != nil {
+	if err := db.Migrate(context.Background(), agentName, Migrations); err != nil {
 		t.Fatal(err)
 	}
-	return NewSQLStore(db)
+	return newSQLStore(db)
 }

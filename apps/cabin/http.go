@@ -55,7 +55,7 @@ func Routes(app *App, threads Threads) http.Handler {
 		writeFound(w, reply, err, "session", req.SessionID)
 	})
 	m.HandleFunc("POST /api/v1/agent/fill-slots", func(w http.ResponseWriter, r *http.Request) {
-		var req FillRequest
+		var req fillRequest
 		if !decodeBody(w, r, &req) {
 			return
 		}
@@ -72,7 +72,7 @@ func Routes(app *App, threads Threads) http.Handler {
 		}
 		info, err := app.Session(r.Context(), id)
 		if err == nil && app.threads != nil {
-			err = app.threads.TrackThread(r.Context(), id, AgentName, "")
+			err = app.threads.TrackThread(r.Context(), id, agentName, "")
 		}
 		writeFound(w, info, err, "session", id)
 	})
@@ -135,9 +135,9 @@ func turnContext(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(r.Context()), turnTimeout)
 }
 
-// StreamLine is one line of chat-stream: an ack, the final reply, or an
+// streamLine is one line of chat-stream: an ack, the final reply, or an
 // error.
-type StreamLine struct {
+type streamLine struct {
 	// Event is "ack", "final" or "error".
 	Event     string `json:"event"`
 	SessionID string `json:"session_id"`
@@ -156,7 +156,7 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		writeResult(w, nil, fmt.Errorf("%w: text is empty", ErrBadRequest))
+		writeResult(w, nil, fmt.Errorf("%w: text is empty", errBadRequest))
 		return
 	}
 	if req.SessionID == "" {
@@ -192,19 +192,19 @@ func (a *App) chatStream(w http.ResponseWriter, r *http.Request) {
 	case <-timer.C:
 		first = time.Since(start)
 		w.Header().Set("Content-Type", "application/x-ndjson")
-		_ = enc.Encode(StreamLine{Event: TypeAck, SessionID: req.SessionID, Message: a.replies.text("ack", nil)})
+		_ = enc.Encode(streamLine{Event: typeAck, SessionID: req.SessionID, Message: a.replies.text("ack", nil)})
 		flush()
 		o = <-done
 	}
 	if o.err != nil { // after the ack, an error is the stream's last line
 		_, e := classify(o.err)
-		_ = enc.Encode(StreamLine{Event: "error", SessionID: req.SessionID, Error: &e})
+		_ = enc.Encode(streamLine{Event: "error", SessionID: req.SessionID, Error: &e})
 		return
 	}
 	if first > 0 {
 		o.reply.Latency.FirstResponse = ms(first)
 	}
-	_ = enc.Encode(StreamLine{Event: "final", SessionID: req.SessionID, Reply: o.reply})
+	_ = enc.Encode(streamLine{Event: "final", SessionID: req.SessionID, Reply: o.reply})
 	flush()
 }
 
@@ -254,9 +254,9 @@ func classify(err error) (int, httpError) {
 		ErrorCode() string
 	}
 	switch {
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, httpError{"bad_request", err.Error()}
-	case errors.Is(err, ErrNotFound), errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, server.ErrNotFound):
 		return http.StatusNotFound, httpError{"not_found", err.Error()}
 	case errors.Is(err, checkpoint.ErrConflict):
 		return http.StatusConflict, httpError{"conflict", err.Error()}
@@ -275,7 +275,7 @@ func classify(err error) (int, httpError) {
 func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
 	id := r.PathValue("id")
 	if strings.ContainsRune(id, 0) {
-		writeFound(w, nil, ErrNotFound, what, id)
+		writeFound(w, nil, errNotFound, what, id)
 		return "", false
 	}
 	return id, true

@@ -20,7 +20,7 @@ import (
 )
 
 // stream posts to chat-stream and returns its lines and when each arrived.
-func (a *api) stream(session, text string) ([]StreamLine, []time.Duration) {
+func (a *api) stream(session, text string) ([]streamLine, []time.Duration) {
 	a.t.Helper()
 	b, _ := json.Marshal(ChatRequest{SessionID: session, Text: text})
 	start := time.Now()
@@ -32,11 +32,11 @@ func (a *api) stream(session, text string) ([]StreamLine, []time.Duration) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
 		a.t.Errorf("content type %q", ct)
 	}
-	var lines []StreamLine
+	var lines []streamLine
 	var at []time.Duration // when each line arrived
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		var l StreamLine
+		var l streamLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			a.t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -48,7 +48,7 @@ func (a *api) stream(session, text string) ([]StreamLine, []time.Duration) {
 
 // slowTool carries out plugin: it takes d and then succeeds.
 func slowTool(plugin string, d time.Duration) tool.Tool {
-	return NewTool(plugin, "slow", tool.Write, func(ctx context.Context, _ Args) (Result, error) {
+	return newTool(plugin, "slow", tool.Write, func(ctx context.Context, _ Args) (Result, error) {
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -159,14 +159,14 @@ func TestBadRequests(t *testing.T) {
 func TestBackendsVisible(t *testing.T) {
 	a := newAPI(t, Options{})
 	var list struct{ Orders []Order }
-	if code := a.do("GET", "/api/v1/cabin/orders?user_id="+DemoUser, nil, &list); code != http.StatusOK || len(list.Orders) != len(SampleOrders(time.Now())) {
+	if code := a.do("GET", "/api/v1/cabin/orders?user_id="+demoUser, nil, &list); code != http.StatusOK || len(list.Orders) != len(sampleOrders(time.Now())) {
 		t.Fatalf("orders: HTTP %d, %d orders", code, len(list.Orders))
 	}
 	if v := a.vehicle("another-car"); !v.DoorsLocked || v.AC.Temperature != 24 || v.ID != "another-car" {
 		t.Errorf("a new vehicle %+v", v)
 	}
 	r := a.chat("s", "打开空调")
-	want(t, r, TypeWorkflowResult, StatusCompleted)
+	want(t, r, typeWorkflowResult, statusCompleted)
 	info := a.session("s")
 	if info.Session.VehicleID != "s" || info.Session.Memory["temperature"] != "24" || len(info.Session.History) != 1 {
 		t.Errorf("session %+v", info.Session)
@@ -219,7 +219,7 @@ func TestRestart(t *testing.T) {
 	}
 	first, closeFirst := open()
 	r, err := first.Chat(ctx, ChatRequest{SessionID: "s", Text: "导航"})
-	if err != nil || r.Type != TypeAskSlot {
+	if err != nil || r.Type != typeAskSlot {
 		t.Fatalf("first: %+v, %v", r, err)
 	}
 	closeFirst()
@@ -229,8 +229,8 @@ func TestRestart(t *testing.T) {
 	if err != nil || info.Pending == nil || info.Pending.Node != nodeFillSlots {
 		t.Fatalf("after the restart: %+v, %v", info, err)
 	}
-	r, err = second.FillSlots(ctx, FillRequest{SessionID: "s", Text: "去机场"})
-	if err != nil || r.Type != TypeWorkflowResult || !strings.Contains(r.Message, "机场") {
+	r, err = second.FillSlots(ctx, fillRequest{SessionID: "s", Text: "去机场"})
+	if err != nil || r.Type != typeWorkflowResult || !strings.Contains(r.Message, "机场") {
 		t.Fatalf("second: %+v, %v", r, err)
 	}
 	if v, _ := second.Store().Vehicle(ctx, defaultVehicle); v.Navigation.Destination != "机场" {

@@ -29,7 +29,7 @@ func TestKeysKeepTheirData(t *testing.T) {
 
 func keysKeepTheirData(t *testing.T, a *api) {
 	type orders struct{ Orders []Order }
-	type handoffs struct{ Handoffs []Handoff }
+	type handoffs struct{ Handoffs []handoff }
 	// drive takes a turn in car-1, the default vehicle.
 	drive := func(session, text string) Reply {
 		var r Reply
@@ -40,10 +40,10 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	}
 	// A opens car-1's windows, cancels A123 and asks for a person.
 	a.key = "key-a"
-	want(t, drive("a-1", "打开车窗"), TypeWorkflowResult, StatusCompleted)
-	want(t, a.chat("a-2", "取消订单A123"), TypeAskConfirmation, StatusWaitingConfirmation)
-	want(t, a.fill(FillRequest{SessionID: "a-2", Confirm: yes()}), TypeWorkflowResult, StatusCompleted, "A123")
-	want(t, a.chat("a-3", "帮我转人工客服"), TypeWorkflowResult, StatusCompleted)
+	want(t, drive("a-1", "打开车窗"), typeWorkflowResult, statusCompleted)
+	want(t, a.chat("a-2", "取消订单A123"), typeAskConfirmation, statusWaitingConfirmation)
+	want(t, a.fill(fillRequest{SessionID: "a-2", Confirm: yes()}), typeWorkflowResult, statusCompleted, "A123")
+	want(t, a.chat("a-3", "帮我转人工客服"), typeWorkflowResult, statusCompleted)
 	// And through Loom's chat completions: a run of A's opens the sunroof.
 	if got := a.completion("a-4", "打开天窗"); !strings.Contains(got, "天窗") {
 		t.Errorf("chat completion: %q", got)
@@ -54,10 +54,10 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	if v := a.vehicle(defaultVehicle); v.Windows["driver"] != 0 || v.Sunroof != 0 {
 		t.Errorf("key-b sees key-a's car: %+v", v)
 	}
-	if o := a.order("A123"); o.Status != OrderPendingShipment {
-		t.Errorf("key-b's A123 is %s, want %s", o.Status, OrderPendingShipment)
+	if o := a.order("A123"); o.Status != orderPendingShipment {
+		t.Errorf("key-b's A123 is %s, want %s", o.Status, orderPendingShipment)
 	}
-	if l := get[orders](a, "/api/v1/cabin/orders"); len(l.Orders) != len(SampleOrders(time.Now())) {
+	if l := get[orders](a, "/api/v1/cabin/orders"); len(l.Orders) != len(sampleOrders(time.Now())) {
 		t.Errorf("key-b's orders: %+v", l.Orders)
 	}
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 0 {
@@ -70,13 +70,13 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	if code := a.do("GET", "/api/v1/agent/sessions/a-2", nil, &e); code != http.StatusNotFound || e.Error.Code != "not_found" || e.Error.Message != "session a-2 not found" {
 		t.Errorf("key-b reads a-2: HTTP %d %+v", code, e.Error)
 	}
-	want(t, a.fill(FillRequest{SessionID: "a-2", Confirm: yes()}), TypeFallback, StatusFallback)
+	want(t, a.fill(fillRequest{SessionID: "a-2", Confirm: yes()}), typeFallback, statusFallback)
 	// B's own turns change B's data only.
-	want(t, drive("b-1", "打开车窗"), TypeWorkflowResult, StatusCompleted)
-	want(t, drive("b-1", "关闭车窗"), TypeWorkflowResult, StatusCompleted)
-	want(t, a.chat("b-2", "取消订单D234"), TypeAskConfirmation, StatusWaitingConfirmation)
-	want(t, a.fill(FillRequest{SessionID: "b-2", Confirm: yes()}), TypeWorkflowResult, StatusCompleted)
-	want(t, a.chat("b-3", "转人工"), TypeWorkflowResult, StatusCompleted)
+	want(t, drive("b-1", "打开车窗"), typeWorkflowResult, statusCompleted)
+	want(t, drive("b-1", "关闭车窗"), typeWorkflowResult, statusCompleted)
+	want(t, a.chat("b-2", "取消订单D234"), typeAskConfirmation, statusWaitingConfirmation)
+	want(t, a.fill(fillRequest{SessionID: "b-2", Confirm: yes()}), typeWorkflowResult, statusCompleted)
+	want(t, a.chat("b-3", "转人工"), typeWorkflowResult, statusCompleted)
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 1 || h.Handoffs[0].Session != "b-3" {
 		t.Errorf("key-b's hand-offs %+v", h.Handoffs)
 	}
@@ -86,10 +86,10 @@ func keysKeepTheirData(t *testing.T, a *api) {
 	if v := a.vehicle(defaultVehicle); v.Windows["driver"] != 100 || v.Sunroof != 100 {
 		t.Errorf("key-a's car after key-b's turns: windows %v, sunroof %d", v.Windows, v.Sunroof)
 	}
-	if o := a.order("A123"); o.Status != OrderCancelled {
+	if o := a.order("A123"); o.Status != orderCancelled {
 		t.Errorf("key-a's A123 is %s, want cancelled", o.Status)
 	}
-	if o := a.order("D234"); o.Status != OrderPendingPayment {
+	if o := a.order("D234"); o.Status != orderPendingPayment {
 		t.Errorf("key-a's D234 is %s: key-b's turn changed it", o.Status)
 	}
 	if h := get[handoffs](a, "/api/v1/cabin/handoffs"); len(h.Handoffs) != 1 || h.Handoffs[0].Session != "a-3" {
@@ -119,8 +119,8 @@ func TestFirstUseAtOnce(t *testing.T) {
 				return req
 			})
 			a.key = "key-a"
-			if l := get[struct{ Orders []Order }](a, "/api/v1/cabin/orders"); len(l.Orders) != len(SampleOrders(time.Now())) {
-				t.Errorf("%d orders after the first use, want %d", len(l.Orders), len(SampleOrders(time.Now())))
+			if l := get[struct{ Orders []Order }](a, "/api/v1/cabin/orders"); len(l.Orders) != len(sampleOrders(time.Now())) {
+				t.Errorf("%d orders after the first use, want %d", len(l.Orders), len(sampleOrders(time.Now())))
 			}
 		})
 	}
@@ -142,10 +142,10 @@ INSERT INTO cabin_handoffs (doc, created_at) VALUES ('{"id":1,"session_id":"old"
 		if v, err := st.Vehicle(ctx, "car-1"); err != nil || v.Sunroof != 100 {
 			t.Errorf("car-1 after the upgrade: %+v, %v", v, err)
 		}
-		if o, err := st.Order(ctx, "A123"); err != nil || o.Status != OrderCancelled {
+		if o, err := st.Order(ctx, "A123"); err != nil || o.Status != orderCancelled {
 			t.Errorf("A123 after the upgrade: %+v, %v", o, err)
 		}
-		if o, err := st.Order(ctx, "B456"); err != nil || o.Status != OrderShipped {
+		if o, err := st.Order(ctx, "B456"); err != nil || o.Status != orderShipped {
 			t.Errorf("B456, a sample order the file lacked: %+v, %v", o, err)
 		}
 		if hs, err := st.Handoffs(ctx); err != nil || len(hs) != 1 || hs[0].Session != "old" {

@@ -23,10 +23,10 @@ import (
 
 // otherLocale is the embedded locale loaded beside locale.
 func otherLocale(locale string) string {
-	if locale == LocaleEnglish {
-		return LocaleChinese
+	if locale == localeEnglish {
+		return localeChinese
 	}
-	return LocaleEnglish
+	return localeEnglish
 }
 
 // detectLanguage is the locale of text: LocaleChinese when it holds a
@@ -44,7 +44,7 @@ func detectLanguage(text string) string {
 	for _, r := range text {
 		switch {
 		case unicode.Is(unicode.Han, r):
-			return LocaleChinese
+			return localeChinese
 		case r < unicode.MaxASCII && unicode.IsLetter(r):
 			letters++
 		case unicode.IsDigit(r):
@@ -56,7 +56,7 @@ func detectLanguage(text string) string {
 	}
 	flush()
 	if word {
-		return LocaleEnglish
+		return localeEnglish
 	}
 	return ""
 }
@@ -76,7 +76,7 @@ func (a *App) bilingual(second *Config) {
 // form: the two can serve one server.
 func pairs(first, second *Config) bool {
 	for _, in := range first.Domain.Intents {
-		if _, ok := second.Forms.Forms[in.ID]; !ok || !slices.ContainsFunc(second.Domain.Intents, func(s IntentSpec) bool { return s.ID == in.ID }) {
+		if _, ok := second.Forms.Forms[in.ID]; !ok || !slices.ContainsFunc(second.Domain.Intents, func(s intentSpec) bool { return s.ID == in.ID }) {
 			return false
 		}
 	}
@@ -170,7 +170,7 @@ func union(a, b []string) []string {
 // words and ignored words of the second's added, so a slot is read in
 // either language.
 func mergeForms(first, second Forms) Forms {
-	out := Forms{Forms: first.Forms, Slots: map[string]SlotSpec{}}
+	out := Forms{Forms: first.Forms, Slots: map[string]slotSpec{}}
 	for name, f := range first.Slots {
 		s, ok := second.Slots[name]
 		if ok {

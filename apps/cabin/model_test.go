@@ -24,23 +24,23 @@ func TestModelPlanner(t *testing.T) {
 		requests int
 	}{
 		{"plans what the local planners cannot", []llmtest.Reply{decision(`{"kind":"single","steps":[{"intent":"cabin_set_ac","slots":{"temperature":"22"}}]}`)},
-			"有点热", TypeWorkflowResult, "22 度", "model", 1},
+			"有点热", typeWorkflowResult, "22 度", "model", 1},
 		{"an unknown intent goes back to the model", []llmtest.Reply{
 			decision(`{"kind":"single","steps":[{"intent":"cabin_cool_down"}]}`),
 			decision(`{"kind":"single","steps":[{"intent":"cabin_ac_on"}]}`)},
-			"有点热", TypeWorkflowResult, "空调已打开", "model", 2},
+			"有点热", typeWorkflowResult, "空调已打开", "model", 2},
 		{"malformed JSON is corrected", []llmtest.Reply{llmtest.Text("I think you want the AC on."), decision(`{"kind":"single","steps":[{"intent":"cabin_ac_on"}]}`)},
-			"有点热", TypeWorkflowResult, "空调已打开", "model", 2},
+			"有点热", typeWorkflowResult, "空调已打开", "model", 2},
 		{"a conditional plan", []llmtest.Reply{decision(`{"kind":"conditional","steps":[{"intent":"cs_query_order","slots":{"order_id":"B456"}},
 			{"intent":"cs_transfer_human","depends_on":[1],"condition":{"step":1,"field":"order_status","operator":"in","value":["shipped"]}}]}`)},
-			"B456那单寄出来了没有，寄了的话找个人帮我看看", TypeWorkflowResult, "工单", "model", 1},
+			"B456那单寄出来了没有，寄了的话找个人帮我看看", typeWorkflowResult, "工单", "model", 1},
 		{"out of scope rejects", []llmtest.Reply{decision(`{"kind":"out_of_scope"}`)},
-			"今天股市怎么样", TypeReject, "帮不了", "model", 1},
+			"今天股市怎么样", typeReject, "帮不了", "model", 1},
 		{"route to cloud, out of scope for the model, rejects (§27.2)", []llmtest.Reply{decision(`{"kind":"out_of_scope"}`)},
-			"起雾了", TypeReject, "帮不了", "model", 1},
+			"起雾了", typeReject, "帮不了", "model", 1},
 		{"a failing model leaves the local answer", []llmtest.Reply{llmtest.ServerError()},
-			"有点热", TypeReject, "帮不了", "model-fallback", 1},
-		{"a clear request never asks the model", nil, "打开车窗", TypeWorkflowResult, "已打开车窗", "", 0},
+			"有点热", typeReject, "帮不了", "model-fallback", 1},
+		{"a clear request never asks the model", nil, "打开车窗", typeWorkflowResult, "已打开车窗", "", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := llmtest.New(t, c.replies...)
@@ -69,7 +69,7 @@ func TestModelPlanner(t *testing.T) {
 }
 
 func statusOf(typ string) string {
-	return map[string]string{TypeWorkflowResult: StatusCompleted, TypeReject: StatusRejected}[typ]
+	return map[string]string{typeWorkflowResult: statusCompleted, typeReject: statusRejected}[typ]
 }
 
 // With a model, open small talk is the model's; without one, a template's.
@@ -80,10 +80,10 @@ func TestModelSmallTalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newAPI(t, Options{Model: m}).chat("s", "讲个笑话")
-	want(t, r, TypeText, StatusSocial, "路上注意安全")
+	want(t, r, typeText, statusSocial, "路上注意安全")
 	local := newAPI(t, Options{})
 	r = local.chat("s", "讲个笑话")
-	want(t, r, TypeText, StatusSocial)
+	want(t, r, typeText, statusSocial)
 	if !slices.Contains(local.app.cfg.Responses.Social["open"], r.Message) {
 		t.Errorf("without a model: %q is not an open small-talk reply", r.Message)
 	}

@@ -12,11 +12,11 @@ import (
 
 // Order statuses.
 const (
-	OrderPendingPayment  = "pending_payment"
-	OrderPendingShipment = "pending_shipment"
-	OrderShipped         = "shipped"
-	OrderDelivered       = "delivered"
-	OrderCancelled       = "cancelled"
+	orderPendingPayment  = "pending_payment"
+	orderPendingShipment = "pending_shipment"
+	orderShipped         = "shipped"
+	orderDelivered       = "delivered"
+	orderCancelled       = "cancelled"
 )
 
 // Order is an order of the simulated order service.
@@ -39,8 +39,8 @@ type Logistics struct {
 	Location   string `json:"location"`
 }
 
-// Handoff is a conversation handed to a person.
-type Handoff struct {
+// handoff is a conversation handed to a person.
+type handoff struct {
 	ID      int64     `json:"id"`
 	UserID  string    `json:"user_id"`
 	Session string    `json:"session_id"`
@@ -50,42 +50,42 @@ type Handoff struct {
 	Created time.Time `json:"created_at"`
 }
 
-// DemoUser owns the sample orders.
-const DemoUser = "demo"
+// demoUser owns the sample orders.
+const demoUser = "demo"
 
-// SampleOrders are the orders a new store holds: one in every status.
-func SampleOrders(now time.Time) []Order {
+// sampleOrders are the orders a new store holds: one in every status.
+func sampleOrders(now time.Time) []Order {
 	day := 24 * time.Hour
 	return []Order{
-		{ID: "A123", UserID: DemoUser, Item: "蓝牙耳机", Amount: 199, Status: OrderPendingShipment, Created: now.Add(-day), UpdatedAt: now},
-		{ID: "B456", UserID: DemoUser, Item: "车载充电器", Amount: 89, Status: OrderShipped, Created: now.Add(-3 * day), UpdatedAt: now,
+		{ID: "A123", UserID: demoUser, Item: "蓝牙耳机", Amount: 199, Status: orderPendingShipment, Created: now.Add(-day), UpdatedAt: now},
+		{ID: "B456", UserID: demoUser, Item: "车载充电器", Amount: 89, Status: orderShipped, Created: now.Add(-3 * day), UpdatedAt: now,
 			Logistics: &Logistics{Carrier: "顺丰速运", TrackingNo: "SF1234567890", Status: "in_transit", Location: "上海转运中心"}},
-		{ID: "C789", UserID: DemoUser, Item: "座椅靠垫", Amount: 159, Status: OrderDelivered, Created: now.Add(-9 * day), UpdatedAt: now,
+		{ID: "C789", UserID: demoUser, Item: "座椅靠垫", Amount: 159, Status: orderDelivered, Created: now.Add(-9 * day), UpdatedAt: now,
 			Logistics: &Logistics{Carrier: "京东物流", TrackingNo: "JD0098765432", Status: "delivered", Location: "已签收"}},
-		{ID: "D234", UserID: DemoUser, Item: "行车记录仪", Amount: 399, Status: OrderPendingPayment, Created: now.Add(-2 * time.Hour), UpdatedAt: now},
-		{ID: "E567", UserID: DemoUser, Item: "脚垫", Amount: 129, Status: OrderCancelled, Created: now.Add(-5 * day), UpdatedAt: now},
+		{ID: "D234", UserID: demoUser, Item: "行车记录仪", Amount: 399, Status: orderPendingPayment, Created: now.Add(-2 * time.Hour), UpdatedAt: now},
+		{ID: "E567", UserID: demoUser, Item: "脚垫", Amount: 129, Status: orderCancelled, Created: now.Add(-5 * day), UpdatedAt: now},
 	}
 }
 
 // cancellable are the statuses an order can be cancelled in.
-var cancellable = []string{OrderPendingPayment, OrderPendingShipment}
+var cancellable = []string{orderPendingPayment, orderPendingShipment}
 
-// OrderTools returns the simulated order service's tools
+// orderTools returns the simulated order service's tools
 // (plugin.order.*, plugin.logistics.query, plugin.service.transfer_human,
 // see ToolName), over store. The queries and the cancel check read; the
 // cancel and the hand-off to a person write.
-func OrderTools(store OrderStore) []tool.Tool {
-	with := func(f func(context.Context, OrderStore, Args) (Result, error)) func(context.Context, Args) (Result, error) {
+func orderTools(store orderStore) []tool.Tool {
+	with := func(f func(context.Context, orderStore, Args) (Result, error)) func(context.Context, Args) (Result, error) {
 		return func(ctx context.Context, args Args) (Result, error) { return f(ctx, store, args) }
 	}
 	return []tool.Tool{
-		NewTool("plugin.order.query", "look up the order in the order_id slot", tool.Read, with(queryOrder)),
-		NewTool("plugin.logistics.query", "track the parcel of the order in the order_id slot", tool.Read, with(queryLogistics)),
-		NewTool("plugin.order.cancel", "cancel the order in the order_id slot, refunding a paid one", tool.Write, with(cancelOrder)),
-		NewTool("plugin.order.cancel.check", "tell whether the order in the order_id slot can be cancelled, without cancelling it", tool.Read, with(checkCancel)),
-		NewTool("plugin.order.refund", "refund the order in the order_id slot: cancel it before it ships, or open a return once delivered", tool.Write, with(refundOrder)),
-		NewTool("plugin.order.refund.check", "tell whether and how the order in the order_id slot can be refunded, without refunding it", tool.Read, with(checkRefund)),
-		NewTool("plugin.service.transfer_human", "hand the conversation to a person, about the order_id slot for the reason slot", tool.Write, with(transferHuman)),
+		newTool("plugin.order.query", "look up the order in the order_id slot", tool.Read, with(queryOrder)),
+		newTool("plugin.logistics.query", "track the parcel of the order in the order_id slot", tool.Read, with(queryLogistics)),
+		newTool("plugin.order.cancel", "cancel the order in the order_id slot, refunding a paid one", tool.Write, with(cancelOrder)),
+		newTool("plugin.order.cancel.check", "tell whether the order in the order_id slot can be cancelled, without cancelling it", tool.Read, with(checkCancel)),
+		newTool("plugin.order.refund", "refund the order in the order_id slot: cancel it before it ships, or open a return once delivered", tool.Write, with(refundOrder)),
+		newTool("plugin.order.refund.check", "tell whether and how the order in the order_id slot can be refunded, without refunding it", tool.Read, with(checkRefund)),
+		newTool("plugin.service.transfer_human", "hand the conversation to a person, about the order_id slot for the reason slot", tool.Write, with(transferHuman)),
 	}
 }
 
@@ -99,10 +99,10 @@ func refused(reason, message, orderID string) Result {
 	return Result{Success: false, Message: message, Data: map[string]any{"reason": reason, "order_id": orderID}}
 }
 
-func queryOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func queryOrder(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errNotFound) {
 		return refused("order_not_found", "order "+id+" not found", id), nil
 	}
 	if err != nil {
@@ -111,11 +111,11 @@ func queryOrder(ctx context.Context, store OrderStore, args Args) (Result, error
 	return Result{Success: true, Message: "order " + o.ID + ": " + o.Status, Data: orderData(o)}, nil
 }
 
-func queryLogistics(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func queryLogistics(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		return refused("order_not_found", "order "+id+" not found", id), nil
 	case err != nil:
 		return Result{}, err
@@ -139,9 +139,9 @@ func cancelRefusal(o *Order) error {
 	switch {
 	case slices.Contains(cancellable, o.Status):
 		return nil
-	case o.Status == OrderShipped:
+	case o.Status == orderShipped:
 		return &refusal{"already_shipped", "order " + o.ID + " has shipped"}
-	case o.Status == OrderDelivered:
+	case o.Status == orderDelivered:
 		return &refusal{"already_delivered", "order " + o.ID + " was delivered"}
 	}
 	return &refusal{"already_cancelled", "order " + o.ID + " is cancelled already"}
@@ -152,7 +152,7 @@ func cancelRefusal(o *Order) error {
 func cancelResult(o Order, id string, err error, message string) (Result, error) {
 	var r *refusal
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		return refused("order_not_found", "order "+id+" not found", id), nil
 	case errors.As(err, &r):
 		return refused(r.reason, r.message, id), nil
@@ -164,7 +164,7 @@ func cancelResult(o Order, id string, err error, message string) (Result, error)
 
 // checkCancel tells whether an order can be cancelled, without
 // cancelling it: the check asked before the cancel's confirmation.
-func checkCancel(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func checkCancel(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	if err == nil {
@@ -176,15 +176,15 @@ func checkCancel(ctx context.Context, store OrderStore, args Args) (Result, erro
 // cancelOrder cancels an order that has not shipped; one that cannot be
 // cancelled is refused with the reason. An order that was paid for
 // (pending shipment) is refunded: the result says refund and currency.
-func cancelOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func cancelOrder(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	paid := false
 	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
 		if err := cancelRefusal(o); err != nil {
 			return err
 		}
-		paid = o.Status != OrderPendingPayment
-		o.Status = OrderCancelled
+		paid = o.Status != orderPendingPayment
+		o.Status = orderCancelled
 		return nil
 	})
 	res, err := cancelResult(o, id, err, "order "+id+" cancelled")
@@ -194,8 +194,8 @@ func cancelOrder(ctx context.Context, store OrderStore, args Args) (Result, erro
 	return res, err
 }
 
-func transferHuman(ctx context.Context, store OrderStore, args Args) (Result, error) {
-	h, err := store.AddHandoff(ctx, Handoff{UserID: args.User, Session: args.Session, OrderID: args.Slots["order_id"], Reason: args.Slots["reason"]})
+func transferHuman(ctx context.Context, store orderStore, args Args) (Result, error) {
+	h, err := store.AddHandoff(ctx, handoff{UserID: args.User, Session: args.Session, OrderID: args.Slots["order_id"], Reason: args.Slots["reason"]})
 	if err != nil {
 		return Result{}, err
 	}
@@ -208,11 +208,11 @@ func transferHuman(ctx context.Context, store OrderStore, args Args) (Result, er
 // now.
 func refundRefusal(o *Order) error {
 	switch o.Status {
-	case OrderPendingShipment, OrderDelivered:
+	case orderPendingShipment, orderDelivered:
 		return nil
-	case OrderPendingPayment:
+	case orderPendingPayment:
 		return &refusal{"not_paid", "order " + o.ID + " is not paid for"}
-	case OrderShipped:
+	case orderShipped:
 		return &refusal{"refund_shipped", "order " + o.ID + " is on its way"}
 	}
 	return &refusal{"refund_cancelled", "order " + o.ID + " is cancelled already"}
@@ -223,7 +223,7 @@ func refundRefusal(o *Order) error {
 func refundData(o Order) map[string]any {
 	d := orderData(o)
 	d["refund"], d["currency"] = o.Amount, Currency
-	if o.Status == OrderDelivered {
+	if o.Status == orderDelivered {
 		d["return"] = true
 	}
 	return d
@@ -232,7 +232,7 @@ func refundData(o Order) map[string]any {
 // checkRefund tells whether and how an order can be refunded, without
 // refunding it: the check asked before the refund's confirmation, and
 // the answer to "订单C789能退款吗".
-func checkRefund(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func checkRefund(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	o, err := store.Order(ctx, id)
 	if err == nil {
@@ -248,7 +248,7 @@ func checkRefund(ctx context.Context, store OrderStore, args Args) (Result, erro
 // refundOrder refunds an order: one not shipped is cancelled and its
 // amount refunded; for a delivered one a return and refund is opened with
 // a person, who arranges the return.
-func refundOrder(ctx context.Context, store OrderStore, args Args) (Result, error) {
+func refundOrder(ctx context.Context, store orderStore, args Args) (Result, error) {
 	id := args.Slots["order_id"]
 	var before Order
 	o, err := store.UpdateOrder(ctx, id, func(o *Order) error {
@@ -256,8 +256,8 @@ func refundOrder(ctx context.Context, store OrderStore, args Args) (Result, erro
 			return err
 		}
 		before = *o
-		if o.Status == OrderPendingShipment {
-			o.Status = OrderCancelled
+		if o.Status == orderPendingShipment {
+			o.Status = orderCancelled
 		}
 		return nil
 	})
@@ -267,8 +267,8 @@ func refundOrder(ctx context.Context, store OrderStore, args Args) (Result, erro
 	}
 	res.Data = refundData(before)
 	res.Data["order_status"] = o.Status
-	if before.Status == OrderDelivered {
-		h, err := store.AddHandoff(ctx, Handoff{UserID: args.User, Session: args.Session, OrderID: id, Reason: "return and refund"})
+	if before.Status == orderDelivered {
+		h, err := store.AddHandoff(ctx, handoff{UserID: args.User, Session: args.Session, OrderID: id, Reason: "return and refund"})
 		if err != nil {
 			return Result{}, fmt.Errorf("open a return for order %s: %w", id, err)
 		}

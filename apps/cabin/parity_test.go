@@ -22,11 +22,11 @@ var languageOwn = []string{"Rules.Routing", "Workflows.Split.MinRunes", "Rules.S
 // other, with the same ids, slots, risks, bounds and conditions; a list
 // of words or a text given on one side is given on the other.
 func TestConfigParity(t *testing.T) {
-	zh, err := LoadConfig(LocaleChinese, "")
+	zh, err := loadConfig(localeChinese, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	en, err := LoadConfig(LocaleEnglish, "")
+	en, err := loadConfig(localeEnglish, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestConfigParity(t *testing.T) {
 		t.Error(g)
 	}
 	// The walk itself must see a gap: one reply taken away from English.
-	en.Responses.Intents["cs_refund"] = IntentResponses{}
+	en.Responses.Intents["cs_refund"] = intentResponses{}
 	n := 0
 	compareShape("", reflect.ValueOf(*zh), reflect.ValueOf(*en), func(string, string) { n++ })
 	if n == 0 {

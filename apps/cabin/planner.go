@@ -19,7 +19,7 @@ import (
 type planInput struct {
 	// text is the (rewritten) normalized text.
 	text    string
-	clauses []ClauseRoute
+	clauses []clauseRoute
 	// kind is the clauses' kind: single, sequence or conditional.
 	kind  string
 	route *intent.Result
@@ -27,7 +27,7 @@ type planInput struct {
 
 // plan is the planner's answer: a workflow when accepted.
 type plan struct {
-	debug      PlannerDebug
+	debug      plannerDebug
 	workflow   *Workflow
 	outOfScope bool // the model said the request is out of scope
 }
@@ -79,7 +79,7 @@ func (a *App) templatePlan(in planInput) (plan, bool) {
 			}
 			wf.Steps = append(wf.Steps, st)
 		}
-		return plan{workflow: wf, debug: PlannerDebug{Backend: wf.Source, Accepted: true, Kind: wf.Kind, Reason: "template intents and trigger matched"}}, true
+		return plan{workflow: wf, debug: plannerDebug{Backend: wf.Source, Accepted: true, Kind: wf.Kind, Reason: "template intents and trigger matched"}}, true
 	}
 	return plan{}, false
 }
@@ -102,7 +102,7 @@ func containsAny(text string, words []string) bool {
 func (a *App) heuristicPlan(in planInput) plan {
 	cs := a.clauseSteps(in)
 	if len(cs) < 2 {
-		return plan{debug: PlannerDebug{Backend: "heuristic", Reason: fmt.Sprintf("%d clause(s) with a known intent; a workflow needs 2", len(cs))}}
+		return plan{debug: plannerDebug{Backend: "heuristic", Reason: fmt.Sprintf("%d clause(s) with a known intent; a workflow needs 2", len(cs))}}
 	}
 	kind := workflowSequence
 	if in.kind == workflowConditional {
@@ -141,7 +141,7 @@ func (a *App) heuristicPlan(in planInput) plan {
 		}
 		reason += "; conditional without a known condition: later steps need the first and a confirmation"
 	}
-	return plan{workflow: wf, debug: PlannerDebug{Backend: "heuristic", Accepted: true, Kind: kind, Reason: reason}}
+	return plan{workflow: wf, debug: plannerDebug{Backend: "heuristic", Accepted: true, Kind: kind, Reason: reason}}
 }
 
 //go:embed prompts/planner.md
@@ -256,7 +256,7 @@ func (a *App) checkModelPlan(mp modelPlanJSON) []string {
 // slots, normalized, over the slots read from the text.
 func (a *App) modelWorkflow(in planInput, mp modelPlanJSON) plan {
 	if mp.Kind == "out_of_scope" {
-		return plan{outOfScope: true, debug: PlannerDebug{Backend: "model", Kind: mp.Kind, Reason: "the model found no intent for the request"}}
+		return plan{outOfScope: true, debug: plannerDebug{Backend: "model", Kind: mp.Kind, Reason: "the model found no intent for the request"}}
 	}
 	kind := mp.Kind
 	if kind == "" || (kind == workflowSingle && len(mp.Steps) > 1) {
@@ -279,5 +279,5 @@ func (a *App) modelWorkflow(in planInput, mp modelPlanJSON) plan {
 		st.RequiresConfirmation = st.RequiresConfirmation || ms.RequiresConfirmation
 		wf.Steps = append(wf.Steps, st)
 	}
-	return plan{workflow: wf, debug: PlannerDebug{Backend: "model", Accepted: true, Kind: kind, Reason: fmt.Sprintf("%d step(s) from the model", len(wf.Steps))}}
+	return plan{workflow: wf, debug: plannerDebug{Backend: "model", Accepted: true, Kind: kind, Reason: fmt.Sprintf("%d step(s) from the model", len(wf.Steps))}}
 }

@@ -226,7 +226,7 @@ func (a *App) bareName(id, text string) bool {
 	}
 	t = strings.TrimSpace(strings.Trim(t, " ,.!?，。！？"))
 	if t == "" || utf8.RuneCountInString(strings.ReplaceAll(t, " ", "")) > 12 || len(strings.Fields(t)) > 2 ||
-		(detectLanguage(t) == LocaleChinese && utf8.RuneCountInString(t) > 3) {
+		(detectLanguage(t) == localeChinese && utf8.RuneCountInString(t) > 3) {
 		return false
 	}
 	in := a.cat.intents[id]

@@ -69,7 +69,7 @@ func remember(ctx context.Context, user string, change func(*prefs)) {
 // driver's seat heating with no level said takes the preferred level; a
 // temperature or a driver's seat heating level the driver says is
 // remembered.
-func withPrefs(store VehicleStore, plugin string, call func(context.Context, Args) (Result, error)) func(context.Context, Args) (Result, error) {
+func withPrefs(store vehicleStore, plugin string, call func(context.Context, Args) (Result, error)) func(context.Context, Args) (Result, error) {
 	switch plugin {
 	case "plugin.cabin.ac.on":
 		return func(ctx context.Context, args Args) (Result, error) {

@@ -25,8 +25,8 @@ func TestDriverPrefs(t *testing.T) {
 	}
 	items := memory.New(db, memory.Options{})
 	mctx := memory.With(ctx, items.For("key:1"))
-	cars := NewMemoryStore()
-	tools := VehicleTools(cars)
+	cars := newMemoryStore()
+	tools := vehicleTools(cars)
 	call := func(ctx context.Context, plugin, user, vehicle string, slots map[string]string) {
 		t.Helper()
 		r, err := callTool(ctx, byName(t, tools, plugin), Args{Slots: slots, User: user, Vehicle: vehicle})
@@ -52,7 +52,7 @@ func TestDriverPrefs(t *testing.T) {
 	// Another driver gets the car's defaults.
 	call(mctx, "plugin.cabin.ac.on", "bob", "car-3", nil)
 	call(mctx, "plugin.cabin.seat_heat.on", "bob", "car-3", nil)
-	if v := car("car-3"); v.AC.Temperature != NewVehicle("x").AC.Temperature || v.SeatHeat["driver"] != 2 {
+	if v := car("car-3"); v.AC.Temperature != newVehicle("x").AC.Temperature || v.SeatHeat["driver"] != 2 {
 		t.Fatalf("bob's car: ac %+v seat heat %v, want the defaults", v.AC, v.SeatHeat)
 	}
 	// The preferences are an item of the store, readable over its API.

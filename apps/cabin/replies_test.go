@@ -31,16 +31,16 @@ type line = struct {
 	want said
 }
 
-func done(msg string) said { return said{TypeWorkflowResult, StatusCompleted, msg} }
+func done(msg string) said { return said{typeWorkflowResult, statusCompleted, msg} }
 
 // failed is a finished workflow none of whose steps could be done.
-func failed(msg string) said { return said{TypeWorkflowResult, StatusFailed, msg} }
+func failed(msg string) said { return said{typeWorkflowResult, statusFailed, msg} }
 
-func asks(msg string) said { return said{TypeAskConfirmation, StatusWaitingConfirmation, msg} }
+func asks(msg string) said { return said{typeAskConfirmation, statusWaitingConfirmation, msg} }
 
 // A workflow whose condition skipped a step tells the checked state once.
 func TestReplyNoRepeatedClauses(t *testing.T) {
-	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: LocaleEnglish})
+	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: localeEnglish})
 	conversation(t, zh, "shipped", line{"查订单B456，如果没发货就取消", done("订单 B456 当前已发货，没有取消。")})
 	conversation(t, zh, "cancelled", line{"查订单E567，如果没发货就取消", done("订单 E567 当前已取消，没有取消。")})
 	conversation(t, en, "shipped", line{"check order B456 and cancel it if it hasn't shipped", done("Order B456 is shipped, so I didn't cancel it.")})
@@ -50,7 +50,7 @@ func TestReplyNoRepeatedClauses(t *testing.T) {
 // How far to open a window or the sunroof is a slot: half, a percentage,
 // a little.
 func TestReplyOpening(t *testing.T) {
-	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: LocaleEnglish})
+	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: localeEnglish})
 	for i, c := range []struct {
 		a       *api
 		text    string
@@ -89,7 +89,7 @@ func TestReplyOpening(t *testing.T) {
 // and nobody is asked to confirm; a refund is promised only for a paid
 // order, with its currency.
 func TestReplyCancel(t *testing.T) {
-	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: LocaleEnglish})
+	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: localeEnglish})
 	for _, c := range []struct {
 		a       *api
 		session string
@@ -111,7 +111,7 @@ func TestReplyCancel(t *testing.T) {
 		a    *api
 		id   string
 		want string
-	}{{zh, "C789", OrderDelivered}, {zh, "D234", OrderCancelled}, {en, "E567", OrderCancelled}, {en, "A123", OrderCancelled}} {
+	}{{zh, "C789", orderDelivered}, {zh, "D234", orderCancelled}, {en, "E567", orderCancelled}, {en, "A123", orderCancelled}} {
 		if o := c.a.order(c.id); o.Status != c.want {
 			t.Errorf("%s is %s, want %s", c.id, o.Status, c.want)
 		}
@@ -121,14 +121,14 @@ func TestReplyCancel(t *testing.T) {
 // Small talk after a finished task is its own reply: it carries neither
 // the task's intent nor its workflow.
 func TestReplySmallTalk(t *testing.T) {
-	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: LocaleEnglish})
+	zh, en := newAPI(t, Options{}), newAPI(t, Options{Locale: localeEnglish})
 	for _, c := range []struct {
 		a           *api
 		task, hello string
 		done, want  said
 	}{
-		{zh, "打开空调", "你好", done("好的，空调已打开，当前 24 度。"), said{TypeText, StatusSocial, "你好！我是你的座舱助手，可以帮你开车窗、调空调、导航、放音乐，也能查订单。"}},
-		{en, "turn on the ac", "hello", done("The air conditioning is on, at 24 degrees."), said{TypeText, StatusSocial, "Hi! I'm your in-car assistant: windows, climate, navigation, music, and your orders."}},
+		{zh, "打开空调", "你好", done("好的，空调已打开，当前 24 度。"), said{typeText, statusSocial, "你好！我是你的座舱助手，可以帮你开车窗、调空调、导航、放音乐，也能查订单。"}},
+		{en, "turn on the ac", "hello", done("The air conditioning is on, at 24 degrees."), said{typeText, statusSocial, "Hi! I'm your in-car assistant: windows, climate, navigation, music, and your orders."}},
 	} {
 		rs := conversation(t, c.a, "chat", line{c.task, c.done}, line{c.hello, c.want})
 		if r := rs[1]; r.Intent != "" || r.Slots != nil || r.Workflow != nil || r.PendingSlots != nil {

@@ -14,7 +14,7 @@ func TestReset(t *testing.T) {
 	if _, err := a.app.store.UpdateOrder(context.Background(), "A123", func(o *Order) error { o.Status = "cancelled"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.app.store.AddHandoff(context.Background(), Handoff{Reason: "test"}); err != nil {
+	if _, err := a.app.store.AddHandoff(context.Background(), handoff{Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	var v Vehicle
@@ -33,7 +33,7 @@ func TestReset(t *testing.T) {
 	if a.do("GET", "/api/v1/cabin/orders/A123", nil, &o); o.Status != "pending_shipment" {
 		t.Errorf("after the reset: order A123 %q, want pending_shipment", o.Status)
 	}
-	var hs struct{ Handoffs []Handoff }
+	var hs struct{ Handoffs []handoff }
 	if a.do("GET", "/api/v1/cabin/handoffs", nil, &hs); len(hs.Handoffs) != 0 {
 		t.Errorf("after the reset: %d hand-offs, want none", len(hs.Handoffs))
 	}

@@ -136,10 +136,10 @@ func (p *replies) part(st *Step, first bool, vars map[string]string) string {
 
 // of are the replies of st's intent, with the variants of its With whose
 // field vars has, in name order.
-func (p *replies) of(st *Step, vars map[string]string) IntentResponses {
+func (p *replies) of(st *Step, vars map[string]string) intentResponses {
 	in := p.cat.intents[st.Intent]
 	if in == nil {
-		return IntentResponses{}
+		return intentResponses{}
 	}
 	ir := in.replies
 	for _, name := range slices.Sorted(maps.Keys(ir.With)) {

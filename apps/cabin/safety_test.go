@@ -7,15 +7,15 @@ import "testing"
 // no reply says they were unlocked.
 func TestUnlockConfirmed(t *testing.T) {
 	a := newAPI(t, Options{})
-	want(t, a.chat("d", "打开车门"), TypeAskConfirmation, StatusWaitingConfirmation, "解锁")
+	want(t, a.chat("d", "打开车门"), typeAskConfirmation, statusWaitingConfirmation, "解锁")
 	if !a.vehicle("d").DoorsLocked {
 		t.Fatal("the doors were unlocked before the yes")
 	}
-	want(t, a.chat("d", "确认"), TypeWorkflowResult, StatusCompleted, "解锁")
+	want(t, a.chat("d", "确认"), typeWorkflowResult, statusCompleted, "解锁")
 	if a.vehicle("d").DoorsLocked {
 		t.Fatal("the doors are still locked after the yes")
 	}
-	want(t, a.chat("d", "unlock the doors"), TypeWorkflowResult, StatusFailed, "already unlocked")
+	want(t, a.chat("d", "unlock the doors"), typeWorkflowResult, statusFailed, "already unlocked")
 }
 
 // TestClarifyAnswered: a reply to "open or close?" picks an option by
@@ -33,12 +33,12 @@ func TestClarifyAnswered(t *testing.T) {
 		{"车窗", "打开空调", "cabin_ac_on"},
 	} {
 		s := c.first + "/" + c.reply
-		want(t, a.chat(s, c.first), TypeClarify, StatusClarify)
+		want(t, a.chat(s, c.first), typeClarify, statusClarify)
 		r := a.chat(s, c.reply)
-		if r.Type != TypeWorkflowResult || len(r.Workflow.Steps) != 1 || r.Workflow.Steps[0].Intent != c.ran {
+		if r.Type != typeWorkflowResult || len(r.Workflow.Steps) != 1 || r.Workflow.Steps[0].Intent != c.ran {
 			t.Errorf("%s: %s/%s %q, want %s", s, r.Type, r.Status, r.Message, c.ran)
 		}
 	}
-	want(t, a.chat("door", "车门"), TypeClarify, StatusClarify)
-	want(t, a.chat("door", "是的"), TypeClarify, StatusClarify, "锁车门", "解锁车门")
+	want(t, a.chat("door", "车门"), typeClarify, statusClarify)
+	want(t, a.chat("door", "是的"), typeClarify, statusClarify, "锁车门", "解锁车门")
 }

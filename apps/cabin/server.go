@@ -49,7 +49,7 @@ type Settings struct {
 // API keys, with every session a thread of the server's.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
-		Name:          AgentName,
+		Name:          agentName,
 		Description:   "in-car assistant and customer service: local intent routing, workflows, confirmations (works without a model)",
 		DescriptionZh: "车载助手与客服：本地识别意图，办理业务流程，操作前先确认（无需模型）",
 		InputSchema:   server.InputSchemaFor[Input](),
@@ -58,7 +58,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		// orders live beside the checkpoints, shared by every replica.
 		Migrations: Migrations,
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
-			a, err := New(ctx, Options{Saver: db.Saver(), Store: NewSQLStore(db), Locale: opts.Locale, ConfigDir: opts.ConfigDir,
+			a, err := New(ctx, Options{Saver: db.Saver(), Store: newSQLStore(db), Locale: opts.Locale, ConfigDir: opts.ConfigDir,
 				Model: opts.Model, Logger: opts.Logger})
 			if err != nil {
 				return nil, err
@@ -73,9 +73,9 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			return Routes(ar.app, srv)
 		},
 		RoutesPrefix: "/api/v1/",
-		FromChat:     FromChat,
-		Reply:        ChatReply,
-		Answer:       ChatAnswer,
+		FromChat:     fromChat,
+		Reply:        chatReply,
+		Answer:       chatAnswer,
 	}
 }
 
@@ -85,15 +85,15 @@ type appRunner struct {
 	app *App
 }
 
-// FromChat turns a chat message into a run's input.
-func FromChat(text string) (json.RawMessage, error) {
+// fromChat turns a chat message into a run's input.
+func fromChat(text string) (json.RawMessage, error) {
 	return json.Marshal(map[string]string{"text": strings.TrimSpace(text)})
 }
 
-// ChatAnswer turns a chat message into the answer to a pending question:
+// chatAnswer turns a chat message into the answer to a pending question:
 // the message is the next turn's text. A JSON object is the Answer itself
 // ({"accept": true}, {"slots": {...}}).
-func ChatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
+func chatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
 	t := strings.TrimSpace(text)
 	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
 		return json.RawMessage(t), nil
@@ -101,9 +101,9 @@ func ChatAnswer(text string, _ *checkpoint.Interrupt) (json.RawMessage, error) {
 	return json.Marshal(Answer{Text: t})
 }
 
-// ChatReply is the assistant's text for a run: the turn's reply, which is
+// chatReply is the assistant's text for a run: the turn's reply, which is
 // also the question while the session waits.
-func ChatReply(state json.RawMessage, pending *checkpoint.Interrupt) string {
+func chatReply(state json.RawMessage, pending *checkpoint.Interrupt) string {
 	var s struct {
 		Reply struct {
 			Message string `json:"message"`

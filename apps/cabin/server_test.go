@@ -85,7 +85,7 @@ func TestServerAgent(t *testing.T) {
 		t.Error("doors still locked after the card was accepted")
 	}
 	// The seed's endpoints work beside Loom's.
-	want(t, a.chat("s1", "关闭车窗"), TypeWorkflowResult, StatusCompleted, "已关闭车窗")
+	want(t, a.chat("s1", "关闭车窗"), typeWorkflowResult, statusCompleted, "已关闭车窗")
 }
 
 // TestSessionsAreThreads checks that a session of the seed's endpoints is
@@ -117,7 +117,7 @@ func sessionsAreThreads(t *testing.T, a *api) {
 		return out
 	}
 	a.key = "key-a"
-	want(t, a.chat("car-a", "导航"), TypeAskSlot, StatusWaitingSlot, "去哪里")
+	want(t, a.chat("car-a", "导航"), typeAskSlot, statusWaitingSlot, "去哪里")
 	if got := search(); got["car-a"] != "interrupted" {
 		t.Errorf("key-a's threads after a question: %v", got)
 	}
@@ -141,7 +141,7 @@ func sessionsAreThreads(t *testing.T, a *api) {
 	if code := a.do("GET", "/api/v1/agent/sessions/car-a", nil, &e); code != http.StatusNotFound || e.Error.Code != "not_found" {
 		t.Errorf("key-b reads car-a: HTTP %d %+v", code, e)
 	}
-	want(t, a.chat("car-a", "打开车窗"), TypeWorkflowResult, StatusCompleted)
+	want(t, a.chat("car-a", "打开车窗"), typeWorkflowResult, statusCompleted)
 	if got := search(); got["car-a"] != "idle" || len(got) != 1 {
 		t.Errorf("key-b's threads after its turn on car-a: %v", got)
 	}
@@ -160,14 +160,14 @@ func sessionsAreThreads(t *testing.T, a *api) {
 
 	// key-a's session was not touched by key-b: the answer completes it.
 	a.key = "key-a"
-	want(t, a.chat("car-a", "去公司"), TypeWorkflowResult, StatusCompleted, "开始导航去公司")
+	want(t, a.chat("car-a", "去公司"), typeWorkflowResult, statusCompleted, "开始导航去公司")
 	if got := search(); got["car-a"] != "idle" || len(got) != 1 {
 		t.Errorf("key-a's threads after the answer: %v", got)
 	}
 }
 
 func TestChatHooks(t *testing.T) {
-	in, err := FromChat("  打开车窗 ")
+	in, err := fromChat("  打开车窗 ")
 	if err != nil || string(in) != `{"text":"打开车窗"}` {
 		t.Errorf("FromChat = %s, %v", in, err)
 	}
@@ -175,16 +175,16 @@ func TestChatHooks(t *testing.T) {
 		{"去公司", `{"text":"去公司"}`},
 		{`{"accept":true}`, `{"accept":true}`},
 	} {
-		if got, err := ChatAnswer(c.text, nil); err != nil || string(got) != c.want {
+		if got, err := chatAnswer(c.text, nil); err != nil || string(got) != c.want {
 			t.Errorf("ChatAnswer(%q) = %s, %v", c.text, got, err)
 		}
 	}
 	state := json.RawMessage(`{"reply":{"message":"请告诉我要去哪里。"}}`)
-	if got := ChatReply(state, &checkpoint.Interrupt{}); got != "请告诉我要去哪里。" {
+	if got := chatReply(state, &checkpoint.Interrupt{}); got != "请告诉我要去哪里。" {
 		t.Errorf("ChatReply = %q", got)
 	}
 	q, _ := json.Marshal(Question{Message: "确认吗？"})
-	if got := ChatReply(json.RawMessage(`{}`), &checkpoint.Interrupt{Payload: q}); got != "确认吗？" {
+	if got := chatReply(json.RawMessage(`{}`), &checkpoint.Interrupt{Payload: q}); got != "确认吗？" {
 		t.Errorf("ChatReply from the question = %q", got)
 	}
 	var schema map[string]any

@@ -15,12 +15,12 @@ import (
 // slotReader reads an intent's slots from text, as forms.yml says.
 type slotReader struct {
 	slots map[string]*slotType
-	forms map[string]FormSpec
+	forms map[string]formSpec
 }
 
 // slotType is a compiled SlotSpec.
 type slotType struct {
-	SlotSpec
+	slotSpec
 	name     string
 	patterns []*regexp.Regexp
 	synonyms []synonym // longest word first
@@ -34,7 +34,7 @@ type synonym struct{ word, value string }
 func newSlotReader(f Forms) *slotReader {
 	r := &slotReader{slots: map[string]*slotType{}, forms: f.Forms}
 	for name, spec := range f.Slots {
-		t := &slotType{SlotSpec: spec, name: name, ignore: map[string]bool{}}
+		t := &slotType{slotSpec: spec, name: name, ignore: map[string]bool{}}
 		if t.Type == "" {
 			t.Type = slotText
 		}

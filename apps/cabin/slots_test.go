@@ -6,11 +6,11 @@ import (
 )
 
 func TestReadSlots(t *testing.T) {
-	cfg, err := LoadConfig(LocaleChinese, "")
+	cfg, err := loadConfig(localeChinese, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	en, err := LoadConfig(LocaleEnglish, "")
+	en, err := loadConfig(localeEnglish, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestReadSlots(t *testing.T) {
 }
 
 func TestSlotAnswers(t *testing.T) {
-	cfg, err := LoadConfig(LocaleChinese, "")
+	cfg, err := loadConfig(localeChinese, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,34 +54,34 @@ type Answer struct {
 // was done or nothing failed, and failed when steps failed and none was
 // done (an order that cannot be cancelled, a car that did not answer).
 const (
-	StatusIdle                = "idle"
-	StatusWaitingSlot         = "waiting_slot"
-	StatusWaitingConfirmation = "waiting_confirmation"
-	StatusCompleted           = "completed"
-	StatusFailed              = "failed"
-	StatusRejected            = "rejected"
-	StatusFallback            = "fallback"
-	StatusStopped             = "stopped"
-	StatusSocial              = "social"
-	StatusClarify             = "clarify"
+	statusIdle                = "idle"
+	statusWaitingSlot         = "waiting_slot"
+	statusWaitingConfirmation = "waiting_confirmation"
+	statusCompleted           = "completed"
+	statusFailed              = "failed"
+	statusRejected            = "rejected"
+	statusFallback            = "fallback"
+	statusStopped             = "stopped"
+	statusSocial              = "social"
+	statusClarify             = "clarify"
 )
 
 // Reply types; TypeAck is the early line of a stream.
 const (
-	TypeWorkflowResult  = "workflow_result"
-	TypeAskSlot         = "ask_slot"
-	TypeAskConfirmation = "ask_confirmation"
-	TypeClarify         = "clarify"
-	TypeReject          = "reject"
-	TypeFallback        = "fallback"
-	TypeText            = "text"
-	TypeAck             = "ack"
+	typeWorkflowResult  = "workflow_result"
+	typeAskSlot         = "ask_slot"
+	typeAskConfirmation = "ask_confirmation"
+	typeClarify         = "clarify"
+	typeReject          = "reject"
+	typeFallback        = "fallback"
+	typeText            = "text"
+	typeAck             = "ack"
 )
 
 // Defaults for a turn that does not say.
 const (
 	defaultVehicle = "car-1"
-	defaultUser    = DemoUser
+	defaultUser    = demoUser
 	defaultChannel = "api"
 	historyLimit   = 10 // turns kept in Session.History
 )
@@ -132,11 +132,11 @@ type Session struct {
 	LastAgentText string `json:"last_agent_text,omitempty"`
 	// Turns counts the turns; History keeps the last ones.
 	Turns   int          `json:"turns"`
-	History []TurnRecord `json:"history,omitempty"`
+	History []turnRecord `json:"history,omitempty"`
 }
 
-// TurnRecord is one turn in a session's history.
-type TurnRecord struct {
+// turnRecord is one turn in a session's history.
+type turnRecord struct {
 	User   string    `json:"user"`
 	Agent  string    `json:"agent"`
 	Type   string    `json:"type"`
@@ -245,11 +245,11 @@ type Debug struct {
 	// the fused ranking and the decision.
 	Route *intent.Result `json:"route,omitempty"`
 	// Clauses are the clauses of a multi-intent text, each routed.
-	Clauses []ClauseRoute `json:"clauses,omitempty"`
+	Clauses []clauseRoute `json:"clauses,omitempty"`
 	// ClauseKind is single, sequence or conditional.
 	ClauseKind string `json:"clause_kind,omitempty"`
 	// Planner is what the planner did, when it ran.
-	Planner *PlannerDebug `json:"planner,omitempty"`
+	Planner *plannerDebug `json:"planner,omitempty"`
 	// Polarity says what the polarity guard changed: an intent the words
 	// contradicted turned to its opposite, or one in doubt asked about.
 	Polarity []string `json:"polarity,omitempty"`
@@ -258,16 +258,16 @@ type Debug struct {
 	DecisionReason string `json:"decision_reason,omitempty"`
 }
 
-// ClauseRoute is one clause of a multi-intent text, routed on its own.
-type ClauseRoute struct {
+// clauseRoute is one clause of a multi-intent text, routed on its own.
+type clauseRoute struct {
 	Text     string          `json:"text"`
 	Intent   string          `json:"intent,omitempty"`
 	Decision intent.Decision `json:"decision"`
 	Score    float64         `json:"score"`
 }
 
-// PlannerDebug records the planner's work on a turn.
-type PlannerDebug struct {
+// plannerDebug records the planner's work on a turn.
+type plannerDebug struct {
 	// Trigger says why the planner ran.
 	Trigger string `json:"trigger"`
 	// Backend is the planner that answered: template:ID, heuristic, model,

@@ -16,8 +16,8 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-// VehicleStore keeps the simulated vehicles' state, per API key.
-type VehicleStore interface {
+// vehicleStore keeps the simulated vehicles' state, per API key.
+type vehicleStore interface {
 	// Vehicle returns vehicle id; one never changed has the default state.
 	Vehicle(ctx context.Context, id string) (Vehicle, error)
 	// UpdateVehicle changes vehicle id with fn, atomically, and returns
@@ -25,9 +25,9 @@ type VehicleStore interface {
 	UpdateVehicle(ctx context.Context, id string, fn func(*Vehicle) error) (Vehicle, error)
 }
 
-// OrderStore keeps the simulated order service's orders and hand-offs,
+// orderStore keeps the simulated order service's orders and hand-offs,
 // per API key.
-type OrderStore interface {
+type orderStore interface {
 	// Order returns order id, or an error wrapping ErrNotFound.
 	Order(ctx context.Context, id string) (Order, error)
 	// Orders returns user's orders ("" for every user's), by id.
@@ -35,9 +35,9 @@ type OrderStore interface {
 	// UpdateOrder changes order id with fn, atomically.
 	UpdateOrder(ctx context.Context, id string, fn func(*Order) error) (Order, error)
 	// AddHandoff records a hand-off to a person and returns it numbered.
-	AddHandoff(ctx context.Context, h Handoff) (Handoff, error)
+	AddHandoff(ctx context.Context, h handoff) (handoff, error)
 	// Handoffs returns the hand-offs, oldest first.
-	Handoffs(ctx context.Context) ([]Handoff, error)
+	Handoffs(ctx context.Context) ([]handoff, error)
 }
 
 // Store keeps everything the simulated backends own. SQLStore keeps it in
@@ -49,15 +49,15 @@ type OrderStore interface {
 // called the agent's own endpoints), "" without keys. A key that uses the
 // orders for the first time starts with the sample orders (SampleOrders).
 type Store interface {
-	VehicleStore
-	OrderStore
+	vehicleStore
+	orderStore
 	// Reset puts the caller's simulated car and orders back as a new key
 	// finds them, and forgets its hand-offs.
 	Reset(ctx context.Context) error
 }
 
-// ErrNotFound is wrapped by store errors for a missing order.
-var ErrNotFound = errors.New("cabin: not found")
+// errNotFound is wrapped by store errors for a missing order.
+var errNotFound = errors.New("cabin: not found")
 
 // Migrations are the cabin's tables on Loom's database: the simulated
 // vehicles, orders and hand-offs, each row with the owning API key's id
@@ -123,9 +123,9 @@ type SQLStore struct {
 	seeded sync.Map // owner → true: the sample orders are in
 }
 
-// NewSQLStore keeps the data in db, whose Migrations are applied (the
+// newSQLStore keeps the data in db, whose Migrations are applied (the
 // server applies an agent's when it starts).
-func NewSQLStore(db *store.DB) *SQLStore { return &SQLStore{db: db} }
+func newSQLStore(db *store.DB) *SQLStore { return &SQLStore{db: db} }
 
 // q writes query's ? placeholders for the store's database.
 func (s *SQLStore) q(query string) string { return s.db.Dialect().Rebind(query) }
@@ -138,7 +138,7 @@ func (s *SQLStore) seed(ctx context.Context, owner string) error {
 		return nil
 	}
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		for _, o := range SampleOrders(time.Now().UTC()) {
+		for _, o := range sampleOrders(time.Now().UTC()) {
 			doc, err := json.Marshal(o)
 			if err != nil {
 				return err
@@ -193,12 +193,12 @@ func (s *SQLStore) scanVehicle(ctx context.Context, q querier, owner, id string)
 	var doc string
 	err := q.QueryRowContext(ctx, s.q(`SELECT state FROM cabin_vehicles WHERE owner = ? AND id = ?`), owner, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return NewVehicle(id), nil
+		return newVehicle(id), nil
 	}
 	if err != nil {
 		return Vehicle{}, err
 	}
-	v := NewVehicle(id)
+	v := newVehicle(id)
 	if err := json.Unmarshal([]byte(doc), &v); err != nil {
 		return Vehicle{}, fmt.Errorf("decode: %w", err)
 	}
@@ -238,7 +238,7 @@ func (s *SQLStore) scanOrder(ctx context.Context, q querier, owner, id string) (
 	var doc string
 	err := q.QueryRowContext(ctx, s.q(`SELECT doc FROM cabin_orders WHERE owner = ? AND id = ?`), owner, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, ErrNotFound
+		return Order{}, errNotFound
 	}
 	if err != nil {
 		return Order{}, err
@@ -333,7 +333,7 @@ func (s *SQLStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) e
 }
 
 // AddHandoff implements OrderStore.
-func (s *SQLStore) AddHandoff(ctx context.Context, h Handoff) (Handoff, error) {
+func (s *SQLStore) AddHandoff(ctx context.Context, h handoff) (handoff, error) {
 	owner := server.Caller(ctx)
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var waiting int
@@ -359,19 +359,19 @@ func (s *SQLStore) AddHandoff(ctx context.Context, h Handoff) (Handoff, error) {
 		return err
 	})
 	if err != nil {
-		return Handoff{}, fmt.Errorf("add hand-off: %w", err)
+		return handoff{}, fmt.Errorf("add hand-off: %w", err)
 	}
 	return h, nil
 }
 
 // Handoffs implements OrderStore.
-func (s *SQLStore) Handoffs(ctx context.Context) ([]Handoff, error) {
-	return scanAll[Handoff](ctx, s, "list hand-offs", `SELECT doc FROM cabin_handoffs WHERE owner = ? ORDER BY id`, server.Caller(ctx))
+func (s *SQLStore) Handoffs(ctx context.Context) ([]handoff, error) {
+	return scanAll[handoff](ctx, s, "list hand-offs", `SELECT doc FROM cabin_handoffs WHERE owner = ? ORDER BY id`, server.Caller(ctx))
 }
 
-// MemoryStore is a Store in memory, for tests and for running without a
+// memoryStore is a Store in memory, for tests and for running without a
 // database. Its zero value is not ready; use NewMemoryStore.
-type MemoryStore struct {
+type memoryStore struct {
 	mu     sync.Mutex
 	owners map[string]*memoryData // by server.Caller
 }
@@ -380,22 +380,22 @@ type MemoryStore struct {
 type memoryData struct {
 	vehicles map[string]Vehicle
 	orders   map[string]Order
-	handoffs []Handoff
+	handoffs []handoff
 }
 
-// NewMemoryStore returns a store in which every API key starts with the
+// newMemoryStore returns a store in which every API key starts with the
 // sample orders.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{owners: map[string]*memoryData{}}
+func newMemoryStore() *memoryStore {
+	return &memoryStore{owners: map[string]*memoryData{}}
 }
 
 // data returns the caller's data, made on first use; m.mu is held.
-func (m *MemoryStore) data(ctx context.Context) *memoryData {
+func (m *memoryStore) data(ctx context.Context) *memoryData {
 	owner := server.Caller(ctx)
 	d := m.owners[owner]
 	if d == nil {
 		d = &memoryData{vehicles: map[string]Vehicle{}, orders: map[string]Order{}}
-		for _, o := range SampleOrders(time.Now().UTC()) {
+		for _, o := range sampleOrders(time.Now().UTC()) {
 			d.orders[o.ID] = o
 		}
 		m.owners[owner] = d
@@ -404,7 +404,7 @@ func (m *MemoryStore) data(ctx context.Context) *memoryData {
 }
 
 // Reset implements Store.
-func (m *MemoryStore) Reset(ctx context.Context) error {
+func (m *memoryStore) Reset(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.owners, server.Caller(ctx))
@@ -412,17 +412,17 @@ func (m *MemoryStore) Reset(ctx context.Context) error {
 }
 
 // Vehicle implements VehicleStore.
-func (m *MemoryStore) Vehicle(ctx context.Context, id string) (Vehicle, error) {
+func (m *memoryStore) Vehicle(ctx context.Context, id string) (Vehicle, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if v, ok := m.data(ctx).vehicles[id]; ok {
 		return v.clone(), nil
 	}
-	return NewVehicle(id), nil
+	return newVehicle(id), nil
 }
 
 // UpdateVehicle implements VehicleStore.
-func (m *MemoryStore) UpdateVehicle(ctx context.Context, id string, fn func(*Vehicle) error) (Vehicle, error) {
+func (m *memoryStore) UpdateVehicle(ctx context.Context, id string, fn func(*Vehicle) error) (Vehicle, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := m.data(ctx)
@@ -430,7 +430,7 @@ func (m *MemoryStore) UpdateVehicle(ctx context.Context, id string, fn func(*Veh
 	if ok {
 		v = v.clone()
 	} else {
-		v = NewVehicle(id)
+		v = newVehicle(id)
 	}
 	if err := fn(&v); err != nil {
 		return Vehicle{}, fmt.Errorf("update vehicle %s: %w", id, err)
@@ -441,18 +441,18 @@ func (m *MemoryStore) UpdateVehicle(ctx context.Context, id string, fn func(*Veh
 }
 
 // Order implements OrderStore.
-func (m *MemoryStore) Order(ctx context.Context, id string) (Order, error) {
+func (m *memoryStore) Order(ctx context.Context, id string) (Order, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.data(ctx).orders[id]
 	if !ok {
-		return Order{}, fmt.Errorf("read order %s: %w", id, ErrNotFound)
+		return Order{}, fmt.Errorf("read order %s: %w", id, errNotFound)
 	}
 	return o, nil
 }
 
 // Orders implements OrderStore.
-func (m *MemoryStore) Orders(ctx context.Context, user string) ([]Order, error) {
+func (m *memoryStore) Orders(ctx context.Context, user string) ([]Order, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	orders := m.data(ctx).orders
@@ -466,13 +466,13 @@ func (m *MemoryStore) Orders(ctx context.Context, user string) ([]Order, error) 
 }
 
 // UpdateOrder implements OrderStore.
-func (m *MemoryStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) error) (Order, error) {
+func (m *memoryStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) error) (Order, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := m.data(ctx)
 	o, ok := d.orders[id]
 	if !ok {
-		return Order{}, fmt.Errorf("update order %s: %w", id, ErrNotFound)
+		return Order{}, fmt.Errorf("update order %s: %w", id, errNotFound)
 	}
 	if o.Logistics != nil {
 		l := *o.Logistics
@@ -487,7 +487,7 @@ func (m *MemoryStore) UpdateOrder(ctx context.Context, id string, fn func(*Order
 }
 
 // AddHandoff implements OrderStore.
-func (m *MemoryStore) AddHandoff(ctx context.Context, h Handoff) (Handoff, error) {
+func (m *memoryStore) AddHandoff(ctx context.Context, h handoff) (handoff, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := m.data(ctx)
@@ -499,10 +499,10 @@ func (m *MemoryStore) AddHandoff(ctx context.Context, h Handoff) (Handoff, error
 }
 
 // Handoffs implements OrderStore.
-func (m *MemoryStore) Handoffs(ctx context.Context) ([]Handoff, error) {
+func (m *memoryStore) Handoffs(ctx context.Context) ([]handoff, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Clone(m.data(ctx).handoffs)
-	slices.SortFunc(out, func(a, b Handoff) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b handoff) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }

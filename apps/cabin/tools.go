@@ -41,12 +41,12 @@ type Result struct {
 	Data    map[string]any `json:"data,omitempty"`
 }
 
-// ToolDomain is the domain of the cabin's tools in its registry
+// toolDomain is the domain of the cabin's tools in its registry
 // (App.Tools). Its packs are vehicle (plugin.cabin.*), orders
 // (plugin.order.*, plugin.logistics.query, plugin.service.*), webhooks
 // (the webhooks of actions.yml) and options (Options.Tools that replace
 // no other).
-const ToolDomain = "cabin"
+const toolDomain = "cabin"
 
 // The packs of ToolDomain.
 const (
@@ -56,11 +56,11 @@ const (
 	packOptions  = "options"
 )
 
-// ToolName is the name of the tool that carries out a plugin_id of
+// toolName is the name of the tool that carries out a plugin_id of
 // actions.yml. Tool names are letters, digits, '_' and '-', so every
 // other character becomes '_': plugin.order.query is carried out by the
 // tool plugin_order_query.
-func ToolName(plugin string) string {
+func toolName(plugin string) string {
 	return strings.Map(func(r rune) rune {
 		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
 			return r
@@ -69,15 +69,15 @@ func ToolName(plugin string) string {
 	}, plugin)
 }
 
-// NewTool makes the tool that carries out plugin: named ToolName(plugin),
+// newTool makes the tool that carries out plugin: named ToolName(plugin),
 // with Args for arguments and a Result for result. Read tools only look
 // (an order's status); write tools change the car, an order or a queue,
 // and ask for a yes first when rules.yml says so. A refusal (an order that
 // cannot be cancelled) is a Result with Success false; an error means the
 // backend could not be reached or broke. Like tool.New, NewTool panics on
 // a name longer than 64 characters.
-func NewTool(plugin, description string, kind tool.Kind, fn func(ctx context.Context, args Args) (Result, error)) tool.Tool {
-	return tool.New(ToolName(plugin), description, kind, fn)
+func newTool(plugin, description string, kind tool.Kind, fn func(ctx context.Context, args Args) (Result, error)) tool.Tool {
+	return tool.New(toolName(plugin), description, kind, fn)
 }
 
 // json is args as a tool call's arguments.
@@ -112,7 +112,7 @@ func newTools(cfg *Config, st Store, opts Options) (*tool.Registry, error) {
 	packs := []struct {
 		name  string
 		tools []tool.Tool
-	}{{packVehicle, VehicleTools(st)}, {packOrders, OrderTools(st)}, {packWebhooks, nil}, {packOptions, nil}}
+	}{{packVehicle, vehicleTools(st)}, {packOrders, orderTools(st)}, {packWebhooks, nil}, {packOptions, nil}}
 	put := func(pack int, t tool.Tool) {
 		for i := range packs {
 			for j := range packs[i].tools {
@@ -126,7 +126,7 @@ func newTools(cfg *Config, st Store, opts Options) (*tool.Registry, error) {
 	}
 	for _, ac := range cfg.Actions.Actions {
 		if ac.Webhook != nil {
-			put(2, NewWebhook(ac.Plugin, ac.Description, *ac.Webhook, opts.HTTPClient))
+			put(2, newWebhook(ac.Plugin, ac.Description, *ac.Webhook, opts.HTTPClient))
 		}
 	}
 	for _, t := range opts.Tools {
@@ -137,7 +137,7 @@ func newTools(cfg *Config, st Store, opts Options) (*tool.Registry, error) {
 		if len(p.tools) == 0 {
 			continue
 		}
-		if err := r.Register(ToolDomain, p.name, p.tools...); err != nil {
+		if err := r.Register(toolDomain, p.name, p.tools...); err != nil {
 			return nil, fmt.Errorf("register the %s tools: %w", p.name, err)
 		}
 	}
@@ -162,11 +162,11 @@ func (c *Config) confirmPolicy(r *tool.Registry) tool.Policy {
 	ask := map[string]bool{}
 	for _, ac := range c.Actions.Actions {
 		if slices.Contains(rules.RiskLevels, ac.Risk) {
-			ask[ToolName(ac.Plugin)] = true
+			ask[toolName(ac.Plugin)] = true
 		}
 	}
 	for _, plugin := range c.intentPlugins(rules.Intents) {
-		ask[ToolName(plugin)] = true
+		ask[toolName(plugin)] = true
 	}
 	var p tool.Policy
 	for _, t := range r.Visible(allTools(r)) {
@@ -199,25 +199,25 @@ func (c *Config) intentPlugins(intents []string) map[string]string {
 func (c *Config) checkTools(r *tool.Registry) error {
 	p := &problems{c: c}
 	kind := func(plugin string) (tool.Kind, bool) {
-		t, _, ok := r.Lookup(ToolName(plugin))
+		t, _, ok := r.Lookup(toolName(plugin))
 		return t.Kind(), ok
 	}
 	for i, ac := range c.Actions.Actions {
 		k, ok := kind(ac.Plugin)
 		switch {
 		case !ok:
-			p.add(FileActions, at("actions", i, "plugin"), "action %q: no plugin %q (no tool %s: give the action a webhook, or pass the tool in Options.Tools)", ac.ID, ac.Plugin, ToolName(ac.Plugin))
+			p.add(fileActions, at("actions", i, "plugin"), "action %q: no plugin %q (no tool %s: give the action a webhook, or pass the tool in Options.Tools)", ac.ID, ac.Plugin, toolName(ac.Plugin))
 		case k == tool.Read && slices.Contains(c.Rules.Confirmation.RiskLevels, ac.Risk):
-			p.add(FileActions, at("actions", i, "risk"), "action %q: rules.yml asks for a yes at risk %q, but tool %s only reads; only write tools ask first", ac.ID, ac.Risk, ToolName(ac.Plugin))
+			p.add(fileActions, at("actions", i, "risk"), "action %q: rules.yml asks for a yes at risk %q, but tool %s only reads; only write tools ask first", ac.ID, ac.Risk, toolName(ac.Plugin))
 		}
 		if _, ok := kind(ac.Check); ac.Check != "" && !ok {
-			p.add(FileActions, at("actions", i, "check"), "action %q: no check plugin %q (no tool %s)", ac.ID, ac.Check, ToolName(ac.Check))
+			p.add(fileActions, at("actions", i, "check"), "action %q: no check plugin %q (no tool %s)", ac.ID, ac.Check, toolName(ac.Check))
 		}
 	}
 	plugins := c.intentPlugins(c.Rules.Confirmation.Intents)
 	for i, id := range c.Rules.Confirmation.Intents {
 		if k, ok := kind(plugins[id]); ok && k == tool.Read {
-			p.add(FileRules, at("confirmation", "intents", i), "confirmation: intent %q runs tool %s, which only reads; only write tools ask first", id, ToolName(plugins[id]))
+			p.add(fileRules, at("confirmation", "intents", i), "confirmation: intent %q runs tool %s, which only reads; only write tools ask first", id, toolName(plugins[id]))
 		}
 	}
 	return errors.Join(p.errs...)
@@ -239,19 +239,19 @@ type webhookCall struct {
 	Args
 }
 
-// NewWebhook returns the tool that carries out plugin on an HTTP endpoint
+// newWebhook returns the tool that carries out plugin on an HTTP endpoint
 // of a real backend, as spec describes it: each call is a POST of the
 // plugin_id and the Args as one JSON object, answered by a Result as
 // JSON. $VAR and ${VAR} in the headers are expanded from the environment;
 // the kind is spec's (default write). client makes the requests (nil:
 // http.DefaultClient).
-func NewWebhook(plugin, description string, spec WebhookSpec, client *http.Client) tool.Tool {
+func newWebhook(plugin, description string, spec webhookSpec, client *http.Client) tool.Tool {
 	h := http.Header{}
 	for k, v := range spec.Headers {
 		h.Set(k, os.ExpandEnv(v))
 	}
 	w := &webhook{plugin: plugin, url: spec.URL, header: h, timeout: spec.Timeout, client: client}
-	return NewTool(plugin, cmp.Or(description, "call "+spec.URL), cmp.Or(spec.Kind, tool.Write), w.call)
+	return newTool(plugin, cmp.Or(description, "call "+spec.URL), cmp.Or(spec.Kind, tool.Write), w.call)
 }
 
 // maxWebhookBody bounds a webhook's answer.

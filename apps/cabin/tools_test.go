@@ -46,25 +46,25 @@ func TestWebhookTool(t *testing.T) {
 	defer backend.Close()
 	t.Setenv("CRM_TOKEN", "secret")
 	dir := t.TempDir()
-	b, _ := defaults.ReadFile("config/zh-CN/" + FileActions)
+	b, _ := defaults.ReadFile("config/zh-CN/" + fileActions)
 	edited := strings.Replace(string(b), "{id: action.order.query, plugin: plugin.order.query, risk: low, description: look up an order}",
 		`{id: action.order.query, plugin: plugin.crm.order, risk: low, webhook: {url: "`+backend.URL+`", timeout: 2s, kind: read, headers: {Authorization: "Bearer ${CRM_TOKEN}"}}}`, 1)
 	if edited == string(b) {
 		t.Fatal("the edit did not apply")
 	}
-	if err := os.WriteFile(filepath.Join(dir, FileActions), []byte(edited), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fileActions), []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a := newAPI(t, Options{ConfigDir: dir})
-	want(t, a.chat("s1", "查订单Q100"), TypeWorkflowResult, StatusCompleted, "订单 Q100（雨伞）当前状态：已发货")
-	want(t, a.chat("s2", "查订单X500"), TypeWorkflowResult, StatusFailed, "服务暂时不可用")
+	want(t, a.chat("s1", "查订单Q100"), typeWorkflowResult, statusCompleted, "订单 Q100（雨伞）当前状态：已发货")
+	want(t, a.chat("s2", "查订单X500"), typeWorkflowResult, statusFailed, "服务暂时不可用")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != 2 || calls[0].Plugin != "plugin.crm.order" || calls[0].Intent != "cs_query_order" || calls[0].Session != "s1" || auth[0] != "Bearer secret" {
 		t.Errorf("calls %+v, authorization %v", calls, auth)
 	}
 	tl, place, ok := a.app.Tools().Lookup("plugin_crm_order")
-	if !ok || tl.Kind() != tool.Read || place != (tool.Place{Domain: ToolDomain, Pack: packWebhooks}) {
+	if !ok || tl.Kind() != tool.Read || place != (tool.Place{Domain: toolDomain, Pack: packWebhooks}) {
 		t.Errorf("the webhook's tool: %v %s at %+v", ok, tl.Kind(), place)
 	}
 }
@@ -74,13 +74,13 @@ func TestWebhookTool(t *testing.T) {
 // in the options pack; every one takes Args.
 func TestTools(t *testing.T) {
 	ctx := context.Background()
-	boom := NewTool("plugin.test.boom", "fails", tool.Read, func(context.Context, Args) (Result, error) { return Result{}, errors.New("boom") })
-	hush := NewTool("plugin.cabin.volume.mute", "does nothing", tool.Write, func(context.Context, Args) (Result, error) {
+	boom := newTool("plugin.test.boom", "fails", tool.Read, func(context.Context, Args) (Result, error) { return Result{}, errors.New("boom") })
+	hush := newTool("plugin.cabin.volume.mute", "does nothing", tool.Write, func(context.Context, Args) (Result, error) {
 		return Result{Success: true, Message: "shh", Data: map[string]any{"muted": "never"}}, nil
 	})
 	app := newApp(t, Options{Tools: []tool.Tool{boom, hush}})
 	r := app.Tools()
-	if got := r.Domains(); len(got) != 1 || got[0].Name != ToolDomain || !slices.Equal(got[0].Packs, []string{packVehicle, packOrders, packOptions}) {
+	if got := r.Domains(); len(got) != 1 || got[0].Name != toolDomain || !slices.Equal(got[0].Packs, []string{packVehicle, packOrders, packOptions}) {
 		t.Errorf("domains %+v", got)
 	}
 	if _, err := app.tool("plugin.nope"); !errors.Is(err, tool.ErrUnknown) {
@@ -96,7 +96,7 @@ func TestTools(t *testing.T) {
 		t.Errorf("the replaced tool: %q at %+v", tl.Description(), place)
 	}
 	got := newAPI(t, Options{Tools: []tool.Tool{hush}}).chat("s", "静音")
-	want(t, got, TypeWorkflowResult, StatusCompleted)
+	want(t, got, typeWorkflowResult, statusCompleted)
 	if st := got.Workflow.Steps[0]; st.Result == nil || st.Result.Message != "shh" {
 		t.Errorf("静音 ran %+v, not the tool given in Options", st.Result)
 	}
@@ -135,8 +135,8 @@ func TestConfirmPolicy(t *testing.T) {
 // only write tools ask first.
 func TestConfirmReadTool(t *testing.T) {
 	for _, c := range []struct{ file, from, to, want string }{
-		{FileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_order, cs_refund, cs_query_order]", `confirmation: intent "cs_query_order" runs tool plugin_order_query, which only reads`},
-		{FileActions, "plugin: plugin.logistics.query, risk: low", "plugin: plugin.logistics.query, risk: high", `action "action.logistics.query": rules.yml asks for a yes at risk "high", but tool plugin_logistics_query only reads`},
+		{fileRules, "intents: [cs_cancel_order, cs_refund]", "intents: [cs_cancel_order, cs_refund, cs_query_order]", `confirmation: intent "cs_query_order" runs tool plugin_order_query, which only reads`},
+		{fileActions, "plugin: plugin.logistics.query, risk: low", "plugin: plugin.logistics.query, risk: high", `action "action.logistics.query": rules.yml asks for a yes at risk "high", but tool plugin_logistics_query only reads`},
 	} {
 		dir := t.TempDir()
 		b, _ := defaults.ReadFile("config/zh-CN/" + c.file)
@@ -149,7 +149,7 @@ func TestConfirmReadTool(t *testing.T) {
 		}
 		_, err := New(context.Background(), Options{ConfigDir: dir, Logger: quiet})
 		prefix := fmt.Sprintf("%s:%d: ", c.file, lineOf(edited, c.to))
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), prefix+c.want) {
+		if !errors.Is(err, errConfig) || !strings.Contains(err.Error(), prefix+c.want) {
 			t.Errorf("%s: error %v, want %s%s", c.file, err, prefix, c.want)
 		}
 	}
@@ -167,7 +167,7 @@ func TestConfirmRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want(t, *r, TypeAskConfirmation, StatusWaitingConfirmation, "确认要取消订单 A123")
+		want(t, *r, typeAskConfirmation, statusWaitingConfirmation, "确认要取消订单 A123")
 		info, err := app.Session(ctx, id)
 		if err != nil || info.Pending == nil {
 			t.Fatalf("session %s: %+v, %v", id, info, err)
@@ -190,7 +190,7 @@ func TestConfirmRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := res.State.Session.Workflow.Steps[0]
-		if ans.Accept != (o.Status == OrderCancelled) || ans.Accept != (st.Status == stepDone) {
+		if ans.Accept != (o.Status == orderCancelled) || ans.Accept != (st.Status == stepDone) {
 			t.Errorf("answer %+v: step %s, order %s", ans, st.Status, o.Status)
 		}
 		if d := res.State.Reply.Debug.Continuation; !ans.Accept && !strings.Contains(d, ans.Reason) {
@@ -207,7 +207,7 @@ func TestWebhookTimeout(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	_, err := callTool(context.Background(), NewWebhook("plugin.p", "", WebhookSpec{URL: slow.URL, Timeout: 20 * time.Millisecond}, nil), Args{})
+	_, err := callTool(context.Background(), newWebhook("plugin.p", "", webhookSpec{URL: slow.URL, Timeout: 20 * time.Millisecond}, nil), Args{})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "tool plugin_p: webhook "+slow.URL) {
 		t.Errorf("error %v, want a deadline", err)
 	}
@@ -217,7 +217,7 @@ func TestWebhookTimeout(t *testing.T) {
 func byName(t *testing.T, tools []tool.Tool, plugin string) tool.Tool {
 	t.Helper()
 	for _, tl := range tools {
-		if tl.Name() == ToolName(plugin) {
+		if tl.Name() == toolName(plugin) {
 			return tl
 		}
 	}
@@ -243,7 +243,7 @@ func TestVehicleTools(t *testing.T) {
 		{"plugin.cabin.fan.up", nil, true, func(v Vehicle) bool { return v.AC.Fan == 4 && v.AC.On }},
 		{"plugin.cabin.seat_heat.on", map[string]string{"position": "passenger", "level": "3"}, true, func(v Vehicle) bool { return v.SeatHeat["passenger"] == 3 && v.SeatHeat["driver"] == 0 }},
 		{"plugin.cabin.music_play", map[string]string{"music": "朴树"}, true, func(v Vehicle) bool { return v.Media.Playing && v.Media.Track == "平凡之路 - 朴树" }},
-		{"plugin.cabin.music.previous", nil, true, func(v Vehicle) bool { return v.Media.Track == Playlist[len(Playlist)-1] }},
+		{"plugin.cabin.music.previous", nil, true, func(v Vehicle) bool { return v.Media.Track == playlist[len(playlist)-1] }},
 		{"plugin.cabin.volume.down", nil, true, func(v Vehicle) bool { return v.Media.Volume == 9 }},
 		{"plugin.cabin.navigation", map[string]string{"destination": "机场", "avoid_highway": "true"}, true, func(v Vehicle) bool {
 			return v.Navigation.Active && v.Navigation.AvoidHighway && v.Navigation.ETAMinutes >= 10
@@ -253,8 +253,8 @@ func TestVehicleTools(t *testing.T) {
 		{"plugin.cabin.wiper.on", map[string]string{"wiper_speed": "high"}, true, func(v Vehicle) bool { return v.Wipers.On && v.Wipers.Speed == "high" }},
 		{"plugin.cabin.mirror.fold", nil, true, func(v Vehicle) bool { return v.MirrorsFolded }},
 	} {
-		store := NewMemoryStore()
-		r, err := callTool(ctx, byName(t, VehicleTools(store), c.plugin), Args{Slots: c.slots, Vehicle: "v"})
+		store := newMemoryStore()
+		r, err := callTool(ctx, byName(t, vehicleTools(store), c.plugin), Args{Slots: c.slots, Vehicle: "v"})
 		if err != nil {
 			t.Fatalf("%s: %v", c.plugin, err)
 		}
@@ -271,26 +271,26 @@ func TestVehicleTools(t *testing.T) {
 // The order service's cancel rules, on each store.
 func TestOrderTools(t *testing.T) {
 	ctx := context.Background()
-	for name, store := range map[string]Store{"memory": NewMemoryStore(), "sqlite": newApp(t, Options{}).store, "postgres": postgresStore(t)} {
-		tools := OrderTools(store)
+	for name, store := range map[string]Store{"memory": newMemoryStore(), "sqlite": newApp(t, Options{}).store, "postgres": postgresStore(t)} {
+		tools := orderTools(store)
 		for _, c := range []struct {
 			plugin, order string
 			ok            bool
 			reason        string
 			status        string // the order's status afterwards
 		}{
-			{"plugin.order.query", "A123", true, "", OrderPendingShipment},
+			{"plugin.order.query", "A123", true, "", orderPendingShipment},
 			{"plugin.order.query", "Z999", false, "order_not_found", ""},
-			{"plugin.logistics.query", "B456", true, "", OrderShipped},
-			{"plugin.logistics.query", "D234", false, "not_shipped", OrderPendingPayment},
-			{"plugin.order.cancel.check", "A123", true, "", OrderPendingShipment},
-			{"plugin.order.cancel", "A123", true, "", OrderCancelled},
-			{"plugin.order.cancel", "A123", false, "already_cancelled", OrderCancelled},
-			{"plugin.order.cancel.check", "D234", true, "", OrderPendingPayment},
-			{"plugin.order.cancel", "D234", true, "", OrderCancelled},
-			{"plugin.order.cancel.check", "B456", false, "already_shipped", OrderShipped},
-			{"plugin.order.cancel", "B456", false, "already_shipped", OrderShipped},
-			{"plugin.order.cancel", "C789", false, "already_delivered", OrderDelivered},
+			{"plugin.logistics.query", "B456", true, "", orderShipped},
+			{"plugin.logistics.query", "D234", false, "not_shipped", orderPendingPayment},
+			{"plugin.order.cancel.check", "A123", true, "", orderPendingShipment},
+			{"plugin.order.cancel", "A123", true, "", orderCancelled},
+			{"plugin.order.cancel", "A123", false, "already_cancelled", orderCancelled},
+			{"plugin.order.cancel.check", "D234", true, "", orderPendingPayment},
+			{"plugin.order.cancel", "D234", true, "", orderCancelled},
+			{"plugin.order.cancel.check", "B456", false, "already_shipped", orderShipped},
+			{"plugin.order.cancel", "B456", false, "already_shipped", orderShipped},
+			{"plugin.order.cancel", "C789", false, "already_delivered", orderDelivered},
 			{"plugin.order.cancel", "Z999", false, "order_not_found", ""},
 		} {
 			r, err := callTool(ctx, byName(t, tools, c.plugin), Args{Slots: map[string]string{"order_id": c.order}})
@@ -360,9 +360,9 @@ func TestRemoteClassifier(t *testing.T) {
 	}))
 	defer svc.Close()
 	dir := t.TempDir()
-	b, _ := defaults.ReadFile("config/zh-CN/" + FileRules)
+	b, _ := defaults.ReadFile("config/zh-CN/" + fileRules)
 	edited := strings.Replace(string(b), "routing:\n", "remote_classifier: {url: \""+svc.URL+"\", top_k: 3, timeout: 500ms}\nrouting:\n", 1)
-	if err := os.WriteFile(filepath.Join(dir, FileRules), []byte(edited), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fileRules), []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	a := newAPI(t, Options{ConfigDir: dir})

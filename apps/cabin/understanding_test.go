@@ -70,14 +70,14 @@ func TestJudge(t *testing.T) {
 		ok      bool
 		opposit string
 	}{
-		{"打开车窗 => cabin_window_open", ran(TypeWorkflowResult, "cabin_window_open"), true, ""},
-		{"打开车窗 => cabin_window_open", ran(TypeWorkflowResult, "cabin_window_close"), false, "cabin_window_close"},
-		{"打开车窗 => cabin_window_open", ran(TypeWorkflowResult), false, ""},
-		{"a => cabin_set_ac(temperature=22)", ran(TypeWorkflowResult, "cabin_set_ac"), true, ""},
-		{"a => cabin_set_ac(temperature=23)", ran(TypeWorkflowResult, "cabin_set_ac"), false, ""},
-		{"a => ?confirm", Reply{Type: TypeAskConfirmation}, true, ""},
-		{"a => ?confirm", ran(TypeWorkflowResult, "cabin_door_unlock"), false, ""},
-		{"a => -", ran(TypeWorkflowResult, "cabin_ac_on"), false, ""},
+		{"打开车窗 => cabin_window_open", ran(typeWorkflowResult, "cabin_window_open"), true, ""},
+		{"打开车窗 => cabin_window_open", ran(typeWorkflowResult, "cabin_window_close"), false, "cabin_window_close"},
+		{"打开车窗 => cabin_window_open", ran(typeWorkflowResult), false, ""},
+		{"a => cabin_set_ac(temperature=22)", ran(typeWorkflowResult, "cabin_set_ac"), true, ""},
+		{"a => cabin_set_ac(temperature=23)", ran(typeWorkflowResult, "cabin_set_ac"), false, ""},
+		{"a => ?confirm", Reply{Type: typeAskConfirmation}, true, ""},
+		{"a => ?confirm", ran(typeWorkflowResult, "cabin_door_unlock"), false, ""},
+		{"a => -", ran(typeWorkflowResult, "cabin_ac_on"), false, ""},
 	} {
 		tu, err := parseTurn(c.turn)
 		if err != nil {

@@ -52,7 +52,7 @@ type problems struct {
 
 // add records a problem at the node of file at path.
 func (p *problems) add(file string, path []any, format string, args ...any) {
-	p.errs = append(p.errs, &ConfigError{File: file, Line: p.c.line(file, path...), Reason: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, &configError{File: file, Line: p.c.line(file, path...), Reason: fmt.Sprintf(format, args...)})
 }
 
 func at(path ...any) []any { return path }
@@ -107,34 +107,34 @@ func (c *Config) validateDomain(p *problems) map[string]bool {
 		actions[a.ID] = true
 	}
 	if len(c.Domain.Intents) == 0 {
-		p.add(FileDomain, at("intents"), "no intents")
+		p.add(fileDomain, at("intents"), "no intents")
 	}
 	for i, in := range c.Domain.Intents {
 		path := at("intents", i)
-		if !p.unique(FileDomain, path, "intent", i, in.ID, ids) {
+		if !p.unique(fileDomain, path, "intent", i, in.ID, ids) {
 			continue
 		}
 		if in.Label == "" {
-			p.add(FileDomain, path, "intent %q has no label", in.ID)
+			p.add(fileDomain, path, "intent %q has no label", in.ID)
 		}
 		if len(in.Examples) == 0 {
-			p.add(FileDomain, path, "intent %q has no examples", in.ID)
+			p.add(fileDomain, path, "intent %q has no examples", in.ID)
 		}
 		switch {
 		case in.Action == "":
-			p.add(FileDomain, path, "intent %q has no action", in.ID)
+			p.add(fileDomain, path, "intent %q has no action", in.ID)
 		case !actions[in.Action]:
-			p.add(FileDomain, append(path, "action"), "intent %q: unknown action %q (not in %s)", in.ID, in.Action, FileActions)
+			p.add(fileDomain, append(path, "action"), "intent %q: unknown action %q (not in %s)", in.ID, in.Action, fileActions)
 		}
 	}
 	oos := c.Domain.OutOfScope
 	switch {
 	case oos.ID == "":
-		p.add(FileDomain, at("out_of_scope"), "out_of_scope has no id")
+		p.add(fileDomain, at("out_of_scope"), "out_of_scope has no id")
 	case ids[oos.ID]:
-		p.add(FileDomain, at("out_of_scope", "id"), "out_of_scope id %q is also an intent", oos.ID)
+		p.add(fileDomain, at("out_of_scope", "id"), "out_of_scope id %q is also an intent", oos.ID)
 	case len(oos.Examples) == 0:
-		p.add(FileDomain, at("out_of_scope"), "out_of_scope has no examples")
+		p.add(fileDomain, at("out_of_scope"), "out_of_scope has no examples")
 	}
 	return ids
 }
@@ -143,29 +143,29 @@ func (c *Config) validateActions(p *problems) {
 	seen := map[string]bool{}
 	for i, a := range c.Actions.Actions {
 		path := at("actions", i)
-		if !p.unique(FileActions, path, "action", i, a.ID, seen) {
+		if !p.unique(fileActions, path, "action", i, a.ID, seen) {
 			continue
 		}
 		if a.Plugin == "" {
-			p.add(FileActions, path, "action %q has no plugin", a.ID)
+			p.add(fileActions, path, "action %q has no plugin", a.ID)
 		}
 		for _, f := range [][2]string{{"plugin", a.Plugin}, {"check", a.Check}} {
-			if len(ToolName(f[1])) > maxToolName {
-				p.add(FileActions, append(at("actions", i), f[0]), "action %q: %s %q is longer than a tool name may be (%d characters)", a.ID, f[0], f[1], maxToolName)
+			if len(toolName(f[1])) > maxToolName {
+				p.add(fileActions, append(at("actions", i), f[0]), "action %q: %s %q is longer than a tool name may be (%d characters)", a.ID, f[0], f[1], maxToolName)
 			}
 		}
 		if a.Risk != "" && !slices.Contains(riskLevels, a.Risk) {
-			p.add(FileActions, append(path, "risk"), "action %q: risk %q is not one of %v", a.ID, a.Risk, riskLevels)
+			p.add(fileActions, append(path, "risk"), "action %q: risk %q is not one of %v", a.ID, a.Risk, riskLevels)
 		}
 		if w := a.Webhook; w != nil {
 			if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				p.add(FileActions, append(path, "webhook", "url"), "action %q: webhook url %q is not an http(s) URL", a.ID, w.URL)
+				p.add(fileActions, append(path, "webhook", "url"), "action %q: webhook url %q is not an http(s) URL", a.ID, w.URL)
 			}
 			if w.Timeout < 0 {
-				p.add(FileActions, append(path, "webhook", "timeout"), "action %q: negative webhook timeout", a.ID)
+				p.add(fileActions, append(path, "webhook", "timeout"), "action %q: negative webhook timeout", a.ID)
 			}
 			if w.Kind != "" && w.Kind != tool.Read && w.Kind != tool.Write {
-				p.add(FileActions, append(at("actions", i), "webhook", "kind"), "action %q: webhook kind %q is not read or write", a.ID, w.Kind)
+				p.add(fileActions, append(at("actions", i), "webhook", "kind"), "action %q: webhook kind %q is not read or write", a.ID, w.Kind)
 			}
 		}
 	}
@@ -180,20 +180,20 @@ func (c *Config) validateForms(p *problems, intents map[string]bool) {
 			typ = slotText
 		}
 		if !slices.Contains(slotTypes, typ) {
-			p.add(FileForms, append(path, "type"), "slot %q: type %q is not one of %v", name, s.Type, slotTypes)
+			p.add(fileForms, append(path, "type"), "slot %q: type %q is not one of %v", name, s.Type, slotTypes)
 		}
 		if typ == slotEnum && len(s.Values) == 0 {
-			p.add(FileForms, path, "slot %q: an enum needs values", name)
+			p.add(fileForms, path, "slot %q: an enum needs values", name)
 		}
 		for _, v := range slices.Sorted(maps.Keys(s.Values)) {
 			if _, ok := parseNumber(v); typ == slotNumber && !ok {
-				p.add(FileForms, append(path, "values", v), "slot %q: value %q is not a number", name, v)
+				p.add(fileForms, append(path, "values", v), "slot %q: value %q is not a number", name, v)
 			}
 		}
 		if s.Min != nil && s.Max != nil && *s.Min > *s.Max {
-			p.add(FileForms, append(path, "min"), "slot %q: min %v above max %v", name, *s.Min, *s.Max)
+			p.add(fileForms, append(path, "min"), "slot %q: min %v above max %v", name, *s.Min, *s.Max)
 		}
-		p.regex(FileForms, append(path, "patterns"), s.Patterns)
+		p.regex(fileForms, append(path, "patterns"), s.Patterns)
 		for i, pat := range s.Patterns {
 			re, err := regexp.Compile(pat)
 			if err != nil {
@@ -206,17 +206,17 @@ func (c *Config) validateForms(p *problems, intents map[string]bool) {
 				}
 				named = true
 				if g != name {
-					p.add(FileForms, append(path, "patterns", i), "slot %q: pattern group %q is not the slot's name", name, g)
+					p.add(fileForms, append(path, "patterns", i), "slot %q: pattern group %q is not the slot's name", name, g)
 				}
 			}
 			if !named && typ != slotBool {
-				p.add(FileForms, append(path, "patterns", i), "slot %q: pattern %q has no named group", name, pat)
+				p.add(fileForms, append(path, "patterns", i), "slot %q: pattern %q has no named group", name, pat)
 			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Forms.Forms)) {
 		if !intents[id] {
-			p.add(FileForms, at("forms", id), "form for unknown intent %q", id)
+			p.add(fileForms, at("forms", id), "form for unknown intent %q", id)
 		}
 		f := c.Forms.Forms[id]
 		for _, list := range []struct {
@@ -225,24 +225,24 @@ func (c *Config) validateForms(p *problems, intents map[string]bool) {
 		}{{"required", f.Required}, {"optional", f.Optional}} {
 			for i, s := range list.slots {
 				if _, ok := c.Forms.Slots[s]; !ok {
-					p.add(FileForms, at("forms", id, list.key, i), "form %q: unknown slot %q", id, s)
+					p.add(fileForms, at("forms", id, list.key, i), "form %q: unknown slot %q", id, s)
 				}
 			}
 		}
 		for _, s := range f.Required {
 			if f.Ask[s] == "" {
-				p.add(FileForms, at("forms", id), "form %q: no question (ask) for required slot %q", id, s)
+				p.add(fileForms, at("forms", id), "form %q: no question (ask) for required slot %q", id, s)
 			}
 		}
 		for _, s := range slices.Sorted(maps.Keys(f.Defaults)) {
 			if !slices.Contains(f.Optional, s) {
-				p.add(FileForms, at("forms", id, "defaults", s), "form %q: default for %q, which is not an optional slot", id, s)
+				p.add(fileForms, at("forms", id, "defaults", s), "form %q: default for %q, which is not an optional slot", id, s)
 			}
 		}
 	}
 	for i, in := range c.Domain.Intents {
 		if _, ok := c.Forms.Forms[in.ID]; !ok && in.ID != "" {
-			p.add(FileForms, at("forms"), "missing form for intent %q (%s:%d); give it one, {} when it needs no slot", in.ID, FileDomain, c.line(FileDomain, "intents", i))
+			p.add(fileForms, at("forms"), "missing form for intent %q (%s:%d); give it one, {} when it needs no slot", in.ID, fileDomain, c.line(fileDomain, "intents", i))
 		}
 	}
 }
@@ -250,15 +250,15 @@ func (c *Config) validateForms(p *problems, intents map[string]bool) {
 func (c *Config) validateResponses(p *problems, intents map[string]bool) {
 	for _, k := range requiredTemplates {
 		if c.Responses.Templates[k] == "" {
-			p.add(FileResponses, at("templates"), "missing template %q", k)
+			p.add(fileResponses, at("templates"), "missing template %q", k)
 		}
 	}
 	if len(c.Responses.Social["open"]) == 0 {
-		p.add(FileResponses, at("social"), "missing social replies for \"open\"")
+		p.add(fileResponses, at("social"), "missing social replies for \"open\"")
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Responses.Intents)) {
 		if !intents[id] {
-			p.add(FileResponses, at("intents", id), "replies for unknown intent %q", id)
+			p.add(fileResponses, at("intents", id), "replies for unknown intent %q", id)
 		}
 	}
 }
@@ -270,45 +270,45 @@ func (c *Config) validateDialogActs(p *problems) {
 		path := at("acts", i)
 		switch {
 		case a.Act == "":
-			p.add(FileDialogActs, path, "act %d has no name", i+1)
+			p.add(fileDialogActs, path, "act %d has no name", i+1)
 		case acts[a.Act]:
-			p.add(FileDialogActs, append(path, "act"), "duplicate act %q", a.Act)
+			p.add(fileDialogActs, append(path, "act"), "duplicate act %q", a.Act)
 		}
 		acts[a.Act] = true
-		p.phrases(FileDialogActs, path, a.Phrases)
+		p.phrases(fileDialogActs, path, a.Phrases)
 	}
 }
 
 func (c *Config) validateRules(p *problems, intents map[string]bool) {
 	r := c.Rules
-	p.phrases(FileRules, at("stop"), r.Stop)
+	p.phrases(fileRules, at("stop"), r.Stop)
 	for _, k := range []struct {
 		key string
 		ph  intent.Phrases
 	}{{"task", r.Social.Task}, {"short", r.Social.Short}, {"capability", r.Social.Capability}, {"open", r.Social.Open}} {
-		p.phrases(FileRules, at("social", k.key), k.ph)
+		p.phrases(fileRules, at("social", k.key), k.ph)
 	}
 	for i, id := range r.Confirmation.Intents {
 		if !intents[id] {
-			p.add(FileRules, at("confirmation", "intents", i), "confirmation: unknown intent %q", id)
+			p.add(fileRules, at("confirmation", "intents", i), "confirmation: unknown intent %q", id)
 		}
 	}
 	for i, lv := range r.Confirmation.RiskLevels {
 		if !slices.Contains(riskLevels, lv) {
-			p.add(FileRules, at("confirmation", "risk_levels", i), "confirmation: risk %q is not one of %v", lv, riskLevels)
+			p.add(fileRules, at("confirmation", "risk_levels", i), "confirmation: risk %q is not one of %v", lv, riskLevels)
 		}
 	}
 	for i, rw := range r.Rewrite {
 		path := at("rewrite", i)
 		if rw.Name == "" || rw.Template == "" {
-			p.add(FileRules, path, "rewrite rule %d needs a name and a template", i+1)
+			p.add(fileRules, path, "rewrite rule %d needs a name and a template", i+1)
 		}
 		for j, id := range rw.Intents {
 			if !intents[id] {
-				p.add(FileRules, append(path, "intents", j), "rewrite %q: unknown intent %q", rw.Name, id)
+				p.add(fileRules, append(path, "intents", j), "rewrite %q: unknown intent %q", rw.Name, id)
 			}
 		}
-		p.phrases(FileRules, append(path, "when"), rw.When)
+		p.phrases(fileRules, append(path, "when"), rw.When)
 	}
 	c.validateRouting(p)
 }
@@ -331,27 +331,27 @@ func (c *Config) validateRouting(p *problems) {
 		{"model_execute_score_threshold", f.ModelExecuteScore, 1},
 	} {
 		if t.v < 0 || (t.max > 0 && t.v > t.max) {
-			p.add(FileRules, at("routing", t.key), "routing: %s %v out of range", t.key, t.v)
+			p.add(fileRules, at("routing", t.key), "routing: %s %v out of range", t.key, t.v)
 		}
 	}
 	exec, cloud := cmp.Or(f.ExecuteThreshold, d.ExecuteThreshold), cmp.Or(f.RouteToCloudThreshold, d.RouteToCloudThreshold)
 	if cloud >= exec {
-		p.add(FileRules, at("routing", "route_to_cloud_threshold"), "routing: route_to_cloud_threshold %v must be below execute_threshold %v", cloud, exec)
+		p.add(fileRules, at("routing", "route_to_cloud_threshold"), "routing: route_to_cloud_threshold %v must be below execute_threshold %v", cloud, exec)
 	}
 	if rc := c.Rules.RemoteClassifier; rc != nil {
 		if err := rc.Check(); err != nil {
-			p.add(FileRules, at("remote_classifier"), "%v", err)
+			p.add(fileRules, at("remote_classifier"), "%v", err)
 		}
 	}
 	if f.MinSupport < 0 {
-		p.add(FileRules, at("routing", "min_support"), "routing: negative min_support")
+		p.add(fileRules, at("routing", "min_support"), "routing: negative min_support")
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Stages)) {
 		if _, ok := d.Stages[name]; !ok {
-			p.add(FileRules, at("routing", "stages", name), "routing: unknown stage %q", name)
+			p.add(fileRules, at("routing", "stages", name), "routing: unknown stage %q", name)
 		}
 		if s := f.Stages[name]; s.Weight < 0 || s.AcceptScore < 0 || s.AcceptMargin < 0 || s.Bonus < 0 {
-			p.add(FileRules, at("routing", "stages", name), "routing: stage %q has a negative weight, score, margin or bonus", name)
+			p.add(fileRules, at("routing", "stages", name), "routing: stage %q has a negative weight, score, margin or bonus", name)
 		}
 	}
 }
@@ -360,34 +360,34 @@ func (c *Config) validateWorkflows(p *problems, intents map[string]bool) {
 	seen := map[string]bool{}
 	for i, t := range c.Workflows.Templates {
 		path := at("templates", i)
-		p.unique(FileWorkflows, path, "template", i, t.ID, seen)
+		p.unique(fileWorkflows, path, "template", i, t.ID, seen)
 		if t.Kind != "sequence" && t.Kind != "conditional" {
-			p.add(FileWorkflows, append(path, "kind"), "template %q: kind %q is not sequence or conditional", t.ID, t.Kind)
+			p.add(fileWorkflows, append(path, "kind"), "template %q: kind %q is not sequence or conditional", t.ID, t.Kind)
 		}
 		if len(t.Intents) < 2 {
-			p.add(FileWorkflows, append(path, "intents"), "template %q: needs two intents or more", t.ID)
+			p.add(fileWorkflows, append(path, "intents"), "template %q: needs two intents or more", t.ID)
 		}
 		for j, id := range t.Intents {
 			if !intents[id] {
-				p.add(FileWorkflows, append(path, "intents", j), "template %q: unknown intent %q", t.ID, id)
+				p.add(fileWorkflows, append(path, "intents", j), "template %q: unknown intent %q", t.ID, id)
 			}
 		}
 		if len(t.Steps) > 0 && len(t.Steps) != len(t.Intents) {
-			p.add(FileWorkflows, append(path, "steps"), "template %q: %d steps for %d intents", t.ID, len(t.Steps), len(t.Intents))
+			p.add(fileWorkflows, append(path, "steps"), "template %q: %d steps for %d intents", t.ID, len(t.Steps), len(t.Intents))
 		}
 		for j, st := range t.Steps {
 			sp := append(slices.Clone(path), "steps", j)
 			if j < len(t.Intents) && st.Intent != t.Intents[j] {
-				p.add(FileWorkflows, append(sp, "intent"), "template %q: step %d is %q, intents say %q", t.ID, j+1, st.Intent, t.Intents[j])
+				p.add(fileWorkflows, append(sp, "intent"), "template %q: step %d is %q, intents say %q", t.ID, j+1, st.Intent, t.Intents[j])
 			}
 			for k, d := range st.DependsOn {
 				if d < 1 || d > j {
-					p.add(FileWorkflows, append(sp, "depends_on", k), "template %q: step %d depends on step %d, which is not before it", t.ID, j+1, d)
+					p.add(fileWorkflows, append(sp, "depends_on", k), "template %q: step %d depends on step %d, which is not before it", t.ID, j+1, d)
 				}
 			}
 			if cd := st.Condition; cd != nil {
 				if cd.Step < 1 || cd.Step > j {
-					p.add(FileWorkflows, append(sp, "condition", "step"), "template %q: step %d tests step %d, which is not before it", t.ID, j+1, cd.Step)
+					p.add(fileWorkflows, append(sp, "condition", "step"), "template %q: step %d tests step %d, which is not before it", t.ID, j+1, cd.Step)
 				}
 				p.condition(append(sp, "condition"), cd.Field, cd.Operator, cd.Value)
 			}
@@ -397,11 +397,11 @@ func (c *Config) validateWorkflows(p *problems, intents map[string]bool) {
 		path := at("conditions", i)
 		for _, k := range []string{h.Source, h.Target} {
 			if !intents[k] {
-				p.add(FileWorkflows, path, "condition %d: unknown intent %q", i+1, k)
+				p.add(fileWorkflows, path, "condition %d: unknown intent %q", i+1, k)
 			}
 		}
 		if len(h.Phrases) == 0 {
-			p.add(FileWorkflows, path, "condition %d: no phrases", i+1)
+			p.add(fileWorkflows, path, "condition %d: no phrases", i+1)
 		}
 		p.condition(path, h.Field, h.Operator, h.Value)
 	}
@@ -409,12 +409,12 @@ func (c *Config) validateWorkflows(p *problems, intents map[string]bool) {
 
 func (p *problems) condition(path []any, field, op string, value Values) {
 	if field == "" {
-		p.add(FileWorkflows, path, "condition has no field")
+		p.add(fileWorkflows, path, "condition has no field")
 	}
 	if !slices.Contains(operators, op) {
-		p.add(FileWorkflows, append(slices.Clone(path), "operator"), "condition operator %q is not one of %v", op, operators)
+		p.add(fileWorkflows, append(slices.Clone(path), "operator"), "condition operator %q is not one of %v", op, operators)
 	}
 	if len(value) == 0 || (op != opIn && len(value) != 1) {
-		p.add(FileWorkflows, append(slices.Clone(path), "value"), "condition %s needs %s", op, map[bool]string{true: "a list of values", false: "one value"}[op == opIn])
+		p.add(fileWorkflows, append(slices.Clone(path), "value"), "condition %s needs %s", op, map[bool]string{true: "a list of values", false: "one value"}[op == opIn])
 	}
 }

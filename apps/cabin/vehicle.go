@@ -22,7 +22,7 @@ type Vehicle struct {
 	// Sunroof is how far the sunroof is open, in percent.
 	Sunroof     int  `json:"sunroof"`
 	DoorsLocked bool `json:"doors_locked"`
-	AC          AC   `json:"ac"`
+	AC          ac   `json:"ac"`
 	// DefogFront and DefogRear are the demisters.
 	DefogFront bool `json:"defog_front"`
 	DefogRear  bool `json:"defog_rear"`
@@ -36,8 +36,8 @@ type Vehicle struct {
 	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
-// AC is the air conditioning.
-type AC struct {
+// ac is the air conditioning.
+type ac struct {
 	On          bool    `json:"on"`
 	Temperature float64 `json:"temperature"`
 	// Fan is the fan level, 1 to 7.
@@ -68,8 +68,8 @@ type Navigation struct {
 	ETAMinutes   int    `json:"eta_minutes,omitempty"`
 }
 
-// Playlist is the simulated car's music library.
-var Playlist = []string{"晴天 - 周杰伦", "稻香 - 周杰伦", "平凡之路 - 朴树", "成都 - 赵雷", "夜空中最亮的星 - 逃跑计划", "Yesterday - The Beatles"}
+// playlist is the simulated car's music library.
+var playlist = []string{"晴天 - 周杰伦", "稻香 - 周杰伦", "平凡之路 - 朴树", "成都 - 赵雷", "夜空中最亮的星 - 逃跑计划", "Yesterday - The Beatles"}
 
 // Window positions.
 var windowPositions = []string{"driver", "passenger", "rear_left", "rear_right"}
@@ -77,12 +77,12 @@ var windowPositions = []string{"driver", "passenger", "rear_left", "rear_right"}
 // Seat positions.
 var seatPositions = []string{"driver", "passenger", "rear"}
 
-// NewVehicle returns a parked car: windows shut, doors locked, AC off at
+// newVehicle returns a parked car: windows shut, doors locked, AC off at
 // 24 °C, volume 12.
-func NewVehicle(id string) Vehicle {
-	v := Vehicle{ID: id, DoorsLocked: true, AC: AC{Temperature: 24, Fan: 3},
+func newVehicle(id string) Vehicle {
+	v := Vehicle{ID: id, DoorsLocked: true, AC: ac{Temperature: 24, Fan: 3},
 		Windows: map[string]int{}, SeatHeat: map[string]int{},
-		Wipers: Wipers{Speed: "low"}, Media: Media{Index: 0, Track: Playlist[0], Volume: 12}}
+		Wipers: Wipers{Speed: "low"}, Media: Media{Index: 0, Track: playlist[0], Volume: 12}}
 	for _, p := range windowPositions {
 		v.Windows[p] = 0
 	}
@@ -112,9 +112,9 @@ func set(f func(v *Vehicle)) vehicleOp {
 	return func(v *Vehicle, _ map[string]string) (map[string]any, error) { f(v); return nil, nil }
 }
 
-// VehicleTools returns the simulated vehicle's tools (plugin.cabin.*, see
+// vehicleTools returns the simulated vehicle's tools (plugin.cabin.*, see
 // ToolName), over store. They all change the car: they are write tools.
-func VehicleTools(store VehicleStore) []tool.Tool {
+func vehicleTools(store vehicleStore) []tool.Tool {
 	ops := []struct {
 		plugin, description string
 		op                  vehicleOp
@@ -152,14 +152,14 @@ func VehicleTools(store VehicleStore) []tool.Tool {
 	}
 	out := make([]tool.Tool, len(ops))
 	for i, o := range ops {
-		out[i] = NewTool(o.plugin, o.description, tool.Write, withPrefs(store, o.plugin, vehicleCall(store, o.op)))
+		out[i] = newTool(o.plugin, o.description, tool.Write, withPrefs(store, o.plugin, vehicleCall(store, o.op)))
 	}
-	return append(out, NewTool("plugin.cabin.doors.unlock.check", "tell whether the doors are locked, so that unlocking them changes something", tool.Read, checkUnlock(store)))
+	return append(out, newTool("plugin.cabin.doors.unlock.check", "tell whether the doors are locked, so that unlocking them changes something", tool.Read, checkUnlock(store)))
 }
 
 // checkUnlock is the check asked before unlocking: doors already
 // unlocked are not asked about, and no reply says they were unlocked.
-func checkUnlock(store VehicleStore) func(context.Context, Args) (Result, error) {
+func checkUnlock(store vehicleStore) func(context.Context, Args) (Result, error) {
 	return func(ctx context.Context, args Args) (Result, error) {
 		v, err := store.Vehicle(ctx, args.Vehicle)
 		if err != nil {
@@ -173,7 +173,7 @@ func checkUnlock(store VehicleStore) func(context.Context, Args) (Result, error)
 }
 
 // vehicleCall runs op on the call's vehicle in one store update.
-func vehicleCall(store VehicleStore, op vehicleOp) func(context.Context, Args) (Result, error) {
+func vehicleCall(store vehicleStore, op vehicleOp) func(context.Context, Args) (Result, error) {
 	return func(ctx context.Context, args Args) (Result, error) {
 		var data map[string]any
 		_, err := store.UpdateVehicle(ctx, args.Vehicle, func(v *Vehicle) error {
@@ -297,7 +297,7 @@ func play(v *Vehicle, s map[string]string) (map[string]any, error) {
 	default:
 		v.Media.Index, v.Media.Track = -1, q
 		best := 0
-		for i, t := range Playlist { // "周杰伦的稻香": the title counts over the artist
+		for i, t := range playlist { // "周杰伦的稻香": the title counts over the artist
 			if n := trackScore(t, q); n > best {
 				best, v.Media.Index, v.Media.Track = n, i, t
 			}
@@ -329,8 +329,8 @@ func skip(v *Vehicle, d int) map[string]any {
 	if i < 0 {
 		i = 0
 	}
-	i = (i + d + len(Playlist)) % len(Playlist)
-	v.Media.Index, v.Media.Track, v.Media.Playing = i, Playlist[i], true
+	i = (i + d + len(playlist)) % len(playlist)
+	v.Media.Index, v.Media.Track, v.Media.Playing = i, playlist[i], true
 	return map[string]any{"track": v.Media.Track}
 }
 

@@ -168,7 +168,7 @@ var fillers = []string{"吧", "了", "一下", "掉", "帮我", "请", "把", "�
 func onlyCues(text string) bool {
 	t := " " + text + " "
 	for _, w := range slices.Concat(allCues, negators, fillers) {
-		if detectLanguage(w) == LocaleEnglish {
+		if detectLanguage(w) == localeEnglish {
 			t = strings.ReplaceAll(t, " "+w+" ", "  ")
 		} else {
 			t = strings.ReplaceAll(t, w, " ")

@@ -33,14 +33,14 @@ func TestRelativeChange(t *testing.T) {
 // and says so; with music playing it pauses it.
 func TestNothingPlaying(t *testing.T) {
 	a := newAPI(t, Options{})
-	want(t, a.chat("zh", "停"), TypeWorkflowResult, StatusFailed, "没有在播放")
-	want(t, a.chat("en", "stop"), TypeWorkflowResult, StatusFailed, "othing is playing")
+	want(t, a.chat("zh", "停"), typeWorkflowResult, statusFailed, "没有在播放")
+	want(t, a.chat("en", "stop"), typeWorkflowResult, statusFailed, "othing is playing")
 	a.chat("en", "play some music")
 	if !a.vehicle("en").Media.Playing {
 		t.Fatal("the music does not play")
 	}
 	r := a.chat("en", "stop")
-	want(t, r, TypeWorkflowResult, StatusCompleted)
+	want(t, r, typeWorkflowResult, statusCompleted)
 	if a.vehicle("en").Media.Playing {
 		t.Errorf("stop: the music still plays (%q)", r.Message)
 	}
@@ -51,9 +51,9 @@ func TestNothingPlaying(t *testing.T) {
 func TestTemperatureChange(t *testing.T) {
 	a := newAPI(t, Options{})
 	a.chat("s", "把空调调到26度")
-	want(t, a.chat("s", "把温度调低两度"), TypeWorkflowResult, StatusCompleted, "24")
+	want(t, a.chat("s", "把温度调低两度"), typeWorkflowResult, statusCompleted, "24")
 	if got := a.vehicle("s").AC.Temperature; got != 24 {
 		t.Errorf("temperature %v, want 24", got)
 	}
-	want(t, a.chat("s", "turn the temperature up 10 degrees"), TypeAskSlot, StatusWaitingSlot, "16", "32", "34")
+	want(t, a.chat("s", "turn the temperature up 10 degrees"), typeAskSlot, statusWaitingSlot, "16", "32", "34")
 }

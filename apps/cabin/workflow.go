@@ -34,9 +34,9 @@ func (a *App) newStep(n int, intentID string, slots map[string]string) Step {
 
 // tool returns the tool that carries out plugin.
 func (a *App) tool(plugin string) (tool.Tool, error) {
-	t, _, ok := a.tools.Lookup(ToolName(plugin))
+	t, _, ok := a.tools.Lookup(toolName(plugin))
 	if !ok {
-		return tool.Tool{}, fmt.Errorf("call %s: %w %s", plugin, tool.ErrUnknown, ToolName(plugin))
+		return tool.Tool{}, fmt.Errorf("call %s: %w %s", plugin, tool.ErrUnknown, toolName(plugin))
 	}
 	return t, nil
 }
