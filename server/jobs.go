@@ -92,6 +92,7 @@ type jobSpec struct {
 	Modes    []string        `json:"modes,omitempty"`
 	Config   json.RawMessage `json:"config,omitempty"`
 	Webhook  string          `json:"webhook,omitempty"`
+	User     *User           `json:"user,omitempty"`
 }
 
 // jobs executes runs as River jobs.
@@ -547,7 +548,7 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 	var spec jobSpec
 	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
 	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User,
 		status: rec.Status, feed: j.feed(rec.ID)}, nil
 }
 

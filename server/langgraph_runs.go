@@ -281,6 +281,7 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
 	run.from, run.modes, run.config, run.webhook = from, modes, config, req.Webhook
+	run.user = userOf(ctx)
 	run.temp = temp && req.OnCompletion != "continue"
 	if err := s.exec.submit(ctx, run); err != nil {
 		if temp {

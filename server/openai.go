@@ -277,6 +277,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
+	run.user = userOf(ctx)
 	if err := s.exec.submit(ctx, run); err != nil {
 		return err
 	}

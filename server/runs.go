@@ -64,6 +64,9 @@ type run struct {
 	// webhook, when set, is where the run's outcome is POSTed when it
 	// ends (see webhook.go).
 	webhook string
+	// user is whom the bearer token that started the run names (see
+	// Identity); nil for an API key.
+	user *User
 	// recovered marks a run read back from the database when the server
 	// started: it may have begun in the process that stopped.
 	recovered bool
@@ -158,7 +161,7 @@ func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 // spec is what it takes to execute r again, after a restart or on
 // another replica: it is stored with r's record.
 func (r *run) spec() jobSpec {
-	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config, Webhook: r.webhook}
+	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config, Webhook: r.webhook, User: r.user}
 }
 
 // runFrom runs r from where it stands, on SQLite and on the job queue: a
@@ -197,6 +200,7 @@ func (s *Server) drive(r *run, in graph.JSONInput, continuing bool, tr *runTrace
 	ctx := context.WithValue(r.ctx, callerKey{}, r.owner) // the graph's nodes see who runs it
 	ctx = withRunConfig(ctx, r.config)                    // and how it is configured
 	ctx = memory.With(ctx, s.items.For(r.owner))          // and its key's long-term store
+	ctx = withUser(ctx, r.user)                           // and the user of a bearer token
 	for e, err := range a.runner.StreamJSON(ctx, r.thread, in) {
 		tr.observe(e)
 		if e.Kind == graph.KindNodeEnd {

@@ -192,7 +192,7 @@ func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunR
 		return false, false, fmt.Errorf("run %s: agent %s is not served by this replica", rec.ID, rec.Agent)
 	}
 	r := &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, status: runRunning}
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User, status: runRunning}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 	j.mu.Lock()
