@@ -14,8 +14,8 @@ import (
 	"github.com/loomkit/loom/llm"
 )
 
-// AgentName is the name the report designer is registered under.
-const AgentName = "report"
+// agentName is the name the report designer is registered under.
+const agentName = "report"
 
 // Defaults of Config.
 const (
@@ -29,18 +29,18 @@ const (
 	// scores 0.69 (its weakest region 0.24, where sample values stand for
 	// the form's), the skeleton without its table 0.15, a blank page 0.09.
 	DefaultSSIM = 0.35
-	// MaxContinuations is how often a generation cut at the model's length
+	// maxContinuations is how often a generation cut at the model's length
 	// limit is continued.
-	MaxContinuations = 3
-	// MaxCountChange is how much a refined window may change its element
+	maxContinuations = 3
+	// maxCountChange is how much a refined window may change its element
 	// count before it is rolled back.
-	MaxCountChange = 0.10
+	maxCountChange = 0.10
 )
 
-// Layouts reads the layout of an uploaded form and drafts a template
+// layouts reads the layout of an uploaded form and drafts a template
 // from it without a model: the toolkit's OCR, spreadsheet and PDF readers
 // and its skeleton builder.
-type Layouts interface {
+type layouts interface {
 	// Read reads the layout of data, an image (PNG or JPEG), an XLSX
 	// workbook or a PDF as kind says.
 	Read(ctx context.Context, kind string, data []byte) (*Layout, error)
@@ -54,9 +54,9 @@ type Config struct {
 	// Store keeps uploads, versions and the error knowledge base; nil
 	// keeps them in memory.
 	Store Store
-	// Layouts reads uploaded forms; nil refuses images, spreadsheets and
+	// layouts reads uploaded forms; nil refuses images, spreadsheets and
 	// PDFs with a message.
-	Layouts Layouts
+	Layouts layouts
 	// Schema validates templates against the JasperReports schemas when
 	// set (see xsd.SchemasFromEnv).
 	Schema *xsd.Validator
@@ -72,7 +72,7 @@ type Config struct {
 	// (default DefaultSSIM).
 	SSIM float64
 	// ContextTokens is the model's context window in tokens (default
-	// DefaultContextTokens): the conversation and context sent to it are
+	// defaultContextTokens): the conversation and context sent to it are
 	// counted against it, older turns summarised and a template too long
 	// for it sent in windows.
 	ContextTokens int
@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		cfg.SSIM = DefaultSSIM
 	}
 	if cfg.ContextTokens <= 0 {
-		cfg.ContextTokens = DefaultContextTokens
+		cfg.ContextTokens = defaultContextTokens
 	}
 	if cfg.Store == nil {
 		cfg.Store = NewMemoryStore()
@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	icfg := cfg.Intents
 	if icfg == nil {
-		c, err := DefaultIntents()
+		c, err := defaultIntents()
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ const (
 // Graph returns the agent's graph. Compile it with the saver its threads
 // live on; undo reads their history there.
 func (a *Agent) Graph() *graph.Graph[State] {
-	g := graph.New[State](AgentName)
+	g := graph.New[State](agentName)
 	g.Node(nodeInput, a.processInput)
 	g.Node(nodeClassify, a.classifyIntent)
 	g.Node(nodeRetrieve, a.retrieve)
@@ -216,7 +216,7 @@ func (a *Agent) Graph() *graph.Graph[State] {
 	return g
 }
 
-// Compile compiles the agent's graph on saver (nil: in memory, with no
+// compile compiles the agent's graph on saver (nil: in memory, with no
 // undo across turns).
 func (a *Agent) Compile(saver checkpoint.Saver) (*graph.Compiled[State], error) {
 	a.saver = saver
@@ -237,17 +237,17 @@ func routeByIntent(s State) string {
 		return nodeFinalize
 	}
 	switch s.Turn.Intent {
-	case IntentGenerate:
+	case intentGenerate:
 		return nodeRetrieve
 	case IntentModify:
 		return nodeModify
-	case IntentPreview, IntentPDF, IntentJRXML:
+	case intentPreview, intentPDF, intentJRXML:
 		return nodeSave
-	case IntentConsult:
+	case intentConsult:
 		return nodeConsult
 	case IntentUndo:
 		return nodeUndo
-	case IntentReset:
+	case intentReset:
 		return nodeReset
 	}
 	if s.JRXML != "" {
@@ -268,7 +268,7 @@ func routeAfterRetrieve(s State) string {
 // a turn with no template to check or that changed nothing.
 func routeAfterSave(s State) string {
 	switch {
-	case s.Turn.Intent == IntentPreview || s.Turn.Intent == IntentPDF || s.Turn.Intent == IntentJRXML:
+	case s.Turn.Intent == intentPreview || s.Turn.Intent == intentPDF || s.Turn.Intent == intentJRXML:
 		return nodeFinalize
 	case s.JRXML == "" || s.Turn.Unchanged:
 		return nodeFinalize

@@ -13,10 +13,10 @@ import (
 	"github.com/loomkit/loom/llm"
 )
 
-// DefaultContextTokens is the model's context window assumed when
+// defaultContextTokens is the model's context window assumed when
 // Config.ContextTokens is not set: 32,768 tokens, what most models served
 // today take at least.
-const DefaultContextTokens = 32768
+const defaultContextTokens = 32768
 
 // Parts of the model's window that are not the conversation's.
 const (
@@ -157,7 +157,7 @@ func (a *Agent) editByWindows(ctx context.Context, s *State, src, request string
 			if x := extractPiece(answer); strings.TrimSpace(x) != "" {
 				out[i] = x
 			}
-			graph.Emit(ctx, KindProgress, Progress{Window: i + 1, Windows: len(pieces), Band: p.label})
+			graph.Emit(ctx, kindProgress, Progress{Window: i + 1, Windows: len(pieces), Band: p.label})
 		}()
 	}
 	wg.Wait()

@@ -18,9 +18,9 @@ import (
 //go:embed config/intents.yml
 var configFS embed.FS
 
-// DefaultIntents returns the embedded configuration of the eight intents:
+// defaultIntents returns the embedded configuration of the eight intents:
 // keywords and examples in Chinese and English.
-func DefaultIntents() (intent.Config, error) {
+func defaultIntents() (intent.Config, error) {
 	b, err := configFS.ReadFile("config/intents.yml")
 	if err != nil {
 		return intent.Config{}, fmt.Errorf("report: reading the intents: %w", err)
@@ -32,23 +32,23 @@ func DefaultIntents() (intent.Config, error) {
 	return c, nil
 }
 
-// IntentDecision is the model's choice of intent.
-type IntentDecision struct {
+// intentDecision is the model's choice of intent.
+type intentDecision struct {
 	Intent string `json:"intent" jsonschema:"enum=initial_generation,enum=modify_report,enum=preview_report,enum=export_pdf,enum=export_jrxml,enum=consult_question,enum=undo_modification,enum=reset_session,enum=unknown"`
 }
 
 // Routing bounds of the local engine, calibrated on the labelled
 // utterances of testdata/utterances.tsv (TestRoutingSet).
 const (
-	// SureMargin is the lead the engine's top intent must have over the
+	// sureMargin is the lead the engine's top intent must have over the
 	// second for the engine to decide alone; below it the model decides,
 	// or, without one, the user is asked which was meant.
-	SureMargin = 0.30
-	// SureScore is the fused score the top intent must reach: the
+	sureMargin = 0.30
+	// sureScore is the fused score the top intent must reach: the
 	// classifier alone is sure of vague words ("嗯，这样那样弄一下" scores
 	// 0.91 for a change), while the set's weakest right decision scores
 	// above it.
-	SureScore = 1.0
+	sureScore = 1.0
 )
 
 // Who decided a turn's intent (Turn.By).
@@ -66,17 +66,17 @@ const (
 	byDeclined = "declined"
 )
 
-// RewriteQuestion is the question asked before a new report replaces the
+// rewriteQuestion is the question asked before a new report replaces the
 // current template.
-type RewriteQuestion struct {
+type rewriteQuestion struct {
 	// Kind is "confirm_rewrite".
 	Kind string `json:"kind"`
 	// Question is the question, in the user's language.
 	Question string `json:"question"`
 }
 
-// RewriteAnswer is the answer to a RewriteQuestion.
-type RewriteAnswer struct {
+// rewriteAnswer is the answer to a RewriteQuestion.
+type rewriteAnswer struct {
 	Accept bool   `json:"accept"`
 	Note   string `json:"note,omitempty"`
 }
@@ -96,7 +96,7 @@ func (a *Agent) classifyIntent(ctx context.Context, s State) (State, error) {
 	// Asked only over a template in use: not after a fresh upload (it
 	// replaced the design), nor when the last attempt failed validation
 	// and the user asks again.
-	if s.Turn.Intent != IntentGenerate || s.JRXML == "" || s.Turn.Uploaded || s.Turn.Carry != nil {
+	if s.Turn.Intent != intentGenerate || s.JRXML == "" || s.Turn.Uploaded || s.Turn.Carry != nil {
 		return s, nil
 	}
 	by := s.Turn.By
@@ -106,7 +106,7 @@ func (a *Agent) classifyIntent(ctx context.Context, s State) (State, error) {
 	q := s.Turn.say("This makes a new report that replaces the current template (you can undo it afterwards). Go ahead?",
 		"这会新建一个报表，替换当前的模板（之后可以撤销）。要继续吗？")
 	s.Turn.By, s.Turn.Reply = byConfirm, q
-	ans, err := graph.Ask[RewriteAnswer](ctx, RewriteQuestion{Kind: "confirm_rewrite", Question: q})
+	ans, err := graph.Ask[rewriteAnswer](ctx, rewriteQuestion{Kind: "confirm_rewrite", Question: q})
 	if err != nil {
 		return s, err
 	}
@@ -135,7 +135,7 @@ func (a *Agent) decideIntent(ctx context.Context, s State) (State, error) {
 		}
 	}
 	if s.Turn.Uploaded && (msg == "" || s.JRXML == "") {
-		s.Turn.Intent, s.Turn.By = IntentGenerate, byUpload
+		s.Turn.Intent, s.Turn.By = intentGenerate, byUpload
 		return s, nil
 	}
 	if a.model != nil && msg != "" {
@@ -163,15 +163,15 @@ func (a *Agent) decideIntent(ctx context.Context, s State) (State, error) {
 // template must be asked for in so many words (a keyword).
 func sureIntent(r intent.Result, msg string, hasTemplate bool) (string, bool) {
 	if isQuestion(msg) && !isRequest(msg) {
-		return IntentConsult, true
+		return intentConsult, true
 	}
-	if r.Decision != intent.Execute || !slices.Contains(Intents, r.Intent) || r.Margin < SureMargin || r.Score < SureScore {
+	if r.Decision != intent.Execute || !slices.Contains(Intents, r.Intent) || r.Margin < sureMargin || r.Score < sureScore {
 		return "", false
 	}
-	if r.Intent != IntentGenerate && r.Intent != IntentConsult && r.Intent != IntentReset && !hasTemplate {
+	if r.Intent != intentGenerate && r.Intent != intentConsult && r.Intent != intentReset && !hasTemplate {
 		return "", false // a change or an export of nothing: the words meant something else
 	}
-	if r.Intent == IntentGenerate && hasTemplate && r.MatchedStage != intent.StageKeyword && !asksNew(msg) {
+	if r.Intent == intentGenerate && hasTemplate && r.MatchedStage != intent.StageKeyword && !asksNew(msg) {
 		return "", false
 	}
 	return r.Intent, true
@@ -179,14 +179,14 @@ func sureIntent(r intent.Result, msg string, hasTemplate bool) (string, bool) {
 
 // intentWords name the intents to a user.
 var intentWords = map[string][2]string{
-	IntentGenerate: {"make a new report", "新建一个报表"},
+	intentGenerate: {"make a new report", "新建一个报表"},
 	IntentModify:   {"change the current template", "修改当前模板"},
-	IntentPreview:  {"see a preview", "预览报表"},
-	IntentPDF:      {"export a PDF", "导出 PDF"},
-	IntentJRXML:    {"download the JRXML", "下载 JRXML 模板"},
-	IntentConsult:  {"ask a question about report design", "咨询报表设计的问题"},
+	intentPreview:  {"see a preview", "预览报表"},
+	intentPDF:      {"export a PDF", "导出 PDF"},
+	intentJRXML:    {"download the JRXML", "下载 JRXML 模板"},
+	intentConsult:  {"ask a question about report design", "咨询报表设计的问题"},
 	IntentUndo:     {"undo the last change", "撤销上一次修改"},
-	IntentReset:    {"start over", "重新开始"},
+	intentReset:    {"start over", "重新开始"},
 }
 
 // clarifyReply asks which of the engine's top intents was meant.
@@ -194,7 +194,7 @@ func clarifyReply(t Turn, r intent.Result, hasTemplate bool) string {
 	var en, zh []string
 	for _, c := range r.Candidates {
 		w, ok := intentWords[c.Intent]
-		if !ok || (c.Intent == IntentGenerate && !hasTemplate && len(en) > 0) {
+		if !ok || (c.Intent == intentGenerate && !hasTemplate && len(en) > 0) {
 			continue
 		}
 		en, zh = append(en, w[0]), append(zh, w[1])
@@ -203,7 +203,7 @@ func clarifyReply(t Turn, r intent.Result, hasTemplate bool) string {
 		}
 	}
 	if len(en) < 2 {
-		for _, in := range []string{IntentModify, IntentConsult} {
+		for _, in := range []string{IntentModify, intentConsult} {
 			if len(en) < 2 && !slices.Contains(en, intentWords[in][0]) {
 				en, zh = append(en, intentWords[in][0]), append(zh, intentWords[in][1])
 			}
@@ -270,7 +270,7 @@ func isRequest(msg string) bool {
 }
 
 // askIntent asks the model which intent msg is.
-func (a *Agent) askIntent(ctx context.Context, s State, msg string) (IntentDecision, error) {
+func (a *Agent) askIntent(ctx context.Context, s State, msg string) (intentDecision, error) {
 	sys := prompt("intent_classify.md")
 	if s.JRXML != "" {
 		sys += "\n\nThere is a current report template."
@@ -278,7 +278,7 @@ func (a *Agent) askIntent(ctx context.Context, s State, msg string) (IntentDecis
 		sys += "\n\nThere is no report template yet."
 	}
 	msgs := []llm.Message{llm.System(sys), llm.User(msg)}
-	d, err := contract.Ask[IntentDecision](ctx, contract.Chat(a.model, &msgs), contract.WithLogger(a.log))
+	d, err := contract.Ask[intentDecision](ctx, contract.Chat(a.model, &msgs), contract.WithLogger(a.log))
 	if err != nil {
 		return d, fmt.Errorf("asking the model for the intent: %w", err)
 	}

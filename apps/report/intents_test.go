@@ -16,12 +16,12 @@ func TestLocalIntents(t *testing.T) {
 	}
 	for text, want := range map[string]string{
 		"撤销": IntentUndo, "undo": IntentUndo, "回退到上一个版本": IntentUndo,
-		"重置": IntentReset, "start over": IntentReset,
-		"预览报表": IntentPreview, "preview": IntentPreview,
-		"导出 PDF": IntentPDF, "export to pdf": IntentPDF,
-		"下载 JRXML": IntentJRXML, "download the JRXML": IntentJRXML,
-		"帮我生成一个销售报表": IntentGenerate, "create a report of sales by city": IntentGenerate,
-		"把标题字体改大": IntentModify, "JasperReports 里 $F 和 $P 有什么区别？": IntentConsult,
+		"重置": intentReset, "start over": intentReset,
+		"预览报表": intentPreview, "preview": intentPreview,
+		"导出 PDF": intentPDF, "export to pdf": intentPDF,
+		"下载 JRXML": intentJRXML, "download the JRXML": intentJRXML,
+		"帮我生成一个销售报表": intentGenerate, "create a report of sales by city": intentGenerate,
+		"把标题字体改大": IntentModify, "JasperReports 里 $F 和 $P 有什么区别？": intentConsult,
 	} {
 		r, err := a.engine.Route(context.Background(), text)
 		if err != nil {

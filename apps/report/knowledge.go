@@ -33,8 +33,8 @@ type Knowledge struct {
 	index *index
 }
 
-// NewKnowledge returns a knowledge base of docs.
-func NewKnowledge(docs ...Doc) *Knowledge {
+// newKnowledge returns a knowledge base of docs.
+func newKnowledge(docs ...Doc) *Knowledge {
 	k := &Knowledge{}
 	k.docs = append(k.docs, docs...)
 	k.index = newIndex(k.texts())
@@ -99,7 +99,7 @@ func ImportTemplates(dir string) (*Knowledge, []error, error) {
 		if err != nil {
 			return err
 		}
-		doc, err := TemplateDoc(src)
+		doc, err := templateDoc(src)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", path, err))
 			return nil
@@ -111,11 +111,11 @@ func ImportTemplates(dir string) (*Knowledge, []error, error) {
 		return nil, skipped, fmt.Errorf("importing templates from %s: %w", dir, err)
 	}
 	sort.Slice(docs, func(i, j int) bool { return docs[i].Title < docs[j].Title })
-	return NewKnowledge(docs...), skipped, nil
+	return newKnowledge(docs...), skipped, nil
 }
 
-// TemplateDoc makes the knowledge base entry of a template.
-func TemplateDoc(src []byte) (Doc, error) {
+// templateDoc makes the knowledge base entry of a template.
+func templateDoc(src []byte) (Doc, error) {
 	doc, err := jrxml.Parse(src)
 	if err != nil {
 		return Doc{}, err
@@ -155,5 +155,5 @@ func loadErrorKB(ctx context.Context, st Store) (*Knowledge, error) {
 	for i, c := range cs {
 		docs[i] = Doc{Title: c.Error, Text: c.Fix}
 	}
-	return NewKnowledge(docs...), nil
+	return newKnowledge(docs...), nil
 }

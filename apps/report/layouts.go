@@ -15,11 +15,11 @@ import (
 func detectLayoutKind(data []byte) string {
 	switch layout.Detect(data) {
 	case layout.KindImage:
-		return KindImage
+		return kindImage
 	case layout.KindPDF:
-		return KindPDF
+		return kindPDF
 	case layout.KindXLSX:
-		return KindXLSX
+		return kindXLSX
 	case layout.KindDOCX:
 		return KindDOCX
 	}
@@ -53,11 +53,11 @@ func (t Toolkit) Read(ctx context.Context, kind string, data []byte) (*Layout, e
 	var l *layout.Layout
 	var err error
 	switch kind {
-	case KindImage:
+	case kindImage:
 		l, err = layout.FromImage(ctx, data, t.Options)
-	case KindPDF:
+	case kindPDF:
 		l, err = layout.FromPDF(ctx, data, t.Options)
-	case KindXLSX:
+	case kindXLSX:
 		l, err = layout.FromXLSX(ctx, data, t.Options)
 	case KindDOCX:
 		l, err = layout.FromDOCX(ctx, data, t.Options)

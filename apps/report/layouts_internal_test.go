@@ -19,7 +19,7 @@ func TestReadWaitsForAPlace(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Toolkit{}.Read(ctx, KindXLSX, []byte("PK"))
+	_, err := Toolkit{}.Read(ctx, kindXLSX, []byte("PK"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Read with every place taken and its context ended: %v, want context.Canceled", err)
 	}

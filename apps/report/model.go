@@ -48,9 +48,9 @@ func (t *Turn) modelNeeded(what, was string) {
 		what+"需要语言模型。请设置 OPENAI_API_KEY（非 OpenAI 的服务再设置 OPENAI_BASE_URL）和 LOOM_MODEL，然后重启服务。"+was)
 }
 
-// KindDraft is the kind of the events that carry a template as the model
+// kindDraft is the kind of the events that carry a template as the model
 // writes it, piece by piece (a string); the turn's reply comes at its end.
-const KindDraft graph.Kind = "draft"
+const kindDraft graph.Kind = "draft"
 
 // write streams the model's answer to msgs as events of kind (KindToken
 // for an answer to the user, KindDraft for a template), and continues it,
@@ -76,7 +76,7 @@ func (a *Agent) write(ctx context.Context, kind graph.Kind, msgs []llm.Message, 
 			}
 		}
 		all.WriteString(part.String())
-		if finish != llm.FinishLength || round == MaxContinuations {
+		if finish != llm.FinishLength || round == maxContinuations {
 			return all.String(), nil
 		}
 		msgs = append(msgs[:len(msgs):len(msgs)], llm.Assistant(part.String()), llm.User(continuePrompt))

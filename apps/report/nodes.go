@@ -43,12 +43,12 @@ func (a *Agent) processInput(ctx context.Context, s State) (State, error) {
 		return s, nil
 	}
 	s.Turn.Uploaded = true
-	ref := &UploadRef{ID: u.ID, Kind: u.Kind, Name: u.Name}
+	ref := &uploadRef{ID: u.ID, Kind: u.Kind, Name: u.Name}
 	switch u.Kind {
 	case KindJRXML:
 		s.Design = Design{Template: string(u.Data), Source: ref}
 		return s, nil
-	case KindImage, KindXLSX, KindPDF, KindDOCX:
+	case kindImage, kindXLSX, kindPDF, KindDOCX:
 		if a.cfg.Layouts == nil {
 			s.Turn.Reply = s.Turn.say("Reading forms is not available on this server (it needs the tesseract program for images).", "此服务器不能读取表单（图片需要 tesseract 程序）。")
 			return s, nil
@@ -68,7 +68,7 @@ func (a *Agent) processInput(ctx context.Context, s State) (State, error) {
 // problems, similar templates and their fields.
 func (a *Agent) retrieve(ctx context.Context, s State) (State, error) {
 	if s.Turn.Intent == "" { // a fallback: R1 took it for a new design
-		s.Turn.Intent = IntentGenerate
+		s.Turn.Intent = intentGenerate
 	}
 	query := s.Turn.Text
 	if s.Layout != nil {
@@ -124,7 +124,7 @@ func (a *Agent) generate(ctx context.Context, s State) (State, error) {
 		s.JRXML = out
 		return s, nil
 	}
-	out, err := a.write(ctx, KindDraft, msgs)
+	out, err := a.write(ctx, kindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("generating the template: %w", err)
 	}
@@ -151,7 +151,7 @@ func (a *Agent) generateSkeleton(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	out, err := a.write(ctx, KindDraft, msgs)
+	out, err := a.write(ctx, kindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("drafting the skeleton: %w", err)
 	}
@@ -220,7 +220,7 @@ func (a *Agent) modify(ctx context.Context, s State) (State, error) {
 		s.JRXML = out
 		return s, nil
 	}
-	out, err := a.write(ctx, KindDraft, msgs)
+	out, err := a.write(ctx, kindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("changing the template: %w", err)
 	}
@@ -316,7 +316,7 @@ func (a *Agent) reset(_ context.Context, s State) (State, error) {
 	if s.Turn.Text != "" {
 		history = []llm.Message{llm.User(s.Turn.Text)}
 	}
-	s = State{Title: s.Title, History: history, Revision: s.Revision + 1, Version: s.Version, Turn: Turn{Text: s.Turn.Text, Intent: IntentReset, By: s.Turn.By, Zh: s.Turn.Zh}}
+	s = State{Title: s.Title, History: history, Revision: s.Revision + 1, Version: s.Version, Turn: Turn{Text: s.Turn.Text, Intent: intentReset, By: s.Turn.By, Zh: s.Turn.Zh}}
 	s.Turn.Reply = s.Turn.say("Started over: the design and the conversation are cleared.", "已重置：设计和对话都已清空。")
 	return s, nil
 }
@@ -359,10 +359,10 @@ func (a *Agent) validate(ctx context.Context, s State) (State, error) {
 	// A template made from a form keeps the form's title, most of its
 	// labels and its tables' headers; a later change may drop them, as
 	// the user asked.
-	if f, ok := formTextOf(s.Layout); ok && s.Turn.Intent == IntentGenerate {
+	if f, ok := formTextOf(s.Layout); ok && s.Turn.Intent == intentGenerate {
 		ps = append(ps, fidelityProblems(doc, f)...)
 	}
-	if len(ps) == 0 && s.Source != nil && s.Source.Kind == KindImage {
+	if len(ps) == 0 && s.Source != nil && s.Source.Kind == kindImage {
 		res, worst, err := a.similarity(ctx, s)
 		if err != nil {
 			a.log.Warn("report: comparing with the upload", "err", err)
@@ -424,7 +424,7 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 		pins = append(pins, convo.Pin{Key: "past_fixes", Content: past.String()})
 	}
 	msgs := []llm.Message{llm.System(prompt("correction.md") + renderPins(pins)), llm.User("Fix the template.")}
-	out, err := a.write(ctx, KindDraft, msgs)
+	out, err := a.write(ctx, kindDraft, msgs)
 	if err != nil {
 		return s, fmt.Errorf("correcting the template: %w", err)
 	}
@@ -432,7 +432,7 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 	s.Turn.Corrections++
 	s.Turn.Unfixed = strings.TrimSpace(fixed) == strings.TrimSpace(s.JRXML) || !strings.Contains(fixed, "<jasperReport")
 	if !s.Turn.Unfixed {
-		s.Turn.LastError = &ErrorCase{Error: firstProblem(s.Turn.Problems), Fix: s.Turn.Explanation}
+		s.Turn.LastError = &errorCase{Error: firstProblem(s.Turn.Problems), Fix: s.Turn.Explanation}
 		s.JRXML = fixed
 	}
 	spent := min(a.retriesSpent(ctx)+a.correctionCost(s), a.cfg.MaxRetry)
@@ -447,8 +447,8 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 	t := &s.Turn
 	thread := graph.Thread(ctx)
 	switch {
-	case t.Intent == IntentReset || t.Intent == IntentConsult || t.NeedsModel || t.Unchanged:
-	case t.Intent == IntentPreview || t.Intent == IntentPDF || t.Intent == IntentJRXML:
+	case t.Intent == intentReset || t.Intent == intentConsult || t.NeedsModel || t.Unchanged:
+	case t.Intent == intentPreview || t.Intent == intentPDF || t.Intent == intentJRXML:
 		t.Reply = a.exportReply(s, thread)
 	case s.JRXML == "":
 		if t.Reply == "" {
@@ -514,9 +514,9 @@ func (a *Agent) exportReply(s State, thread string) string {
 	}
 	base := routesBase + "threads/" + server.ThreadID(thread)
 	switch t.Intent {
-	case IntentPDF:
+	case intentPDF:
 		return t.say("The PDF: "+base+"/current.pdf", "PDF 文件："+base+"/current.pdf")
-	case IntentJRXML:
+	case intentJRXML:
 		return t.say("The template: "+base+"/current.jrxml", "模板文件："+base+"/current.jrxml")
 	}
 	pages := 0

@@ -11,8 +11,8 @@ import (
 	"github.com/loomkit/loom/apps/report/render"
 )
 
-// PreviewDPI is the resolution of preview images.
-const PreviewDPI = 96
+// previewDPI is the resolution of preview images.
+const previewDPI = 96
 
 // previewRows is how many rows of sample values a preview shows.
 const previewRows = 5
@@ -79,7 +79,7 @@ func (a *Agent) pageImage(src string, form []render.Row, p int, dpi float64) (im
 		return nil, 0, err
 	}
 	if p < 0 || p >= len(res.Pages) {
-		return nil, len(res.Pages), &PageError{Pages: len(res.Pages), Page: p + 1}
+		return nil, len(res.Pages), &pageError{Pages: len(res.Pages), Page: p + 1}
 	}
 	r, err := a.raster.get()
 	if err != nil {
@@ -95,7 +95,7 @@ func (a *Agent) PNG(src string, p int) ([]byte, error) {
 
 // png renders page p of a template as PNG with the form's rows.
 func (a *Agent) png(src string, form []render.Row, p int) ([]byte, error) {
-	img, _, err := a.pageImage(src, form, p, PreviewDPI)
+	img, _, err := a.pageImage(src, form, p, previewDPI)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +119,14 @@ func (a *Agent) PDF(src string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// PageError is asking for a page a report does not have.
-type PageError struct {
+// pageError is asking for a page a report does not have.
+type pageError struct {
 	// Pages is how many pages the report has; Page the one asked for,
 	// from 1.
 	Pages, Page int
 }
 
 // Error says how many pages there are.
-func (e *PageError) Error() string {
+func (e *pageError) Error() string {
 	return fmt.Sprintf("the report has %d pages, not page %d", e.Pages, e.Page)
 }

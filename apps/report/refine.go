@@ -18,9 +18,9 @@ import (
 	"github.com/loomkit/loom/llm"
 )
 
-// KindProgress is the kind of the events refine_layout sends as each
+// kindProgress is the kind of the events refine_layout sends as each
 // window is done: a Progress.
-const KindProgress graph.Kind = "progress"
+const kindProgress graph.Kind = "progress"
 
 // Progress is one window of refine_layout done.
 type Progress struct {
@@ -91,10 +91,10 @@ func (a *Agent) refineWindow(ctx context.Context, w window) (refined, error) {
 		return refined{}, fmt.Errorf("refining %s: %w", w.Label, err)
 	}
 	r := refined{Text: extractPiece(out)}
-	if jrxml.CountChange(countTags(w.Text), countTags(r.Text)) > MaxCountChange {
+	if jrxml.CountChange(countTags(w.Text), countTags(r.Text)) > maxCountChange {
 		r = refined{Text: w.Text, RolledBack: true}
 	}
-	graph.Emit(ctx, KindProgress, Progress{Window: w.Seq + 1, Windows: w.Of, Band: w.Label, RolledBack: r.RolledBack})
+	graph.Emit(ctx, kindProgress, Progress{Window: w.Seq + 1, Windows: w.Of, Band: w.Label, RolledBack: r.RolledBack})
 	return r, nil
 }
 

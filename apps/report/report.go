@@ -40,8 +40,8 @@ type Checker struct {
 // rendered with when it is checked.
 const SampleRowCount = 5
 
-// FileResult is what checking one file found.
-type FileResult struct {
+// fileResult is what checking one file found.
+type fileResult struct {
 	File string `json:"file"`
 	// Parsed: the file is well-formed XML; RoundTrip: taken apart into
 	// header and bands and put back together it is the same bytes;
@@ -63,8 +63,8 @@ type FileResult struct {
 // structural checks and, with a schema, validates it. The error is for a
 // file that cannot be read or a validator that cannot run; what is wrong
 // with the template is in the result.
-func (c Checker) Check(ctx context.Context, path string) (FileResult, error) {
-	r := FileResult{File: path}
+func (c Checker) Check(ctx context.Context, path string) (fileResult, error) {
+	r := fileResult{File: path}
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return r, fmt.Errorf("check %s: %w", path, err)
@@ -149,7 +149,7 @@ type FileError struct {
 }
 
 // Add counts r in the summary.
-func (s *Summary) Add(r FileResult) {
+func (s *Summary) Add(r fileResult) {
 	s.Files++
 	if r.Parsed {
 		s.Parsed++

@@ -84,7 +84,7 @@ func TestRoutingSet(t *testing.T) {
 			wrong++
 			t.Logf("wrong: %q → %q by %s, labelled %s", u.text, got.Turn.Intent, got.Turn.By, u.want)
 		}
-		if (u.want == IntentConsult || u.want == IntentModify) && got.Turn.Intent == IntentGenerate {
+		if (u.want == intentConsult || u.want == IntentModify) && got.Turn.Intent == intentGenerate {
 			t.Errorf("%q (%s) routed to a new report", u.text, u.want)
 		}
 	}

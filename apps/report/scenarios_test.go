@@ -86,7 +86,7 @@ func TestFallbackRoute(t *testing.T) {
 	if got := routeByIntent(State{Design: Design{JRXML: "<jasperReport/>"}}); got != "modify_jrxml" {
 		t.Errorf("with a template: %s", got)
 	}
-	if got := routeByIntent(State{Turn: Turn{Intent: IntentPDF}}); got != "save_session" {
+	if got := routeByIntent(State{Turn: Turn{Intent: intentPDF}}); got != "save_session" {
 		t.Errorf("export: %s", got)
 	}
 }

@@ -29,9 +29,9 @@ import (
 
 // Kinds of upload, told by content, never by name.
 const (
-	KindImage = "image"
-	KindXLSX  = "xlsx"
-	KindPDF   = "pdf"
+	kindImage = "image"
+	kindXLSX  = "xlsx"
+	kindPDF   = "pdf"
 	KindDOCX  = "docx"
 	KindJRXML = "jrxml"
 )
@@ -47,8 +47,8 @@ const routesBase = "/api/v1/report/"
 type ServerOptions struct {
 	// Model is the language model; nil works without one.
 	Model llm.Model
-	// Layouts reads uploaded forms (default: the toolkit's, Toolkit).
-	Layouts Layouts
+	// layouts reads uploaded forms (default: the toolkit's, Toolkit).
+	Layouts layouts
 	// Templates is the templates knowledge base (default: the JRXML files
 	// of TemplatesDir; none without it).
 	Templates *Knowledge
@@ -71,7 +71,7 @@ type ServerOptions struct {
 // /api/v1/report/.
 func ServerAgent(opts ServerOptions) server.Agent {
 	return server.Agent{
-		Name:          AgentName,
+		Name:          agentName,
 		Description:   "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
 		DescriptionZh: "在对话中设计 JasperReports 报表模板（JRXML）：可以从文字描述、上传的表单图片、电子表格、PDF 或已有模板开始，带校验、自动修正、预览和版本管理（上传、撤销、预览和导出无需模型）",
 		Panel:         panel.Files,
@@ -79,7 +79,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			return build(ctx, opts, db)
 		},
-		Migrations: Migrations,
+		Migrations: migrations,
 		Routes: func(srv *server.Server, r graph.Runner) http.Handler {
 			ar, ok := r.(agentRunner)
 			if !ok {
@@ -88,7 +88,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 			return ar.agent.Routes(srv)
 		},
 		UploadLimit: MaxUpload,
-		FromChat:    FromChat,
+		FromChat:    fromChat,
 		Reply:       Reply,
 	}
 }
@@ -117,7 +117,7 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 			opts.Templates = k
 		}
 	}
-	cfg := Config{Model: opts.Model, Store: NewSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, ContextTokens: opts.ContextTokens, Logger: opts.Logger}
+	cfg := Config{Model: opts.Model, Store: newSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, ContextTokens: opts.ContextTokens, Logger: opts.Logger}
 	if len(opts.Schemas) > 0 {
 		v, err := xsd.New(opts.Schemas...)
 		if err != nil {
@@ -136,8 +136,8 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 	return agentRunner{c, a}, nil
 }
 
-// FromChat turns a chat message into a run's input.
-func FromChat(text string) (json.RawMessage, error) {
+// fromChat turns a chat message into a run's input.
+func fromChat(text string) (json.RawMessage, error) {
 	return json.Marshal(Input{Message: strings.TrimSpace(text)})
 }
 
@@ -172,7 +172,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			server.WriteError(w, status, code, err.Error())
 			return
 		}
-		if err := srv.TrackThread(r.Context(), id, AgentName, ""); err != nil {
+		if err := srv.TrackThread(r.Context(), id, agentName, ""); err != nil {
 			a.threadError(w, r, srv, id, err)
 			return
 		}
@@ -216,7 +216,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 			return
 		}
 		v, err := a.store.Version(r.Context(), srv.ThreadKey(r.Context(), id), n)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, errNotFound) {
 			server.WriteError(w, http.StatusNotFound, "not_found", fmt.Sprintf("thread %s has no version %d", id, n))
 			return
 		} else if err != nil {
@@ -252,7 +252,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 // of another key is a 404.
 func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Server, id string) (State, bool) {
 	var s State
-	raw, err := srv.ThreadState(r.Context(), id, AgentName)
+	raw, err := srv.ThreadState(r.Context(), id, agentName)
 	if err == nil {
 		if err = json.Unmarshal(raw, &s); err != nil {
 			server.WriteError(w, http.StatusConflict, "not_report", "thread "+id+" is not a report design")
@@ -303,7 +303,7 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *serve
 			return
 		}
 		b, err := a.png(src, form, page-1)
-		var pe *PageError
+		var pe *pageError
 		if errors.As(err, &pe) {
 			server.WriteError(w, http.StatusNotFound, "no_page", pe.Error())
 			return
@@ -423,7 +423,7 @@ func checkUpload(kind string, data []byte) (int, string, error) {
 		case err != nil:
 			return http.StatusUnprocessableEntity, "bad_document", errors.New("the document cannot be read: " + formProblem(err))
 		}
-	case KindImage:
+	case kindImage:
 		switch err := layout.CheckPicture(data); {
 		case errors.Is(err, layout.ErrTooLarge):
 			return http.StatusRequestEntityTooLarge, "too_large", err
@@ -472,7 +472,7 @@ func uploadName(name, kind string) string {
 }
 
 // DetectKind tells an upload's kind by its content: KindImage, KindPDF,
-// KindXLSX, KindDOCX, KindJRXML, or "" for anything else.
+// kindXLSX, KindDOCX, KindJRXML, or "" for anything else.
 func DetectKind(data []byte) string {
 	if k := detectLayoutKind(data); k != "" {
 		return k

@@ -10,19 +10,19 @@ import (
 
 // The eight intents of the designer.
 const (
-	IntentGenerate = "initial_generation"
+	intentGenerate = "initial_generation"
 	IntentModify   = "modify_report"
-	IntentPreview  = "preview_report"
-	IntentPDF      = "export_pdf"
-	IntentJRXML    = "export_jrxml"
-	IntentConsult  = "consult_question"
+	intentPreview  = "preview_report"
+	intentPDF      = "export_pdf"
+	intentJRXML    = "export_jrxml"
+	intentConsult  = "consult_question"
 	IntentUndo     = "undo_modification"
-	IntentReset    = "reset_session"
+	intentReset    = "reset_session"
 )
 
 // Intents lists the eight intents in the order the configuration gives
 // them.
-var Intents = []string{IntentGenerate, IntentModify, IntentPreview, IntentPDF, IntentJRXML, IntentConsult, IntentUndo, IntentReset}
+var Intents = []string{intentGenerate, IntentModify, intentPreview, intentPDF, intentJRXML, intentConsult, IntentUndo, intentReset}
 
 // Input is a run's input, decoded over State: the user's message and,
 // optionally, a file uploaded to the thread before the run.
@@ -76,7 +76,7 @@ type Design struct {
 	Layout *Layout `json:"layout_schema,omitempty"`
 	// Source is the upload the design was made from (its id and kind):
 	// an image is compared with the rendering in validation.
-	Source *UploadRef `json:"source,omitempty"`
+	Source *uploadRef `json:"source,omitempty"`
 	// Template is an uploaded JRXML template to start from.
 	Template string `json:"uploaded_template_jrxml,omitempty"`
 }
@@ -115,7 +115,7 @@ type Turn struct {
 	// Unfixed says the last correction returned no changed template.
 	Unfixed bool `json:"last_correction_unchanged,omitempty"`
 	// LastError is the last correction: what was wrong and what fixed it.
-	LastError *ErrorCase `json:"last_error_case,omitempty"`
+	LastError *errorCase `json:"last_error_case,omitempty"`
 	// Windows and RolledBack count refine_layout's windows and those
 	// rolled back for changing their element count too much.
 	Windows    int `json:"windows,omitempty"`
@@ -151,8 +151,8 @@ type Layout struct {
 	Rows []map[string]any `json:"rows,omitempty"`
 }
 
-// UploadRef names an uploaded file.
-type UploadRef struct {
+// uploadRef names an uploaded file.
+type uploadRef struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	Name string `json:"name,omitempty"`
@@ -170,9 +170,9 @@ type FailureContext struct {
 	Corrections int `json:"corrections,omitempty"`
 }
 
-// ErrorCase is one correction: the error and the fix, for the error
+// errorCase is one correction: the error and the fix, for the error
 // knowledge base.
-type ErrorCase struct {
+type errorCase struct {
 	Error string `json:"error"`
 	Fix   string `json:"fix"`
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-// ErrNotFound is a missing upload or version.
-var ErrNotFound = errors.New("report: not found")
+// errNotFound is a missing upload or version.
+var errNotFound = errors.New("report: not found")
 
 // Upload is a file uploaded to a thread.
 type Upload struct {
@@ -42,7 +42,7 @@ type Store interface {
 	PutUpload(ctx context.Context, u Upload) error
 	// Upload returns upload id of thread.
 	Upload(ctx context.Context, thread, id string) (Upload, error)
-	// AddVersion records v as the thread's next version and returns its
+	// addVersion records v as the thread's next version and returns its
 	// number; key makes it idempotent (a step that runs again records
 	// nothing new and gets the number it had).
 	AddVersion(ctx context.Context, key string, v Version) (int, error)
@@ -51,13 +51,13 @@ type Store interface {
 	Versions(ctx context.Context, thread string) ([]Version, error)
 	// Version returns version n of thread, with its template.
 	Version(ctx context.Context, thread string, n int) (Version, error)
-	// AddErrorCase records a correction that worked; ErrorCases lists them.
-	AddErrorCase(ctx context.Context, c ErrorCase) error
-	ErrorCases(ctx context.Context) ([]ErrorCase, error)
+	// addErrorCase records a correction that worked; ErrorCases lists them.
+	AddErrorCase(ctx context.Context, c errorCase) error
+	ErrorCases(ctx context.Context) ([]errorCase, error)
 }
 
-// Migrations are the agent's tables on Loom's database.
-var Migrations = []store.Migration{{
+// migrations are the agent's tables on Loom's database.
+var migrations = []store.Migration{{
 	Version: 1,
 	Name:    "uploads, versions and past corrections",
 	SQLite: `CREATE TABLE report_uploads (
@@ -80,17 +80,17 @@ CREATE TABLE report_versions (
 CREATE TABLE report_error_cases (id BIGSERIAL PRIMARY KEY, error TEXT NOT NULL, fix TEXT NOT NULL, created TEXT NOT NULL);`,
 }}
 
-// SQLStore keeps the agent's data on Loom's database, beside the
+// sqlStore keeps the agent's data on Loom's database, beside the
 // checkpoints (the tables of Migrations).
-type SQLStore struct{ db *store.DB }
+type sqlStore struct{ db *store.DB }
 
-// NewSQLStore uses db; the server applies Migrations before.
-func NewSQLStore(db *store.DB) *SQLStore { return &SQLStore{db: db} }
+// newSQLStore uses db; the server applies Migrations before.
+func newSQLStore(db *store.DB) *sqlStore { return &sqlStore{db: db} }
 
-func (s *SQLStore) q(query string) string { return s.db.Dialect().Rebind(query) }
+func (s *sqlStore) q(query string) string { return s.db.Dialect().Rebind(query) }
 
-// PutUpload implements Store.
-func (s *SQLStore) PutUpload(ctx context.Context, u Upload) error {
+// putUpload implements Store.
+func (s *sqlStore) PutUpload(ctx context.Context, u Upload) error {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO report_uploads (id, thread, name, kind, size, created, data) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 			u.ID, u.Thread, u.Name, u.Kind, u.Size, u.Created.UTC().Format(time.RFC3339Nano), u.Data)
@@ -103,13 +103,13 @@ func (s *SQLStore) PutUpload(ctx context.Context, u Upload) error {
 }
 
 // Upload implements Store.
-func (s *SQLStore) Upload(ctx context.Context, thread, id string) (Upload, error) {
+func (s *sqlStore) Upload(ctx context.Context, thread, id string) (Upload, error) {
 	u := Upload{ID: id, Thread: thread}
 	var created string
 	err := s.db.SQL().QueryRowContext(ctx, s.q(`SELECT name, kind, size, created, data FROM report_uploads WHERE id = ? AND thread = ?`), id, thread).
 		Scan(&u.Name, &u.Kind, &u.Size, &created, &u.Data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return u, fmt.Errorf("upload %s: %w", id, ErrNotFound)
+		return u, fmt.Errorf("upload %s: %w", id, errNotFound)
 	}
 	if err != nil {
 		return u, fmt.Errorf("reading upload %s: %w", id, err)
@@ -118,8 +118,8 @@ func (s *SQLStore) Upload(ctx context.Context, thread, id string) (Upload, error
 	return u, nil
 }
 
-// AddVersion implements Store.
-func (s *SQLStore) AddVersion(ctx context.Context, key string, v Version) (int, error) {
+// addVersion implements Store.
+func (s *sqlStore) AddVersion(ctx context.Context, key string, v Version) (int, error) {
 	n := 0
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, s.q(`SELECT version FROM report_versions WHERE step_key = ?`), key).Scan(&n)
@@ -143,7 +143,7 @@ func (s *SQLStore) AddVersion(ctx context.Context, key string, v Version) (int, 
 }
 
 // Versions implements Store.
-func (s *SQLStore) Versions(ctx context.Context, thread string) ([]Version, error) {
+func (s *sqlStore) Versions(ctx context.Context, thread string) ([]Version, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, s.q(`SELECT version, created, intent, status, ssim FROM report_versions WHERE thread = ? ORDER BY version`), thread)
 	if err != nil {
 		return nil, fmt.Errorf("listing the versions of %s: %w", thread, err)
@@ -163,13 +163,13 @@ func (s *SQLStore) Versions(ctx context.Context, thread string) ([]Version, erro
 }
 
 // Version implements Store.
-func (s *SQLStore) Version(ctx context.Context, thread string, n int) (Version, error) {
+func (s *sqlStore) Version(ctx context.Context, thread string, n int) (Version, error) {
 	v := Version{Thread: thread, Number: n}
 	var created string
 	err := s.db.SQL().QueryRowContext(ctx, s.q(`SELECT created, intent, status, ssim, jrxml FROM report_versions WHERE thread = ? AND version = ?`), thread, n).
 		Scan(&created, &v.Intent, &v.Status, &v.SSIM, &v.JRXML)
 	if errors.Is(err, sql.ErrNoRows) {
-		return v, fmt.Errorf("version %d: %w", n, ErrNotFound)
+		return v, fmt.Errorf("version %d: %w", n, errNotFound)
 	}
 	if err != nil {
 		return v, fmt.Errorf("reading version %d of %s: %w", n, thread, err)
@@ -178,8 +178,8 @@ func (s *SQLStore) Version(ctx context.Context, thread string, n int) (Version, 
 	return v, nil
 }
 
-// AddErrorCase implements Store.
-func (s *SQLStore) AddErrorCase(ctx context.Context, c ErrorCase) error {
+// addErrorCase implements Store.
+func (s *sqlStore) AddErrorCase(ctx context.Context, c errorCase) error {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO report_error_cases (error, fix, created) VALUES (?, ?, ?)`), c.Error, c.Fix, time.Now().UTC().Format(time.RFC3339Nano))
 		return err
@@ -190,16 +190,16 @@ func (s *SQLStore) AddErrorCase(ctx context.Context, c ErrorCase) error {
 	return nil
 }
 
-// ErrorCases implements Store.
-func (s *SQLStore) ErrorCases(ctx context.Context) ([]ErrorCase, error) {
+// errorCases implements Store.
+func (s *sqlStore) ErrorCases(ctx context.Context) ([]errorCase, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT error, fix FROM report_error_cases ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("reading past corrections: %w", err)
 	}
 	defer rows.Close()
-	var out []ErrorCase
+	var out []errorCase
 	for rows.Next() {
-		var c ErrorCase
+		var c errorCase
 		if err := rows.Scan(&c.Error, &c.Fix); err != nil {
 			return nil, fmt.Errorf("reading past corrections: %w", err)
 		}
@@ -208,23 +208,23 @@ func (s *SQLStore) ErrorCases(ctx context.Context) ([]ErrorCase, error) {
 	return out, rows.Err()
 }
 
-// MemoryStore keeps the agent's data in memory, for a graph run without
+// memoryStore keeps the agent's data in memory, for a graph run without
 // Loom's database.
-type MemoryStore struct {
+type memoryStore struct {
 	mu       sync.Mutex
 	uploads  map[string]Upload
 	versions map[string][]Version
 	keys     map[string]int
-	errors   []ErrorCase
+	errors   []errorCase
 }
 
 // NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{uploads: map[string]Upload{}, versions: map[string][]Version{}, keys: map[string]int{}}
+func NewMemoryStore() *memoryStore {
+	return &memoryStore{uploads: map[string]Upload{}, versions: map[string][]Version{}, keys: map[string]int{}}
 }
 
-// PutUpload implements Store.
-func (m *MemoryStore) PutUpload(_ context.Context, u Upload) error {
+// putUpload implements Store.
+func (m *memoryStore) PutUpload(_ context.Context, u Upload) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.uploads[u.ID] = u
@@ -232,18 +232,18 @@ func (m *MemoryStore) PutUpload(_ context.Context, u Upload) error {
 }
 
 // Upload implements Store.
-func (m *MemoryStore) Upload(_ context.Context, thread, id string) (Upload, error) {
+func (m *memoryStore) Upload(_ context.Context, thread, id string) (Upload, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u, ok := m.uploads[id]
 	if !ok || u.Thread != thread {
-		return Upload{}, fmt.Errorf("upload %s: %w", id, ErrNotFound)
+		return Upload{}, fmt.Errorf("upload %s: %w", id, errNotFound)
 	}
 	return u, nil
 }
 
-// AddVersion implements Store.
-func (m *MemoryStore) AddVersion(_ context.Context, key string, v Version) (int, error) {
+// addVersion implements Store.
+func (m *memoryStore) AddVersion(_ context.Context, key string, v Version) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n, ok := m.keys[key]; ok {
@@ -256,7 +256,7 @@ func (m *MemoryStore) AddVersion(_ context.Context, key string, v Version) (int,
 }
 
 // Versions implements Store.
-func (m *MemoryStore) Versions(_ context.Context, thread string) ([]Version, error) {
+func (m *memoryStore) Versions(_ context.Context, thread string) ([]Version, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := slices.Clone(m.versions[thread])
@@ -270,26 +270,26 @@ func (m *MemoryStore) Versions(_ context.Context, thread string) ([]Version, err
 }
 
 // Version implements Store.
-func (m *MemoryStore) Version(_ context.Context, thread string, n int) (Version, error) {
+func (m *memoryStore) Version(_ context.Context, thread string, n int) (Version, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vs := m.versions[thread]
 	if n < 1 || n > len(vs) {
-		return Version{}, fmt.Errorf("version %d: %w", n, ErrNotFound)
+		return Version{}, fmt.Errorf("version %d: %w", n, errNotFound)
 	}
 	return vs[n-1], nil
 }
 
-// AddErrorCase implements Store.
-func (m *MemoryStore) AddErrorCase(_ context.Context, c ErrorCase) error {
+// addErrorCase implements Store.
+func (m *memoryStore) AddErrorCase(_ context.Context, c errorCase) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.errors = append(m.errors, c)
 	return nil
 }
 
-// ErrorCases implements Store.
-func (m *MemoryStore) ErrorCases(context.Context) ([]ErrorCase, error) {
+// errorCases implements Store.
+func (m *memoryStore) ErrorCases(context.Context) ([]errorCase, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.errors), nil
