@@ -39,13 +39,19 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&q.Keyless, "quota-keyless", false, "apply the counts and the rate to use without API keys too ($LOOM_QUOTA_KEYLESS)")
 	fs.IntVar(&q.MaxInput, "max-input", q.MaxInput, "bytes of JSON in a run's input or resume value; -1: no limit ($LOOM_MAX_INPUT)")
 	fs.IntVar(&q.MaxMetadata, "max-metadata", q.MaxMetadata, "bytes of JSON in a thread's or run's metadata; -1: no limit ($LOOM_MAX_METADATA)")
+	var jwtc server.JWT
+	fs.StringVar(&jwtc.Issuer, "jwt-issuer", "", "issuer (iss) of the bearer tokens (JWT) accepted besides API keys ($LOOM_JWT_ISSUER)")
+	fs.StringVar(&jwtc.Audience, "jwt-audience", "", "audience (aud) a bearer token must name: this server's id at the issuer ($LOOM_JWT_AUDIENCE)")
+	fs.StringVar(&jwtc.JWKSURL, "jwt-jwks-url", "", "https URL of the issuer's signing keys (JWKS) ($LOOM_JWT_JWKS_URL)")
+	fs.StringVar(&jwtc.JWKSFile, "jwt-jwks-file", "", "file of the issuer's signing keys (JWKS), instead of a URL ($LOOM_JWT_JWKS_FILE)")
 	var keep server.Retention
 	fs.IntVar(&keep.KeepCheckpoints, "keep-checkpoints", 0, "checkpoints kept of each thread's history, the newest; older ones are deleted every minute; 0: all ($LOOM_KEEP_CHECKPOINTS)")
 	// The environment sets what the command line does not.
 	for name, env := range map[string]string{"allowed-hosts": "LOOM_ALLOWED_HOSTS", "max-threads": "LOOM_MAX_THREADS", "max-running": "LOOM_MAX_RUNNING",
 		"max-queued-per-thread": "LOOM_MAX_QUEUED_PER_THREAD", "max-queued": "LOOM_MAX_QUEUED", "rate": "LOOM_RATE", "burst": "LOOM_BURST",
 		"quota-keyless": "LOOM_QUOTA_KEYLESS", "max-input": "LOOM_MAX_INPUT", "max-metadata": "LOOM_MAX_METADATA",
-		"keep-checkpoints": "LOOM_KEEP_CHECKPOINTS"} {
+		"keep-checkpoints": "LOOM_KEEP_CHECKPOINTS", "jwt-issuer": "LOOM_JWT_ISSUER", "jwt-audience": "LOOM_JWT_AUDIENCE",
+		"jwt-jwks-url": "LOOM_JWT_JWKS_URL", "jwt-jwks-file": "LOOM_JWT_JWKS_FILE"} {
 		if v := os.Getenv(env); v != "" {
 			if err := fs.Set(name, v); err != nil {
 				return fmt.Errorf("serve: $%s: %w", env, err)
@@ -62,7 +68,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := server.CheckAddr(*addr, len(keys) > 0); err != nil {
+	if err := server.CheckAddr(*addr, len(keys) > 0 || jwtc.Issuer != ""); err != nil {
 		return err
 	}
 	tp, stopTracing, err := tracingFromEnv(ctx)
@@ -97,6 +103,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		Agents:         reg,
 		Database:       os.Getenv("LOOM_DATABASE_URL"),
 		Keys:           keys,
+		JWT:            jwtc,
 		Logger:         logger,
 		UI:             ui.Handler(),
 		AllowedHosts:   strings.FieldsFunc(*hosts, func(r rune) bool { return r == ',' || r == ' ' }),
