@@ -71,7 +71,7 @@ func readCorpus(t testing.TB, name string, legit bool) []corpusEntry {
 // corpus is the adversarial corpus with the Denylist's examples added.
 func corpus(t testing.TB) []corpusEntry {
 	c := readCorpus(t, "corpus.txt", false)
-	for _, den := range Denylist {
+	for _, den := range denylist {
 		stmt := strings.ReplaceAll(den.Example, " FROM t", " FROM customers")
 		c = append(c, corpusEntry{section: "denylist " + den.Name, dialects: den.Dialects, stmt: stmt})
 	}

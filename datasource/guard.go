@@ -53,8 +53,12 @@ var (
 	}
 )
 
-// Denylist is every function and clause the guard refuses inside a query.
-var Denylist = []Denied{
+// Denylist returns every function and clause the guard refuses inside a
+// query. The slice is the caller's: changing it changes nothing the guard
+// does.
+func Denylist() []Denied { return slices.Clone(denylist) }
+
+var denylist = []Denied{
 	// Server files.
 	deniedFn("pg_read_file", "reads a server file", "SELECT pg_read_file('/etc/passwd')", Postgres),
 	deniedFn("pg_read_binary_file", "reads a server file", "SELECT pg_read_binary_file('/etc/passwd')", Postgres),
@@ -322,8 +326,8 @@ type clause struct {
 
 var deny = sync.OnceValue(func() denyIndex {
 	x := denyIndex{funcs: map[Dialect]map[string]*Denied{}, clauses: map[Dialect][]clause{}}
-	for i := range Denylist {
-		den := &Denylist[i]
+	for i := range denylist {
+		den := &denylist[i]
 		for _, d := range den.Dialects {
 			if den.Clause {
 				x.clauses[d] = append(x.clauses[d], clause{den, strings.Fields(den.Name)})

@@ -143,7 +143,7 @@ func (a *Agent) decideIntent(ctx context.Context, s State) (State, error) {
 		if err != nil {
 			return s, err
 		}
-		if slices.Contains(Intents, d.Intent) {
+		if slices.Contains(knownIntents, d.Intent) {
 			s.Turn.Intent, s.Turn.By = d.Intent, byModel
 			return s, nil
 		}
@@ -165,7 +165,7 @@ func sureIntent(r intent.Result, msg string, hasTemplate bool) (string, bool) {
 	if isQuestion(msg) && !isRequest(msg) {
 		return intentConsult, true
 	}
-	if r.Decision != intent.Execute || !slices.Contains(Intents, r.Intent) || r.Margin < sureMargin || r.Score < sureScore {
+	if r.Decision != intent.Execute || !slices.Contains(knownIntents, r.Intent) || r.Margin < sureMargin || r.Score < sureScore {
 		return "", false
 	}
 	if r.Intent != intentGenerate && r.Intent != intentConsult && r.Intent != intentReset && !hasTemplate {

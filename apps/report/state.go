@@ -20,9 +20,9 @@ const (
 	intentReset    = "reset_session"
 )
 
-// Intents lists the eight intents in the order the configuration gives
-// them.
-var Intents = []string{intentGenerate, IntentModify, intentPreview, intentPDF, intentJRXML, intentConsult, IntentUndo, intentReset}
+// knownIntents lists the eight intents in the order the configuration
+// gives them.
+var knownIntents = []string{intentGenerate, IntentModify, intentPreview, intentPDF, intentJRXML, intentConsult, IntentUndo, intentReset}
 
 // Input is a run's input, decoded over State: the user's message and,
 // optionally, a file uploaded to the thread before the run.

@@ -1,14 +1,18 @@
 package jrxml
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// BandKinds are the sections of a template that hold bands, in the order
-// the schema puts them; groupHeader and groupFooter sit inside a group.
-var BandKinds = []string{
+// BandKinds returns the sections of a template that hold bands, in the
+// order the schema puts them; groupHeader and groupFooter sit inside a
+// group. The slice is the caller's.
+func BandKinds() []string { return slices.Clone(bandKinds) }
+
+var bandKinds = []string{
 	"groupHeader", "groupFooter",
 	"background", "title", "pageHeader", "columnHeader", "detail",
 	"columnFooter", "pageFooter", "lastPageFooter", "summary", "noData",
@@ -135,7 +139,7 @@ func (d *Document) Decompose() Decomposition {
 }
 
 func isBandKind(name string) bool {
-	for _, k := range BandKinds {
+	for _, k := range bandKinds {
 		if k == name {
 			return true
 		}

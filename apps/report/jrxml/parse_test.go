@@ -98,7 +98,7 @@ func TestSamples(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range jrxml.BandKinds {
+	for _, k := range jrxml.BandKinds() {
 		if kinds[k] == 0 && k != "noData" { // no demo has a noData band; TestWindows has one
 			t.Errorf("no sample has a %s band", k)
 		}
