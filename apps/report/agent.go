@@ -54,7 +54,7 @@ type Config struct {
 	// Store keeps uploads, versions and the error knowledge base; nil
 	// keeps them in memory.
 	Store Store
-	// layouts reads uploaded forms; nil refuses images, spreadsheets and
+	// Layouts reads uploaded forms; nil refuses images, spreadsheets and
 	// PDFs with a message.
 	Layouts layouts
 	// Schema validates templates against the JasperReports schemas when
@@ -216,7 +216,7 @@ func (a *Agent) Graph() *graph.Graph[State] {
 	return g
 }
 
-// compile compiles the agent's graph on saver (nil: in memory, with no
+// Compile compiles the agent's graph on saver (nil: in memory, with no
 // undo across turns).
 func (a *Agent) Compile(saver checkpoint.Saver) (*graph.Compiled[State], error) {
 	a.saver = saver

@@ -47,7 +47,7 @@ const routesBase = "/api/v1/report/"
 type ServerOptions struct {
 	// Model is the language model; nil works without one.
 	Model llm.Model
-	// layouts reads uploaded forms (default: the toolkit's, Toolkit).
+	// Layouts reads uploaded forms (default: the toolkit's, Toolkit).
 	Layouts layouts
 	// Templates is the templates knowledge base (default: the JRXML files
 	// of TemplatesDir; none without it).

@@ -42,7 +42,7 @@ type Store interface {
 	PutUpload(ctx context.Context, u Upload) error
 	// Upload returns upload id of thread.
 	Upload(ctx context.Context, thread, id string) (Upload, error)
-	// addVersion records v as the thread's next version and returns its
+	// AddVersion records v as the thread's next version and returns its
 	// number; key makes it idempotent (a step that runs again records
 	// nothing new and gets the number it had).
 	AddVersion(ctx context.Context, key string, v Version) (int, error)
@@ -51,7 +51,7 @@ type Store interface {
 	Versions(ctx context.Context, thread string) ([]Version, error)
 	// Version returns version n of thread, with its template.
 	Version(ctx context.Context, thread string, n int) (Version, error)
-	// addErrorCase records a correction that worked; ErrorCases lists them.
+	// AddErrorCase records a correction that worked; ErrorCases lists them.
 	AddErrorCase(ctx context.Context, c errorCase) error
 	ErrorCases(ctx context.Context) ([]errorCase, error)
 }
@@ -89,7 +89,7 @@ func newSQLStore(db *store.DB) *sqlStore { return &sqlStore{db: db} }
 
 func (s *sqlStore) q(query string) string { return s.db.Dialect().Rebind(query) }
 
-// putUpload implements Store.
+// PutUpload implements Store.
 func (s *sqlStore) PutUpload(ctx context.Context, u Upload) error {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO report_uploads (id, thread, name, kind, size, created, data) VALUES (?, ?, ?, ?, ?, ?, ?)`),
@@ -118,7 +118,7 @@ func (s *sqlStore) Upload(ctx context.Context, thread, id string) (Upload, error
 	return u, nil
 }
 
-// addVersion implements Store.
+// AddVersion implements Store.
 func (s *sqlStore) AddVersion(ctx context.Context, key string, v Version) (int, error) {
 	n := 0
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -178,7 +178,7 @@ func (s *sqlStore) Version(ctx context.Context, thread string, n int) (Version, 
 	return v, nil
 }
 
-// addErrorCase implements Store.
+// AddErrorCase implements Store.
 func (s *sqlStore) AddErrorCase(ctx context.Context, c errorCase) error {
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO report_error_cases (error, fix, created) VALUES (?, ?, ?)`), c.Error, c.Fix, time.Now().UTC().Format(time.RFC3339Nano))
@@ -190,7 +190,7 @@ func (s *sqlStore) AddErrorCase(ctx context.Context, c errorCase) error {
 	return nil
 }
 
-// errorCases implements Store.
+// ErrorCases implements Store.
 func (s *sqlStore) ErrorCases(ctx context.Context) ([]errorCase, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, `SELECT error, fix FROM report_error_cases ORDER BY id`)
 	if err != nil {
@@ -223,7 +223,7 @@ func NewMemoryStore() *memoryStore {
 	return &memoryStore{uploads: map[string]Upload{}, versions: map[string][]Version{}, keys: map[string]int{}}
 }
 
-// putUpload implements Store.
+// PutUpload implements Store.
 func (m *memoryStore) PutUpload(_ context.Context, u Upload) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -242,7 +242,7 @@ func (m *memoryStore) Upload(_ context.Context, thread, id string) (Upload, erro
 	return u, nil
 }
 
-// addVersion implements Store.
+// AddVersion implements Store.
 func (m *memoryStore) AddVersion(_ context.Context, key string, v Version) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -280,7 +280,7 @@ func (m *memoryStore) Version(_ context.Context, thread string, n int) (Version,
 	return vs[n-1], nil
 }
 
-// addErrorCase implements Store.
+// AddErrorCase implements Store.
 func (m *memoryStore) AddErrorCase(_ context.Context, c errorCase) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -288,7 +288,7 @@ func (m *memoryStore) AddErrorCase(_ context.Context, c errorCase) error {
 	return nil
 }
 
-// errorCases implements Store.
+// ErrorCases implements Store.
 func (m *memoryStore) ErrorCases(context.Context) ([]errorCase, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
