@@ -247,3 +247,28 @@ func TestJWTConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestJWTQuotas: on a server with tokens and no API keys, each user has
+// its own rate bucket and thread count, as a key does.
+func TestJWTQuotas(t *testing.T) {
+	iss := newIssuer(t)
+	ts := startServer(t, server.Options{Agents: whoAgents(t), Quotas: server.Quotas{RatePerKey: 0.01, Burst: 3, ThreadsPerKey: 1},
+		JWT: server.JWT{Issuer: testIssuer, Audience: testAudience, JWKSURL: iss.url}})
+	ann := token(t, jwt.SigningMethodES256, iss.ec, "ec1", jwt.MapClaims{"sub": "ann"})
+	bob := token(t, jwt.SigningMethodES256, iss.ec, "ec1", jwt.MapClaims{"sub": "bob"})
+	if st, b := call(t, "POST", ts.URL+"/threads", ann, map[string]any{}); st != http.StatusOK {
+		t.Fatalf("ann's first thread: HTTP %d %s", st, b)
+	}
+	if st, b := call(t, "POST", ts.URL+"/threads", ann, map[string]any{}); st != http.StatusTooManyRequests || !strings.Contains(string(b), "threads") {
+		t.Errorf("ann's second thread, over one per user: HTTP %d %s; want 429 about threads", st, b)
+	}
+	if st, b := call(t, "GET", ts.URL+"/threads/none", ann, nil); st != http.StatusNotFound {
+		t.Errorf("ann's third request: HTTP %d %s; want 404, within the burst of 3", st, b)
+	}
+	if st, b := call(t, "GET", ts.URL+"/threads/none", ann, nil); st != http.StatusTooManyRequests || !strings.Contains(string(b), "rate limit") {
+		t.Errorf("ann's fourth request: HTTP %d %s; want 429, over the burst", st, b)
+	}
+	if st, b := call(t, "POST", ts.URL+"/threads", bob, map[string]any{}); st != http.StatusOK {
+		t.Errorf("bob's first thread, while ann is over her quotas: HTTP %d %s", st, b)
+	}
+}
