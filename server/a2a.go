@@ -112,7 +112,7 @@ func (s *Server) card(r *http.Request, id string, a *builtAgent) *a2a.AgentCard 
 			InputModes: modes, OutputModes: modes,
 		}},
 	}
-	if len(s.keys) > 0 {
+	if s.locked() {
 		c.SecuritySchemes = a2a.NamedSecuritySchemes{
 			"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "the API key as a bearer token"},
 			"apiKey": a2a.APIKeySecurityScheme{In: a2a.APIKeySecuritySchemeInHeader, Name: "x-api-key", Description: "the API key"},
