@@ -122,6 +122,7 @@ type verifier struct {
 	keys    map[string]jwk // by kid
 	fetched time.Time      // when keys were last fetched
 	tried   time.Time      // when a fetch was last tried
+	first   error          // why the fetch at start failed, if it did
 }
 
 // jwk is one public key of the issuer.
@@ -171,7 +172,7 @@ func newVerifier(ctx context.Context, cfg JWT) (*verifier, error) {
 		return nil
 	}}
 	v.mu.Lock()
-	_ = v.refresh(ctx) // a failure is logged at first use
+	v.first = v.refresh(ctx)
 	v.mu.Unlock()
 	return v, nil
 }
@@ -438,6 +439,9 @@ func (s *Server) useJWT(ctx context.Context) error {
 		return err
 	}
 	s.jwt = v
+	if v.first != nil {
+		s.log.Warn("bearer tokens are refused until the issuer's keys can be fetched", "err", v.first)
+	}
 	s.quotas.keyless = false
 	if q := s.quotas; q.RatePerKey >= 0 && q.Burst >= 0 {
 		q.users = &userBuckets{limit: rate.Limit(q.RatePerKey), burst: q.Burst, m: map[string]*rate.Limiter{}}
