@@ -309,8 +309,9 @@ func TestDecideRefuses(t *testing.T) {
 }
 
 func boom(_ context.Context, s counter) (counter, error) {
-	var m map[string]int
-	m["x"]++ // panics: assignment to entry in nil map
+	if s.N >= 0 {
+		panic("the node broke")
+	}
 	return s, nil
 }
 
@@ -333,7 +334,7 @@ func TestPanicKeepsItsStack(t *testing.T) {
 		if !errors.As(err, &pe) {
 			t.Fatalf("%s: err %v, want a PanicError", name, err)
 		}
-		if !strings.Contains(err.Error(), "nil map") || !strings.Contains(string(pe.Stack), "graph_test.boom") || !strings.Contains(err.Error(), "budget_test.go") {
+		if !strings.Contains(err.Error(), "the node broke") || !strings.Contains(string(pe.Stack), "graph_test.boom") || !strings.Contains(err.Error(), "budget_test.go") {
 			t.Errorf("%s: error without the panic's stack:\n%v", name, err)
 		}
 		if strings.HasPrefix(string(pe.Stack), "goroutine") {

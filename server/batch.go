@@ -220,10 +220,7 @@ func (s *Server) threadRuns(ctx context.Context, thread string) ([]*run, error) 
 	if err != nil {
 		return nil, err
 	}
-	var runs []*run
-	for _, held := range s.exec.held(thread) {
-		runs = append(runs, held)
-	}
+	runs := slices.Clone(s.exec.held(thread))
 	for _, id := range ids {
 		if slices.ContainsFunc(runs, func(r *run) bool { return r.id == id[1] }) {
 			continue

@@ -63,8 +63,8 @@ func TestCancelRuns(t *testing.T) {
 		return tid, mustJSON(t, b)["run_id"].(string)
 	}
 	status := func(key, tid, rid string) string {
-		_, b := call(t, "GET", ts.URL+"/threads/"+tid+"/runs/"+rid+"/join", key, nil)
-		_, b = call(t, "GET", ts.URL+"/threads/"+tid+"/runs/"+rid, key, nil)
+		call(t, "GET", ts.URL+"/threads/"+tid+"/runs/"+rid+"/join", key, nil)
+		_, b := call(t, "GET", ts.URL+"/threads/"+tid+"/runs/"+rid, key, nil)
 		return mustJSON(t, b)["status"].(string)
 	}
 	t1, r1 := start("k1")

@@ -44,7 +44,7 @@ func (e *event) terminal() bool { return e.Kind == graph.KindRunEnd || e.Kind ==
 
 // runResult is the part of graph.Result that a run's end carries.
 type runResult struct {
-	State     json.RawMessage
+	State      json.RawMessage
 	Status     graph.Status
 	Interrupt  *checkpoint.Interrupt
 	Interrupts []checkpoint.Interrupt

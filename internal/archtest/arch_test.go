@@ -198,13 +198,3 @@ func TestRoutesReadFacts(t *testing.T) {
 		t.Fatal("found no Route calls to check")
 	}
 }
-
-func exprString(e ast.Expr) string {
-	if s, ok := e.(*ast.SelectorExpr); ok {
-		return exprString(s.X) + "." + s.Sel.Name
-	}
-	if id, ok := e.(*ast.Ident); ok {
-		return id.Name
-	}
-	return "…"
-}

@@ -98,7 +98,9 @@ func TestBrowserViews(t *testing.T) {
 	label := func() float64 {
 		return eval[float64](b, `document.querySelector('#graph-svg g.node:not(.terminal) text').getBoundingClientRect().height`)
 	}
-	width := func() float64 { return eval[float64](b, `document.querySelector('#graph-svg').getBoundingClientRect().width`) }
+	width := func() float64 {
+		return eval[float64](b, `document.querySelector('#graph-svg').getBoundingClientRect().width`)
+	}
 	if h := label(); h < 10 {
 		t.Errorf("the cabin's graph opens with labels %.1f px high", h)
 	}

@@ -8,7 +8,6 @@ import (
 	"image/color"
 	_ "image/gif" // pictures OCR reads
 	_ "image/jpeg"
-	"image/png"
 
 	_ "golang.org/x/image/bmp"
 	_ "golang.org/x/image/tiff"
@@ -112,24 +111,10 @@ func bytesPerPixel(m color.Model) int64 {
 	return 8
 }
 
-// withoutRules returns the picture img as a grey PNG with its long
-// horizontal and vertical lines — the rules of a table — painted white,
-// so OCR reads the text next to them, and the rules it found. img is given
-// back unchanged, with no rules, when it cannot be decoded.
-func withoutRules(img []byte) ([]byte, []Box) {
-	g, rules := greyWithoutRules(img)
-	if g == nil {
-		return img, nil
-	}
-	var out bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&out, g); err != nil {
-		return img, nil
-	}
-	return out.Bytes(), rules
-}
-
-// greyWithoutRules is withoutRules' picture before it is encoded, nil
-// when img cannot be decoded.
+// greyWithoutRules returns the picture img in grey with its long
+// horizontal and vertical lines (the rules of a table) painted white, so
+// OCR reads the text next to them, and the rules it found; nil when img
+// cannot be decoded.
 func greyWithoutRules(img []byte) (*image.Gray, []Box) {
 	src, _, err := image.Decode(bytes.NewReader(img))
 	if err != nil {
