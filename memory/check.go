@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/loomkit/loom/llm"
 )
 
 // Limits on what one request may ask: they hold whatever the request says
@@ -148,4 +151,61 @@ func checkPage(limit, offset, def int) (int, int, error) {
 // split is the labels of a stored namespace.
 func split(ns string) []string {
 	return strings.Split(strings.TrimSuffix(ns, "."), ".")
+}
+
+// searchRequest is a search's request, checked: the namespace prefix as
+// stored, the page, the filter, and the query with its embedding when an
+// embedder is set.
+type searchRequest struct {
+	prefix        string
+	limit, offset int
+	filter        filter
+	query         string
+	qvec          []float32
+}
+
+// checkSearch checks a search's prefix and options the same way for every
+// backend, and embeds the query through e (nil: none).
+func checkSearch(ctx context.Context, e llm.Embedder, prefix []string, opts SearchOptions) (searchRequest, error) {
+	var r searchRequest
+	var err error
+	if r.prefix, err = checkLabels("namespace_prefix", prefix, true, false); err != nil {
+		return r, err
+	}
+	if r.limit, r.offset, err = checkPage(opts.Limit, opts.Offset, 10); err != nil {
+		return r, err
+	}
+	if len(opts.Query) > maxQuery {
+		return r, invalid("query is %d bytes long; at most %d", len(opts.Query), maxQuery)
+	}
+	if !printable(opts.Query) {
+		return r, invalid("query is not printable UTF-8 text")
+	}
+	if r.filter, err = parseFilter(opts.Filter); err != nil {
+		return r, err
+	}
+	r.query = strings.TrimSpace(opts.Query)
+	if e != nil && r.query != "" {
+		vs, err := e.Embed(ctx, []string{r.query})
+		if err != nil || len(vs) != 1 {
+			return r, fmt.Errorf("store search: %w: %v", ErrEmbed, err)
+		}
+		r.qvec = vs[0]
+	}
+	return r, nil
+}
+
+// checkNamespaces checks ListNamespaces' options the same way for every
+// backend and returns its page.
+func checkNamespaces(opts NamespaceOptions) (limit, offset int, err error) {
+	if _, err := checkLabels("prefix", opts.Prefix, true, true); err != nil {
+		return 0, 0, err
+	}
+	if _, err := checkLabels("suffix", opts.Suffix, true, true); err != nil {
+		return 0, 0, err
+	}
+	if opts.MaxDepth < 0 || opts.MaxDepth > maxDepth {
+		return 0, 0, invalid("max_depth is %d; want 1 to %d", opts.MaxDepth, maxDepth)
+	}
+	return checkPage(opts.Limit, opts.Offset, 100)
 }

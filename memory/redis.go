@@ -273,33 +273,11 @@ func (s *redisStore) members(ctx context.Context, p string, n int) ([]string, er
 }
 
 func (s *redisStore) Search(ctx context.Context, prefix []string, opts SearchOptions) ([]Item, error) {
-	p, err := checkLabels("namespace_prefix", prefix, true, false)
+	req, err := checkSearch(ctx, s.r.opts.Embedder, prefix, opts)
 	if err != nil {
 		return nil, err
 	}
-	limit, offset, err := checkPage(opts.Limit, opts.Offset, 10)
-	if err != nil {
-		return nil, err
-	}
-	if len(opts.Query) > maxQuery {
-		return nil, invalid("query is %d bytes long; at most %d", len(opts.Query), maxQuery)
-	}
-	if !printable(opts.Query) {
-		return nil, invalid("query is not printable UTF-8 text")
-	}
-	filter, err := parseFilter(opts.Filter)
-	if err != nil {
-		return nil, err
-	}
-	query := strings.TrimSpace(opts.Query)
-	var qvec []float32
-	if e := s.r.opts.Embedder; e != nil && query != "" {
-		vs, err := e.Embed(ctx, []string{query})
-		if err != nil || len(vs) != 1 {
-			return nil, fmt.Errorf("store search: %w: %v", ErrEmbed, err)
-		}
-		qvec = vs[0]
-	}
+	p, limit, offset, filter, query, qvec := req.prefix, req.limit, req.offset, req.filter, req.query, req.qvec
 	now := s.r.opts.now().UnixMilli()
 	members, err := s.members(ctx, p, maxScan)
 	if err != nil {
@@ -337,16 +315,7 @@ func (s *redisStore) Search(ctx context.Context, prefix []string, opts SearchOpt
 }
 
 func (s *redisStore) ListNamespaces(ctx context.Context, opts NamespaceOptions) ([][]string, error) {
-	if _, err := checkLabels("prefix", opts.Prefix, true, true); err != nil {
-		return nil, err
-	}
-	if _, err := checkLabels("suffix", opts.Suffix, true, true); err != nil {
-		return nil, err
-	}
-	if opts.MaxDepth < 0 || opts.MaxDepth > maxDepth {
-		return nil, invalid("max_depth is %d; want 1 to %d", opts.MaxDepth, maxDepth)
-	}
-	limit, offset, err := checkPage(opts.Limit, opts.Offset, 100)
+	limit, offset, err := checkNamespaces(opts)
 	if err != nil {
 		return nil, err
 	}
