@@ -231,11 +231,14 @@ func TestCronMissedTicksFireOnce(t *testing.T) {
 	}
 	db.Close()
 
+	started := time.Now()
 	ts = startServer(t, server.Options{Database: path})
 	waitFor(t, "the missed tick's run", func() bool { return len(runsOf(t, ts.URL, "", thread)) >= 1 })
 	time.Sleep(2500 * time.Millisecond) // two more ticks of the server
-	if n := len(runsOf(t, ts.URL, "", thread)); n != 1 {
-		t.Fatalf("%d runs after ten missed ticks, want 1", n)
+	// A minute that begins meanwhile is a tick of the schedule, not a missed one.
+	begun := int(time.Now().Truncate(time.Minute).Sub(started.Truncate(time.Minute)) / time.Minute)
+	if n := len(runsOf(t, ts.URL, "", thread)); n < 1 || n > 1+begun {
+		t.Fatalf("%d runs after ten missed ticks (%d minutes began meanwhile), want 1", n, begun)
 	}
 	_, b = call(t, "POST", ts.URL+"/runs/crons/search", "", map[string]any{})
 	var crons []map[string]any
