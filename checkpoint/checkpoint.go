@@ -43,6 +43,7 @@ const (
 	SourceUpdate Source = "update" // state edited from outside a run
 	SourceFork   Source = "fork"   // a branch from an older checkpoint
 	SourceUndo   Source = "undo"   // an older checkpoint made head again
+	SourceBranch Source = "branch" // a fan-out branch finished before its node
 )
 
 // Interrupt is a question a node asked a person. The run that asked it
@@ -86,6 +87,11 @@ type Meta struct {
 	From string `json:"from,omitempty"`
 	// Created is when the checkpoint was made.
 	Created time.Time `json:"created"`
+	// Version is the version of the graph that wrote the checkpoint's
+	// state and next nodes (see graph.Graph.Version); 0 when the graph
+	// declared none, which graphs read as version 1. Next carries it
+	// forward; Fork and Undo copy it with the state.
+	Version int `json:"version,omitempty"`
 }
 
 // Checkpoint is one point in a thread's history.
@@ -118,9 +124,28 @@ type Checkpoint struct {
 	// the node in Next, by branch (Interrupt.Branch), in the order each
 	// branch asked.
 	Answers map[string][]json.RawMessage `json:"answers,omitempty"`
+	// Done holds the results, as JSON, of the fan-out branches of the
+	// node in Next that finished before the node did, by branch name (as
+	// Answers): when the node runs again, after a crash or a resume, those
+	// branches take their result instead of running again.
+	Done map[string]json.RawMessage `json:"done,omitempty"`
+	// Nest, in a subgraph's checkpoint, ties it to the outer step that
+	// runs the subgraph.
+	Nest *Nest `json:"nest,omitempty"`
 	// Counters counts traversals of bounded loop edges in the current run.
 	Counters map[string]int `json:"counters,omitempty"`
 	Meta     Meta           `json:"meta"`
+}
+
+// Nest ties a subgraph's checkpoint (kept on a thread of its own) to the
+// step of the outer thread that runs the subgraph.
+type Nest struct {
+	// Step is the outer step's key (graph.StepKey); a subgraph whose head
+	// names another step starts afresh.
+	Step string `json:"step"`
+	// Used counts the outer node's answers that the subgraph's steps
+	// before Next have taken.
+	Used int `json:"used,omitempty"`
 }
 
 // Pending returns the questions the thread waits on at cp: Interrupts,
@@ -181,6 +206,7 @@ func Next(thread string, head *Checkpoint, src Source) *Checkpoint {
 		cp.ParentID = head.ID
 		cp.Seq = head.Seq + 1
 		cp.Step = head.Step
+		cp.Meta.Version = head.Meta.Version
 	}
 	return cp
 }
@@ -222,8 +248,10 @@ func Fork(ctx context.Context, s Saver, thread, id, dst string, edit func(state 
 	cp.Interrupts = from.Interrupts
 	cp.Resumes = from.Resumes
 	cp.Answers = from.Answers
+	cp.Done = from.Done
+	cp.Nest = from.Nest
 	cp.Counters = from.Counters
-	cp.Meta.From = from.ID
+	cp.Meta.From, cp.Meta.Version = from.ID, from.Meta.Version
 	if edit != nil {
 		if cp.State, err = edit(from.State); err != nil {
 			return nil, fmt.Errorf("fork %s/%s: edit state: %w", thread, id, err)

@@ -104,5 +104,15 @@ func clone(cp *Checkpoint) *Checkpoint {
 			c.Answers[k] = slices.Clone(v)
 		}
 	}
+	if cp.Done != nil {
+		c.Done = make(map[string]json.RawMessage, len(cp.Done))
+		for k, v := range cp.Done {
+			c.Done[k] = slices.Clone(v)
+		}
+	}
+	if cp.Nest != nil {
+		n := *cp.Nest
+		c.Nest = &n
+	}
 	return &c
 }

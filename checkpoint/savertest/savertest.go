@@ -89,6 +89,10 @@ func sample(thread string, head *checkpoint.Checkpoint, i int, state string) *ch
 			Default:  json.RawMessage(`false`),
 		}})
 		cp.Answers = map[string][]json.RawMessage{fmt.Sprintf("node-%d[0]", i): {json.RawMessage(`true`), json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}}
+		// A branch that finished before its node; the checkpoint of a
+		// subgraph's thread.
+		cp.Done = map[string]json.RawMessage{fmt.Sprintf("node-%d[2]", i): json.RawMessage(fmt.Sprintf(`{"result": %d}`, i))}
+		cp.Nest = &checkpoint.Nest{Step: fmt.Sprintf("outer/%d/sub", i), Used: i}
 	}
 	cp.Resumes = []json.RawMessage{json.RawMessage(`"yes"`), json.RawMessage(fmt.Sprintf(`{"answer": %d}`, i))}
 	cp.Counters = map[string]int{"loop": i, "retry->plan": i * 2}
@@ -217,6 +221,17 @@ func same(t *testing.T, what string, want, got *checkpoint.Checkpoint) {
 			}
 		}
 	}
+	if len(got.Done) != len(want.Done) {
+		t.Errorf("%s: got results of %d finished branches, want %d", what, len(got.Done), len(want.Done))
+	}
+	for b, w := range want.Done {
+		if g := got.Done[b]; !jsonEqual(g, w) {
+			t.Errorf("%s: finished branch %s: got %s, want %s", what, b, g, w)
+		}
+	}
+	if (got.Nest == nil) != (want.Nest == nil) || (got.Nest != nil && *got.Nest != *want.Nest) {
+		t.Errorf("%s: got nest %+v, want %+v", what, got.Nest, want.Nest)
+	}
 	if len(got.Resumes) != len(want.Resumes) {
 		t.Errorf("%s: got %d resumes, want %d", what, len(got.Resumes), len(want.Resumes))
 	} else {
@@ -308,6 +323,8 @@ func testIsolation(t *testing.T, s checkpoint.Saver) {
 	a.Resumes[0] = json.RawMessage(`"changed"`)
 	a.Interrupts[1].Branch = "changed"
 	a.Answers["node-1[0]"][0] = json.RawMessage(`"changed"`)
+	a.Done["node-1[2]"][0] = 'X'
+	a.Nest.Used = 99
 	same(t, "after changing the put checkpoint", want, get(t, s, "iso", a.ID))
 
 	got := get(t, s, "iso", "")
@@ -317,6 +334,8 @@ func testIsolation(t *testing.T, s checkpoint.Saver) {
 	got.Resumes[0] = json.RawMessage(`"changed"`)
 	got.Interrupts[1].Branch = "changed"
 	got.Answers["node-1[0]"][0] = json.RawMessage(`"changed"`)
+	got.Done["node-1[2]"][0] = 'X'
+	got.Nest.Used = 99
 	same(t, "after changing a got checkpoint", want, get(t, s, "iso", ""))
 }
 

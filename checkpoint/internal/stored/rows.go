@@ -23,14 +23,18 @@ type metaDoc struct {
 	Interrupts []checkpoint.Interrupt       `json:"interrupts,omitempty"`
 	Resumes    []json.RawMessage            `json:"resumes,omitempty"`
 	Answers    map[string][]json.RawMessage `json:"answers,omitempty"`
+	Done       map[string]json.RawMessage   `json:"done,omitempty"`
+	Nest       *checkpoint.Nest             `json:"nest,omitempty"`
 	Counters   map[string]int               `json:"counters,omitempty"`
 	Meta       checkpoint.Meta              `json:"meta"`
 }
 
 // EncodeMeta encodes the fields of cp that a Row keeps in Meta: next,
-// interrupts, resumes, answers, counters and metadata.
+// interrupts, resumes, answers, finished branches, nesting, counters and
+// metadata.
 func EncodeMeta(cp *checkpoint.Checkpoint) ([]byte, error) {
-	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Interrupts: cp.Interrupts, Resumes: cp.Resumes, Answers: cp.Answers, Counters: cp.Counters, Meta: cp.Meta})
+	return json.Marshal(metaDoc{Next: cp.Next, Interrupt: cp.Interrupt, Interrupts: cp.Interrupts, Resumes: cp.Resumes, Answers: cp.Answers,
+		Done: cp.Done, Nest: cp.Nest, Counters: cp.Counters, Meta: cp.Meta})
 }
 
 // Row is one stored checkpoint as the SQL and Redis savers keep it: its
@@ -119,6 +123,8 @@ func (r *Resolver) Add(rw *Row) error {
 		Interrupts: m.Interrupts,
 		Resumes:    m.Resumes,
 		Answers:    m.Answers,
+		Done:       m.Done,
+		Nest:       m.Nest,
 		Counters:   m.Counters,
 		Meta:       m.Meta,
 	})
