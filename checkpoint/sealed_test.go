@@ -215,7 +215,9 @@ func TestSealedReadsClearHistory(t *testing.T) {
 // The large case puts a 64 KiB state with questions and answers.
 func BenchmarkSealedPut(b *testing.B) {
 	b.Run("clear", func(b *testing.B) { savertest.BenchPut(b, checkpoint.NewMemory()) })
-	b.Run("sealed", func(b *testing.B) { savertest.BenchPut(b, checkpoint.Sealed(checkpoint.NewMemory(), testKeys(b, "k1"))) })
+	b.Run("sealed", func(b *testing.B) {
+		savertest.BenchPut(b, checkpoint.Sealed(checkpoint.NewMemory(), testKeys(b, "k1")))
+	})
 	big := func(b *testing.B, s checkpoint.Saver) {
 		ctx := context.Background()
 		state := json.RawMessage(`{"messages":["` + strings.Repeat("word ", 64<<10/5) + `"]}`)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/llm"
+	"github.com/loomkit/loom/seal"
 	"github.com/loomkit/loom/store"
 )
 
@@ -73,7 +74,13 @@ type Options struct {
 	// MaxItems bounds the items one API key holds (default
 	// DefaultMaxItems).
 	MaxItems int
-	now      func() time.Time // for tests
+	// Codec, when set, seals every item's value, the text a query
+	// searches and its embedding; the owner, namespace, key and times
+	// stay in the clear. Filters and queries work as on clear items (a
+	// search opens each item it reads). New takes the database's codec
+	// (see store.WithCodec) when Codec is nil.
+	Codec seal.Codec
+	now   func() time.Time // for tests
 }
 
 // Items is the long-term store of every API key, in one database
@@ -91,6 +98,9 @@ func New(db *store.DB, opts Options) *Items {
 	}
 	if opts.now == nil {
 		opts.now = time.Now
+	}
+	if opts.Codec == nil {
+		opts.Codec = db.Codec()
 	}
 	return &Items{db: db, d: db.Dialect(), opts: opts}
 }
@@ -143,7 +153,7 @@ func (s *keyStore) Put(ctx context.Context, namespace []string, key string, valu
 	if err != nil {
 		return err
 	}
-	body, vec, err := indexed(ctx, s.it.opts.Embedder, value, opts)
+	stored, body, vec, err := s.it.opts.stored(ctx, value, opts)
 	if err != nil {
 		return fmt.Errorf("store put %s: %w", key, err)
 	}
@@ -158,7 +168,7 @@ func (s *keyStore) Put(ctx context.Context, namespace []string, key string, valu
 		// An item that expired is written anew, with a new creation time.
 		res, err := tx.ExecContext(ctx, q(`UPDATE loom_store_items SET value = ?, body = ?, vec = ?, updated = ?, ttl = ?, expires = ?
 WHERE owner = ? AND ns = ? AND key = ? AND (expires = 0 OR expires > ?)`),
-			string(value), body, vec, now, ttl, expires, s.owner, ns, key, now)
+			stored, body, vec, now, ttl, expires, s.owner, ns, key, now)
 		if err != nil {
 			return err
 		}
@@ -178,7 +188,7 @@ WHERE owner = ? AND ns = ? AND key = ? AND (expires = 0 OR expires > ?)`),
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (owner, ns, key) DO UPDATE SET value = excluded.value, body = excluded.body, vec = excluded.vec,
 	created = excluded.created, updated = excluded.updated, ttl = excluded.ttl, expires = excluded.expires`),
-			s.owner, ns, key, string(value), body, vec, now, now, ttl, expires)
+			s.owner, ns, key, stored, body, vec, now, now, ttl, expires)
 		return err
 	})
 	if err != nil {
@@ -206,6 +216,11 @@ WHERE owner = ? AND ns = ? AND key = ? AND (expires = 0 OR expires > ?)`), s.own
 	if err != nil {
 		return nil, fmt.Errorf("store get %s: %w", key, err)
 	}
+	r := row{ns: ns, key: key, value: value}
+	if err := r.open(s.it.opts.Codec); err != nil {
+		return nil, fmt.Errorf("store get: %w", err)
+	}
+	value = r.value
 	if ttl > 0 && !noRefresh {
 		if err := s.refresh(ctx, ns, []string{key}, now); err != nil {
 			return nil, err
@@ -292,6 +307,10 @@ WHERE owner = ? AND (expires = 0 OR expires > ?)`+cond+` ORDER BY updated DESC, 
 	for rows.Next() {
 		var r row
 		if err := rows.Scan(&r.ns, &r.key, &r.value, &r.body, &r.vec, &r.created, &r.updated, &r.ttl); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store search: %w", err)
+		}
+		if err := r.open(s.it.opts.Codec); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store search: %w", err)
 		}

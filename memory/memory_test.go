@@ -65,14 +65,14 @@ func backends() map[string]backend {
 			return it.For
 		}
 	}
-	return map[string]backend{
+	return withSealed(map[string]backend{
 		"sqlite":   sqlStore(func(t *testing.T) string { return filepath.Join(t.TempDir(), "loom.db") }),
 		"postgres": sqlStore(func(t *testing.T) string { return storetest.PostgresURL(t) }),
 		"redis": func(t *testing.T, opts Options) func(string) Store {
 			lastItems = nil
 			return NewRedis(redisClient(t), redisPrefix(t), opts).For
 		},
-	}
+	})
 }
 
 // lastItems is the SQL store the last backend made (nil for Redis), for

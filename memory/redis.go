@@ -77,7 +77,7 @@ func (s *redisStore) Put(ctx context.Context, namespace []string, key string, va
 	if err != nil {
 		return err
 	}
-	body, vec, err := indexed(ctx, s.r.opts.Embedder, value, opts)
+	stored, body, vec, err := s.r.opts.stored(ctx, value, opts)
 	if err != nil {
 		return fmt.Errorf("store put %s: %w", key, err)
 	}
@@ -107,7 +107,7 @@ func (s *redisStore) Put(ctx context.Context, namespace []string, key string, va
 	_, err = s.r.c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		k := s.item(member)
 		p.Del(ctx, k)
-		p.HSet(ctx, k, "value", string(value), "body", body, "vec", vec, "created", created, "updated", now, "ttl", ttl, "expires", expires)
+		p.HSet(ctx, k, "value", stored, "body", body, "vec", vec, "created", created, "updated", now, "ttl", ttl, "expires", expires)
 		if ttl > 0 {
 			p.PExpire(ctx, k, time.Duration(ttl)*time.Millisecond+redisSlack)
 		}
@@ -183,6 +183,9 @@ func (s *redisStore) readAll(ctx context.Context, members []string, now int64) (
 			continue
 		}
 		r.ns, r.key, _ = strings.Cut(members[i], "\x00")
+		if err := r.open(s.r.opts.Codec); err != nil {
+			return nil, err
+		}
 		out = append(out, r)
 	}
 	if len(gone) > 0 {

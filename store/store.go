@@ -27,6 +27,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/checkpoint/sqlite"
+	"github.com/loomkit/loom/seal"
 )
 
 // Sentinel errors that callers branch on.
@@ -63,6 +64,17 @@ type DB struct {
 	write   func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
 	pool    *pgxpool.Pool // Postgres only
 	close   func() error
+	codec   seal.Codec // nil: data stored in the clear
+}
+
+// Option configures Open.
+type Option func(*DB)
+
+// WithCodec seals what is stored at rest with c: the checkpoints (see
+// checkpoint.Sealed) and the long-term store's items, which take it from
+// Codec. A nil c stores them in the clear.
+func WithCodec(c seal.Codec) Option {
+	return func(db *DB) { db.codec = c }
 }
 
 // Resolve says which database url names: a SQLite file (a plain path,
@@ -100,7 +112,21 @@ func Resolve(dbURL string) (Dialect, string, error) {
 // schema for every table, and pool_max_conns the pool size (default 20):
 //
 //	postgres://loom@db.internal:5432/app?sslmode=disable&search_path=loom
-func Open(ctx context.Context, dbURL string) (*DB, error) {
+func Open(ctx context.Context, dbURL string, opts ...Option) (*DB, error) {
+	db, err := open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		o(db)
+	}
+	if db.codec != nil {
+		db.saver = checkpoint.Sealed(db.saver, db.codec)
+	}
+	return db, nil
+}
+
+func open(ctx context.Context, dbURL string) (*DB, error) {
 	d, path, err := Resolve(dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("store open: %w", err)
@@ -165,9 +191,14 @@ func (db *DB) Path() string {
 // SQL returns the database for reads. Write with Write.
 func (db *DB) SQL() *sql.DB { return db.sql }
 
+// Codec returns the codec that seals data at rest (see WithCodec), or
+// nil when data is stored in the clear.
+func (db *DB) Codec() seal.Codec { return db.codec }
+
 // Saver returns the checkpoint saver on the database: on SQLite the
 // *sqlite.Saver itself (whose DB and Write are this DB's), on Postgres
-// one whose errors wrap ErrUnavailable when the database is unreachable.
+// one whose errors wrap ErrUnavailable when the database is unreachable;
+// either wrapped by checkpoint.Sealed when Open was given WithCodec.
 func (db *DB) Saver() checkpoint.Saver { return db.saver }
 
 // Pool returns the pgx pool the DB runs on, for code that needs pgx
