@@ -143,7 +143,7 @@ func (r *runner[S]) answer(pending []checkpoint.Interrupt, answers map[string]js
 	}
 	err = r.save(checkpoint.SourceResume, "", next, func(cp *checkpoint.Checkpoint) {
 		cp.SetPending(rest)
-		cp.Resumes, cp.Answers = resumes, branches
+		cp.Resumes, cp.Answers, cp.Done = resumes, branches, r.head.Done
 	})
 	if err != nil {
 		return nil, err

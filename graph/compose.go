@@ -2,26 +2,32 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 )
 
 // Map returns a node that fans out: it runs fn concurrently on every item
 // that items returns for the state, then joins the results with merge, in
 // item order whatever order the branches finish in. The first branch error
-// cancels the others' context and fails the node. A fan-out is one step:
-// it is checkpointed after the join, and runs again whole if the process
-// dies before that. Branch events carry the node name "node[i]". Branches
-// may each Ask: the node stops with all their questions, once every branch
-// has finished or asked.
+// cancels the others' context and fails the node. The node is one step,
+// checkpointed after the join; with a saver, a branch that finishes while
+// others still run is written at once as a result of the step, so when
+// the node runs again (after a crash, on resume, or on a retry) the
+// branches that finished take their result and only the others run. So a
+// result (R) must come back the same through encoding/json, and items must
+// give the same items for the same state: branch i keeps item i's result.
+// Branch events carry the node name "node[i]". Branches may each Ask: the
+// node stops with all their questions, once every branch has finished or
+// asked.
 func Map[S, T, R any](items func(S) []T, fn func(ctx context.Context, item T) (R, error), merge func(s S, results []R) (S, error)) NodeFunc[S] {
 	return func(ctx context.Context, s S) (S, error) {
 		its := items(s)
-		rs := make([]R, len(its))
-		err := fanOut(ctx, len(its), func(ctx context.Context, i int) (err error) {
-			rs[i], err = fn(ctx, its[i])
-			return err
+		rs, err := fanOut(ctx, len(its), func(ctx context.Context, i int) (R, error) {
+			return fn(ctx, its[i])
 		})
 		if err != nil {
 			return s, err
@@ -33,13 +39,12 @@ func Map[S, T, R any](items func(S) []T, fn func(ctx context.Context, item T) (R
 // Parallel returns a node that runs several branches concurrently, each on
 // its own copy of the state, and joins their results with merge in the
 // order the branches are given. Branches share whatever the state's
-// slices and maps point to, so they must not change those in place.
+// slices and maps point to, so they must not change those in place. As
+// with Map, a branch that finished is not run again when the node is.
 func Parallel[S any](merge func(s S, results []S) (S, error), branches ...NodeFunc[S]) NodeFunc[S] {
 	return func(ctx context.Context, s S) (S, error) {
-		rs := make([]S, len(branches))
-		err := fanOut(ctx, len(branches), func(ctx context.Context, i int) (err error) {
-			rs[i], err = branches[i](ctx, s)
-			return err
+		rs, err := fanOut(ctx, len(branches), func(ctx context.Context, i int) (S, error) {
+			return branches[i](ctx, s)
 		})
 		if err != nil {
 			return s, err
@@ -55,10 +60,14 @@ type branchCtx struct {
 	asks []question // what the branch asked, when it stopped to ask
 }
 
-func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+// fanOut runs f for 0 ≤ i < n concurrently and returns the results in
+// order. In a run, branch i is named "node[i]": a branch whose result the
+// run kept (see kept) takes it instead of running.
+func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int) (R, error)) ([]R, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rc := runOf(ctx)
+	rs := make([]R, n)
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
@@ -66,16 +75,21 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 		// The branches' run contexts, in one allocation; each branch
 		// writes only its own: its questions' state, and what it asked.
 		branches []branchCtx
+		keep     *kept
+		left     atomic.Int32 // branches not finished yet
 	)
 	if rc != nil {
 		branches = make([]branchCtx, n)
+		keep = rc.kept
 	}
+	left.Store(int32(n))
 	for i := range n {
-		bctx := ctx
+		bctx, name := ctx, ""
 		if rc != nil {
 			b := &branches[i]
 			b.rc = *rc
-			b.rc.node = fmt.Sprintf("%s[%d]", rc.node, i)
+			name = fmt.Sprintf("%s[%d]", rc.node, i)
+			b.rc.node = name
 			b.rc.ask = nil
 			if a := rc.ask; a != nil {
 				b.ask = askState{resumes: a.branches[b.rc.node], branch: b.rc.node, branches: a.branches}
@@ -84,7 +98,14 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 			bctx = context.WithValue(ctx, runKey{}, &b.rc)
 		}
 		wg.Go(func() {
-			err := func() (err error) {
+			if raw, ok := keep.result(name); ok {
+				if err := json.Unmarshal(raw, &rs[i]); err == nil {
+					left.Add(-1)
+					return
+				}
+				slog.WarnContext(bctx, "graph: a fan-out branch's kept result does not decode; running it again", "branch", name)
+			}
+			r, err := func() (r R, err error) {
 				defer func() {
 					if p := recover(); p != nil {
 						err = recovered(bctx, fmt.Sprintf("branch %d", i), p)
@@ -92,7 +113,12 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 				}()
 				return f(bctx, i)
 			}()
+			others := left.Add(-1) > 0
 			if err == nil {
+				rs[i] = r
+				if keep != nil {
+					keep.keep(bctx, name, r, others)
+				}
 				return
 			}
 			// A question stops this branch only; the others go on to
@@ -109,16 +135,16 @@ func fanOut(ctx context.Context, n int, f func(ctx context.Context, i int) error
 	}
 	wg.Wait()
 	if first != nil {
-		return first
+		return nil, first
 	}
 	var all []question
 	for i := range branches {
 		all = append(all, branches[i].asks...)
 	}
 	if all != nil {
-		return &interruptError{asks: all}
+		return nil, &interruptError{asks: all}
 	}
-	return nil
+	return rs, nil
 }
 
 // Subgraph returns a node that runs the graph inner to its end on a state

@@ -27,6 +27,9 @@ type runCtx struct {
 	prefix, keyBase string
 	// budgets is what Left reads; nil when the graph has none.
 	budgets budgetView
+	// kept holds the results of the running node's fan-out branches that
+	// finished; nil without a saver.
+	kept *kept
 }
 
 // askState tracks a node's questions, or a fan-out branch's: the answers

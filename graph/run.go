@@ -183,6 +183,7 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 	if len(c.budgets) > 0 {
 		r.rc.budgets = r
 	}
+	r.rc.kept = r.keeper()
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	res, err := r.run(in)
 	if res != nil && err == nil {
@@ -336,6 +337,10 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 			return nil, err
 		}
 	}
+	if r.head != nil && in.Update == nil {
+		// The branches of the node that runs first which finished before.
+		r.rc.kept.reset(r.head.Done)
+	}
 	return r.loop(cur)
 }
 
@@ -397,6 +402,7 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 			// The answers belonged to the node just done.
 			r.rc.ask.resumes, r.rc.ask.branches = nil, nil
 		}
+		r.rc.kept.reset(nil)
 		var took time.Duration
 		if !began.IsZero() {
 			took = time.Since(began)
@@ -462,6 +468,7 @@ func (r *runner[S]) interrupt(n *cnode[S], out S, ie *interruptError) (*Result[S
 		cp.SetPending(pending)
 		cp.Resumes = r.rc.ask.resumes
 		cp.Answers = r.rc.ask.branches
+		cp.Done = r.rc.kept.all()
 	})
 	if err != nil {
 		return r.result(""), err
