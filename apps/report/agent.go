@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/xsd"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/convo"
@@ -79,6 +80,9 @@ type Config struct {
 	// Convo shapes the model's view of the conversation; its MaxTokens
 	// defaults to the prompt budget of ContextTokens.
 	Convo convo.Config
+	// Font is the TrueType font previews and PDFs are drawn with
+	// (default render.DefaultFont).
+	Font string
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -113,6 +117,9 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Store == nil {
 		cfg.Store = NewMemoryStore()
 	}
+	if cfg.Font == "" {
+		cfg.Font = render.DefaultFont
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -128,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: training the intent engine: %w", err)
 	}
-	a := &Agent{cfg: cfg, model: cfg.Model, store: cfg.Store, engine: eng, log: cfg.Logger}
+	a := &Agent{cfg: cfg, model: cfg.Model, store: cfg.Store, engine: eng, log: cfg.Logger, raster: rasterizer{font: cfg.Font}}
 	a.view = convo.New(a.viewConfig(cfg.Convo))
 	if a.counter = cfg.Convo.Counter; a.counter == nil {
 		enc := cmp.Or(cfg.Convo.Encoding, "cl100k_base")

@@ -88,7 +88,7 @@ func invoiceDoc(t testing.TB) *jrxml.Document {
 func invoicePNG(t testing.TB) []byte {
 	t.Helper()
 	doc := invoiceDoc(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	testenv.Need(t, "no font to draw the form (Debian package fonts-arphic-gbsn00lp)", err)
 	var out bytes.Buffer
 	if err := png.Encode(&out, r.Page(render.Layout(doc, nil, nil), 0, 150)); err != nil {
@@ -162,7 +162,7 @@ func TestFormsWithoutModel(t *testing.T) {
 			t.Skip("pdftoppm is not installed (Debian package poppler-utils)")
 		}
 		var pdf bytes.Buffer
-		if err := render.WritePDF(&pdf, render.Layout(invoiceDoc(t), nil, nil), render.FontPath()); err != nil {
+		if err := render.WritePDF(&pdf, render.Layout(invoiceDoc(t), nil, nil), render.DefaultFont); err != nil {
 			t.Fatal(err)
 		}
 		id := l.uploadID("f1", "invoice.pdf", pdf.Bytes())

@@ -17,8 +17,10 @@ const previewDPI = 96
 // previewRows is how many rows of sample values a preview shows.
 const previewRows = 5
 
-// rasterizer draws pages with the font read once, when first needed.
+// rasterizer draws pages with the font at the path font, read once, when
+// first needed.
 type rasterizer struct {
+	font string
 	once sync.Once
 	r    *render.Rasterizer
 	err  error
@@ -26,9 +28,9 @@ type rasterizer struct {
 
 func (r *rasterizer) get() (*render.Rasterizer, error) {
 	r.once.Do(func() {
-		r.r, r.err = render.NewRasterizer(render.FontPath())
+		r.r, r.err = render.NewRasterizer(r.font)
 		if r.err != nil {
-			r.err = fmt.Errorf("reading the font for previews (Debian package fonts-arphic-gbsn00lp, or LOOM_REPORT_FONT): %w", r.err)
+			r.err = fmt.Errorf("reading the font for previews (Debian package fonts-arphic-gbsn00lp, or another TrueType font: loom serve reads LOOM_REPORT_FONT): %w", r.err)
 		}
 	})
 	return r.r, r.err
@@ -113,7 +115,7 @@ func (a *Agent) PDF(src string) ([]byte, error) {
 		return nil, err
 	}
 	var b bytes.Buffer
-	if err := render.WritePDF(&b, res, render.FontPath()); err != nil {
+	if err := render.WritePDF(&b, res, a.cfg.Font); err != nil {
 		return nil, fmt.Errorf("writing the PDF: %w", err)
 	}
 	return b.Bytes(), nil

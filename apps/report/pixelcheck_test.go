@@ -43,7 +43,7 @@ func TestPixelCheck(t *testing.T) {
 				<reportElement x="2" y="53"`), strings.Index(noTable, "</band>\n\t</title>")
 	titleOnly := noTable[:i] + noTable[j:]
 	blank := cut(t, noTable, "<title>", "</title>")
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func (c Checker) render(doc *jrxml.Document, path string) (int, error) {
 	if _, err := c.Raster.WritePNGs(res, c.DPI, c.Out, name); err != nil {
 		return 0, err
 	}
-	if err := render.WritePDFFile(filepath.Join(c.Out, name+".pdf"), res, render.FontPath()); err != nil {
+	if err := render.WritePDFFile(filepath.Join(c.Out, name+".pdf"), res, c.Raster.Font()); err != nil {
 		return 0, err
 	}
 	return len(res.Pages), nil

@@ -61,6 +61,9 @@ type ServerOptions struct {
 	MaxRetry      int
 	SSIM          float64
 	ContextTokens int
+	// Font is the TrueType font previews and PDFs are drawn with
+	// (default render.DefaultFont).
+	Font string
 	// Logger receives the agent's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -117,7 +120,7 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB) (graph.Runner,
 			opts.Templates = k
 		}
 	}
-	cfg := Config{Model: opts.Model, Store: newSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, ContextTokens: opts.ContextTokens, Logger: opts.Logger}
+	cfg := Config{Model: opts.Model, Store: newSQLStore(db), Layouts: opts.Layouts, Templates: opts.Templates, MaxRetry: opts.MaxRetry, SSIM: opts.SSIM, ContextTokens: opts.ContextTokens, Font: opts.Font, Logger: opts.Logger}
 	if len(opts.Schemas) > 0 {
 		v, err := xsd.New(opts.Schemas...)
 		if err != nil {
@@ -321,7 +324,7 @@ func (a *Agent) serveTemplate(w http.ResponseWriter, r *http.Request, srv *serve
 			return
 		}
 		var pdf bytes.Buffer
-		if err := render.WritePDF(&pdf, res, render.FontPath()); err != nil {
+		if err := render.WritePDF(&pdf, res, a.cfg.Font); err != nil {
 			a.unavailable(w, r, fmt.Errorf("writing the PDF: %w", err))
 			return
 		}

@@ -56,6 +56,9 @@ type config struct {
 	// reach (LOOM_REPORT_SSIM, loom serve --report-ssim); 0: the defaults.
 	reportMaxRetry int
 	reportSSIM     float64
+	// reportFont is the TrueType font the report designer draws previews
+	// and PDFs with (LOOM_REPORT_FONT, see reportFont).
+	reportFont string
 	// sqlTools are the SQL explorer's tools from MCP servers (loom serve
 	// --mcp-servers, see openMCP).
 	sqlTools []tool.Tool
@@ -78,6 +81,7 @@ func configFromEnv() config {
 		cabinLocale: os.Getenv("LOOM_CABIN_LOCALE"), cabinConfig: os.Getenv("LOOM_CABIN_CONFIG"),
 		reportTemplates: os.Getenv("LOOM_REPORT_TEMPLATES"), reportSchemas: xsd.SchemasFromEnv(),
 		reportMaxRetry: num("LOOM_REPORT_MAX_RETRY"), reportSSIM: fraction("LOOM_REPORT_SSIM"),
+		reportFont: reportFont(),
 	}
 }
 
@@ -108,7 +112,7 @@ func agentsFor(cfg config) *server.Registry {
 		// LOOM_EMBED_MODEL adds embeddings to its recall.
 		dataagent.ServerAgent(dataagent.ServerOptions{Model: model, Embedder: embedder, SourcesFile: cfg.sqlSources, DemoPath: cfg.sqlDemo,
 			PythonTries: cfg.pythonTries}),
-		report.ServerAgent(report.ServerOptions{Model: model, TemplatesDir: cfg.reportTemplates, Schemas: cfg.reportSchemas, MaxRetry: cfg.reportMaxRetry, SSIM: cfg.reportSSIM}),
+		report.ServerAgent(report.ServerOptions{Model: model, TemplatesDir: cfg.reportTemplates, Schemas: cfg.reportSchemas, MaxRetry: cfg.reportMaxRetry, SSIM: cfg.reportSSIM, Font: cfg.reportFont}),
 	} {
 		if err := r.Register(a); err != nil {
 			panic(err) // a programming error in the list above

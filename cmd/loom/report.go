@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -137,7 +138,7 @@ func reportCheck(ctx context.Context, args []string, out io.Writer) error {
 		c.Schema = v
 	}
 	if *outDir != "" {
-		if c.Raster, err = rasterizerIn(*outDir); err != nil {
+		if c.Raster, err = rasterizerIn(*outDir, reportFont()); err != nil {
 			return &exitError{1, "loom report check: " + err.Error()}
 		}
 	}
@@ -175,13 +176,19 @@ func printProblems(out io.Writer, path string, ps []jrxml.Problem) {
 	}
 }
 
-// rasterizerIn makes the directory dir and a rasterizer with the
-// renderer's font.
-func rasterizerIn(dir string) (*render.Rasterizer, error) {
+// reportFont is the TrueType font templates are drawn with:
+// LOOM_REPORT_FONT, else the renderer's default.
+func reportFont() string {
+	return cmp.Or(os.Getenv("LOOM_REPORT_FONT"), render.DefaultFont)
+}
+
+// rasterizerIn makes the directory dir and a rasterizer with the font at
+// the path font.
+func rasterizerIn(dir, font string) (*render.Rasterizer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return render.NewRasterizer(render.FontPath())
+	return render.NewRasterizer(font)
 }
 
 func reportRender(ctx context.Context, args []string, out io.Writer) error {
@@ -226,8 +233,9 @@ func reportRender(ctx context.Context, args []string, out io.Writer) error {
 	}
 	res := render.Layout(doc, rows, nil)
 	name := strings.TrimSuffix(filepath.Base(named[0]), filepath.Ext(named[0]))
+	font := reportFont()
 	if *pngDir != "" {
-		r, err := rasterizerIn(*pngDir)
+		r, err := rasterizerIn(*pngDir, font)
 		if err != nil {
 			return &exitError{1, "loom report render: " + err.Error()}
 		}
@@ -240,7 +248,7 @@ func reportRender(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if *pdfPath != "" {
-		if err := render.WritePDFFile(*pdfPath, res, render.FontPath()); err != nil {
+		if err := render.WritePDFFile(*pdfPath, res, font); err != nil {
 			return &exitError{1, "loom report render: " + err.Error()}
 		}
 		fmt.Fprintln(out, *pdfPath)

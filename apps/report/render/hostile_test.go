@@ -36,7 +36,7 @@ func hostile(width, height, elements string) string {
 // rasterizer draws within MaxPixels and allocates about that much.
 func TestHugePage(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestHugePage(t *testing.T) {
 // at once (run with -race to see its font cache guarded).
 func TestConcurrentPages(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestConcurrentPages(t *testing.T) {
 // its length for every line it wraps to.
 func TestLongText(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,13 +39,14 @@ const maxCoord = 1 << 24
 // Rasterizer draws laid-out pages as images. It is safe for concurrent
 // use; it draws one page at a time.
 type Rasterizer struct {
+	path  string
 	font  *opentype.Font
 	mu    sync.Mutex // guards faces, which font faces draw with
 	faces map[float64]font.Face
 }
 
-// NewRasterizer reads the TrueType font at path (FontPath() for the
-// default).
+// NewRasterizer reads the TrueType font at path (DefaultFont, or the
+// font the caller was configured with).
 func NewRasterizer(path string) (*Rasterizer, error) {
 	b, err := readFont(path)
 	if err != nil {
@@ -55,8 +56,12 @@ func NewRasterizer(path string) (*Rasterizer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: parse the font: %w", err)
 	}
-	return &Rasterizer{font: f, faces: map[float64]font.Face{}}, nil
+	return &Rasterizer{path: path, font: f, faces: map[float64]font.Face{}}, nil
 }
+
+// Font is the path of the font r draws with, for a PDF of the same
+// pages.
+func (r *Rasterizer) Font() string { return r.path }
 
 func (r *Rasterizer) face(px float64) font.Face {
 	if !(px > 0) {

@@ -16,7 +16,7 @@ import (
 
 func needFont(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(render.FontPath()); err != nil {
+	if _, err := os.Stat(render.DefaultFont); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the CJK font must be installed under CI (fonts-arphic-gbsn00lp): %v", err)
 		}
@@ -37,7 +37,7 @@ func parse(t testing.TB, src string) *jrxml.Document {
 // draws its first page and a PDF without error.
 func TestSamplesRender(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSamplesRender(t *testing.T) {
 		if img.Bounds().Dx() != int(res.Width/2+0.99) {
 			t.Errorf("%s: width %d at 36 dpi for a page %v wide", filepath.Base(path), img.Bounds().Dx(), res.Width)
 		}
-		if err := render.WritePDF(&bytes.Buffer{}, res, render.FontPath()); err != nil {
+		if err := render.WritePDF(&bytes.Buffer{}, res, render.DefaultFont); err != nil {
 			t.Errorf("%s: %v", filepath.Base(path), err)
 		}
 	}
@@ -92,7 +92,7 @@ const pixels = `<jasperReport xmlns="http://jasperreports.sourceforge.net/jasper
 // box only.
 func TestPixels(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestPDF(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "orders.pdf")
 	var buf bytes.Buffer
-	if err := render.WritePDF(&buf, res, render.FontPath()); err != nil {
+	if err := render.WritePDF(&buf, res, render.DefaultFont); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(f, buf.Bytes(), 0o644)
@@ -194,7 +194,7 @@ func TestPDF(t *testing.T) {
 
 func BenchmarkRenderPage(b *testing.B) {
 	needFont(b)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func BenchmarkPDF(b *testing.B) {
 		b.Fatalf("%d pages", len(res.Pages))
 	}
 	for b.Loop() {
-		if err := render.WritePDF(&bytes.Buffer{}, res, render.FontPath()); err != nil {
+		if err := render.WritePDF(&bytes.Buffer{}, res, render.DefaultFont); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ const clipped = `<jasperReport xmlns="http://jasperreports.sourceforge.net/jaspe
 // beside it.
 func TestTextClipped(t *testing.T) {
 	needFont(t)
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,22 +10,14 @@ import (
 	"unicode"
 )
 
-// DefaultFont is the font the renderer draws with when LOOM_REPORT_FONT
-// names none: AR PL SungtiL GB (Debian package fonts-arphic-gbsn00lp), a
-// TrueType font with Latin and simplified Chinese glyphs, which the PDF
-// embeds (the PDF library takes TrueType, not OpenType CFF or
-// collections).
+// DefaultFont is the font to draw with where the caller names none: AR PL
+// SungtiL GB (Debian package fonts-arphic-gbsn00lp), a TrueType font with
+// Latin and simplified Chinese glyphs, which the PDF embeds (the PDF
+// library takes TrueType, not OpenType CFF or collections). The renderer
+// takes the font's path from its caller (loom reads LOOM_REPORT_FONT).
 const DefaultFont = "/usr/share/fonts/truetype/arphic-gbsn00lp/gbsn00lp.ttf"
 
-// FontPath is the TrueType font to draw with: LOOM_REPORT_FONT, else
-// DefaultFont.
-func FontPath() string {
-	if p := os.Getenv("LOOM_REPORT_FONT"); p != "" {
-		return p
-	}
-	return DefaultFont
-}
-
+// readFont reads the TrueType font at path.
 func readFont(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -34,7 +26,7 @@ func readFont(path string) ([]byte, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("render: read the font (install fonts-arphic-gbsn00lp, or set LOOM_REPORT_FONT to a TrueType font): %w", err)
+		return nil, fmt.Errorf("render: read the font (install fonts-arphic-gbsn00lp, or name another TrueType font): %w", err)
 	}
 	return b, nil
 }

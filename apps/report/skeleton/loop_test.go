@@ -35,7 +35,7 @@ func need(t testing.TB, program, pkg string) {
 
 func needFont(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(render.FontPath()); err != nil {
+	if _, err := os.Stat(render.DefaultFont); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the CJK font must be installed under CI (fonts-arphic-gbsn00lp): %v", err)
 		}
@@ -76,7 +76,7 @@ func drawPNG(t testing.TB, src []byte, rows []render.Row) (*image.RGBA, []byte) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.NewRasterizer(render.FontPath())
+	r, err := render.NewRasterizer(render.DefaultFont)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestPDF(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pdf bytes.Buffer
-	if err := render.WritePDF(&pdf, render.Layout(doc, nil, nil), render.FontPath()); err != nil {
+	if err := render.WritePDF(&pdf, render.Layout(doc, nil, nil), render.DefaultFont); err != nil {
 		t.Fatal(err)
 	}
 	if k := layout.Detect(pdf.Bytes()); k != layout.KindPDF {
