@@ -174,7 +174,70 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 		state = []byte{} // nil would be SQL NULL
 	}
 	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
-	tag, err := s.pool.Exec(ctx, insertSQL, cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), !delta, blob, meta)
+	args := []any{cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), !delta, blob, meta}
+	var tag pgconn.CommandTag
+	if with, ok := ctx.Value(withKey{}).(With); ok {
+		b := &pgx.Batch{}
+		b.Queue(insertSQL, args...)
+		done := with(b, cp)
+		tag, err = s.send(ctx, b)
+		err = putError(cp, tag, err)
+		if done != nil {
+			done(err)
+		}
+	} else {
+		tag, err = s.pool.Exec(ctx, insertSQL, args...)
+		err = putError(cp, tag, err)
+	}
+	if err != nil {
+		return err
+	}
+	// A copy: the caller may reuse cp.State, and the cache must keep
+	// exactly what the next delta is made against.
+	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
+	return nil
+}
+
+// With adds to b, after the INSERT of checkpoint cp, statements that
+// are to commit with it (see WithWrites). done, when not nil, is called
+// with the outcome of Put once the batch has run: nil when the
+// checkpoint and the statements committed.
+type With func(b *pgx.Batch, cp *checkpoint.Checkpoint) (done func(error))
+
+type withKey struct{}
+
+// WithWrites returns a copy of ctx in which Put sends, with each
+// checkpoint, the statements that with adds: in one batch, which
+// Postgres runs as one implicit transaction, so the checkpoint and what
+// belongs to it take one round trip and one commit (one WAL flush). An
+// error in any statement rolls back the checkpoint too, and Put returns
+// it. A checkpoint refused because its parent is no longer the thread's
+// head (checkpoint.ErrConflict) inserts no row without an error, so the
+// statements must write nothing then: make them conditional on the
+// checkpoint's row (EXISTS … loom_checkpoints WHERE thread = … AND id =
+// …), which the statements after the INSERT see.
+func WithWrites(ctx context.Context, with With) context.Context {
+	return context.WithValue(ctx, withKey{}, with)
+}
+
+// send runs b and returns the result of its first statement, the
+// checkpoint's INSERT, or the first error.
+func (s *Saver) send(ctx context.Context, b *pgx.Batch) (pgconn.CommandTag, error) {
+	br := s.pool.SendBatch(ctx, b)
+	tag, err := br.Exec()
+	for i := 1; i < b.Len() && err == nil; i++ {
+		if _, err = br.Exec(); err != nil {
+			err = fmt.Errorf("with the checkpoint: %w", err)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// putError is the error of Put for the INSERT's outcome.
+func putError(cp *checkpoint.Checkpoint, tag pgconn.CommandTag, err error) error {
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
@@ -190,9 +253,6 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("checkpoint postgres put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
 	}
-	// A copy: the caller may reuse cp.State, and the cache must keep
-	// exactly what the next delta is made against.
-	s.cache.Remember(cp.Thread, cp.ID, bytes.Clone(state), chain)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"sync"
@@ -248,4 +249,76 @@ func searchPath(t testing.TB, u string) string {
 		t.Fatal(err)
 	}
 	return parsed.Query().Get("search_path")
+}
+
+// Statements given with WithWrites commit with the checkpoint, in its
+// transaction: a checkpoint refused as a conflict writes nothing of
+// theirs (they are conditional on its row), and a statement that fails
+// takes the checkpoint with it, and Put says so.
+func TestWithWrites(t *testing.T) {
+	u := storetest.PostgresURL(t)
+	s := open(t, u)
+	conn := rawConn(t, u)
+	ctx := t.Context()
+	if _, err := conn.Exec(ctx, `CREATE TABLE companion (cp text PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []error
+	with := func(fail bool) postgres.With {
+		return func(b *pgx.Batch, cp *checkpoint.Checkpoint) func(error) {
+			if fail {
+				b.Queue(`INSERT INTO companion (cp) VALUES ('first')`) // already there
+			} else {
+				b.Queue(`INSERT INTO companion (cp) SELECT $2 WHERE EXISTS (SELECT 1 FROM loom_checkpoints WHERE thread = $1 AND id = $2)`, cp.Thread, cp.ID)
+			}
+			return func(err error) { outcomes = append(outcomes, err) }
+		}
+	}
+	put := func(fail bool, cp *checkpoint.Checkpoint) error {
+		return s.Put(postgres.WithWrites(ctx, with(fail)), cp)
+	}
+	companions := func() []string {
+		rows, err := conn.Query(ctx, `SELECT cp FROM companion ORDER BY cp`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	first := &checkpoint.Checkpoint{Thread: "t", ID: "first", State: []byte(`{}`)}
+	if err := put(false, first); err != nil {
+		t.Fatalf("put first: %v", err)
+	}
+	second := &checkpoint.Checkpoint{Thread: "t", ID: "second", ParentID: "first", Seq: 1, State: []byte(`{}`)}
+	if err := put(false, second); err != nil {
+		t.Fatalf("put second: %v", err)
+	}
+	stale := &checkpoint.Checkpoint{Thread: "t", ID: "stale", ParentID: "first", Seq: 1, State: []byte(`{}`)}
+	if err := put(false, stale); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("put on a parent that is no longer the head: %v, want ErrConflict", err)
+	}
+	third := &checkpoint.Checkpoint{Thread: "t", ID: "third", ParentID: "second", Seq: 2, State: []byte(`{}`)}
+	if err := put(true, third); err == nil {
+		t.Fatal("put whose companion statement fails: no error")
+	}
+	if got := strings.Join(companions(), ","); got != "first,second" {
+		t.Errorf("companion rows %q, want first,second", got)
+	}
+	if head, err := s.Get(ctx, "t", ""); err != nil || head.ID != "second" {
+		t.Errorf("head after the failed put: %v %v, want second", head, err)
+	}
+	if len(outcomes) != 4 || outcomes[0] != nil || outcomes[1] != nil || !errors.Is(outcomes[2], checkpoint.ErrConflict) || outcomes[3] == nil {
+		t.Errorf("outcomes told to the companions: %v, want nil, nil, a conflict, an error", outcomes)
+	}
+	// The thread goes on from its head.
+	if err := put(false, third); err != nil {
+		t.Fatalf("put third again: %v", err)
+	}
+	if got := strings.Join(companions(), ","); got != "first,second,third" {
+		t.Errorf("companion rows %q, want first,second,third", got)
+	}
 }
