@@ -72,6 +72,9 @@ func (j *jobs) heartbeat(ctx context.Context, cfg *pgx.ConnConfig) {
 			}
 		}
 		alive, err := beat(ctx, conn, ids, numbers)
+		if err == nil && len(alive) < len(ids) {
+			err = endedHere(ctx, conn, ids, numbers, alive)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				j.s.log.Warn("job heartbeat", "jobs", len(ids), "err", err)
@@ -119,6 +122,31 @@ RETURNING j.id`, ids, numbers)
 		return nil, fmt.Errorf("beat for %d jobs: %w", len(ids), err)
 	}
 	return alive, nil
+}
+
+// endedHere adds to alive the jobs that beat did not find running
+// because their attempt here completed them (the run's last transaction
+// marks its job completed before the attempt returns): those were not
+// rescued. A job that the rescuer took back is retryable, or running
+// again under a later attempt.
+func endedHere(ctx context.Context, conn *pgx.Conn, ids []int64, numbers []int32, alive map[int64]bool) error {
+	rows, err := conn.Query(ctx, `
+SELECT j.id FROM river_job j JOIN unnest($1::bigint[], $2::int[]) AS a(id, attempt) ON j.id = a.id AND j.attempt = a.attempt
+WHERE j.state = 'completed'`, ids, numbers)
+	if err != nil {
+		return fmt.Errorf("read the state of %d jobs: %w", len(ids)-len(alive), err)
+	}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("read the state of %d jobs: %w", len(ids)-len(alive), err)
+		}
+		alive[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the state of %d jobs: %w", len(ids)-len(alive), err)
+	}
+	return nil
 }
 
 // stopRescued stops the attempts that beat found no longer running

@@ -56,6 +56,12 @@ const (
 	queueName      = "loom"
 	eventRetention = time.Hour // events of ended runs are kept this long for late readers
 	eventBatch     = 512       // events read at once
+
+	// fetchCooldown is how often at most a replica fetches jobs, and
+	// how often at most its inserts wake the replicas' fetchers with a
+	// NOTIFY. River's default, 100 ms, made a run wait about 50 ms for
+	// its job to be picked up, on a server that was otherwise idle.
+	fetchCooldown = 2 * time.Millisecond
 )
 
 // threadJob is the River job that works a thread's runs.
@@ -93,6 +99,9 @@ type jobSpec struct {
 	Config   json.RawMessage `json:"config,omitempty"`
 	Webhook  string          `json:"webhook,omitempty"`
 	User     *User           `json:"user,omitempty"`
+	// Assistant is the assistant a key created that the run was
+	// started with ("" for the agent's own).
+	Assistant string `json:"assistant,omitempty"`
 }
 
 // jobs executes runs as River jobs.
@@ -102,6 +111,7 @@ type jobs struct {
 	client  *river.Client[pgx.Tx]
 	channel string // the LISTEN/NOTIFY channel of this schema
 	hub     *hub
+	notes   *notifier
 
 	stopHub  context.CancelFunc
 	hubDone  chan struct{}
@@ -178,6 +188,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 		return nil, err
 	}
 	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}, attempts: map[int64]attempt{}}
+	j.notes = startNotifier(pool, j.channel, s.log)
 	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	j.stopHub, j.hubDone = stopHub, make(chan struct{})
@@ -193,6 +204,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	case <-ready:
 	case <-ctx.Done():
 		stopHub()
+		j.notes.close()
 		return nil, fmt.Errorf("listen on %s: %w", j.channel, ctx.Err())
 	}
 
@@ -206,7 +218,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 		JobTimeout:           s.opts.RescueAfter, // see threadWorker.Timeout
 		RescueStuckJobsAfter: s.opts.RescueAfter,
 		RetryPolicy:          retrySoon{},
-		FetchCooldown:        min(poll, river.FetchCooldownDefault),
+		FetchCooldown:        min(poll, fetchCooldown),
 		FetchPollInterval:    poll,
 		Schema:               schema,
 		Logger:               slog.New(quiet{s.log.Handler()}),
@@ -219,6 +231,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	if err != nil {
 		stopHub()
 		<-j.hubDone
+		j.notes.close()
 		return nil, fmt.Errorf("start job queue: %w", err)
 	}
 	return j, nil
@@ -248,6 +261,7 @@ func (j *jobs) drain(grace time.Duration) {
 // and stops listening.
 func (j *jobs) close() error {
 	j.drain(j.s.opts.Grace)
+	j.notes.close()
 	j.stopHub()
 	<-j.hubDone
 	return nil
@@ -460,20 +474,16 @@ func (j *jobs) cancel(ctx context.Context, r *run) error {
 	return nil
 }
 
-// notify sends notifications on the server's channel. It is called after
-// the transaction that wrote what they announce has committed, never in
-// it: Postgres serialises the commits of notifying transactions on one
-// lock, WAL flush included, which would make every event write wait for
-// every other. A notification that is lost (the database went away) is
-// made up for by readers reading again when the listener reconnects, and
-// at every heartbeat.
-func (j *jobs) notify(ctx context.Context, payloads ...string) {
-	if len(payloads) == 0 {
-		return
-	}
-	_, err := j.pool.Exec(context.WithoutCancel(ctx), `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, j.channel, payloads)
-	if err != nil {
-		j.s.log.Warn("notify", "channel", j.channel, "err", err)
+// notify sends notifications on the server's channel, in the background
+// (see notifier). It is called after the transaction that wrote what they
+// announce has committed, never in it: Postgres serialises the commits of
+// notifying transactions on one lock, WAL flush included, which would
+// make every event write wait for every other. A notification that is
+// lost (the database went away) is made up for by readers reading again
+// when the listener reconnects, and at every heartbeat.
+func (j *jobs) notify(_ context.Context, payloads ...string) {
+	if len(payloads) > 0 {
+		j.notes.send(payloads...)
 	}
 }
 
@@ -548,7 +558,7 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 	var spec jobSpec
 	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
 	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User,
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User, assistant: spec.Assistant,
 		status: rec.Status, feed: j.feed(rec.ID)}, nil
 }
 

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/store"
 )
@@ -127,15 +130,89 @@ func (h *hub) listen(ctx context.Context, cfg *pgx.ConnConfig, channel string, l
 	}
 }
 
+// notifier sends the server's notifications in the background, all
+// that were asked for meanwhile in one statement: a run's writes do not
+// wait for them, and many runs' take one round trip.
+type notifier struct {
+	pool    *pgxpool.Pool
+	channel string
+	log     *slog.Logger
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+
+	mu      sync.Mutex
+	pending []string
+}
+
+// startNotifier starts sending notifications on channel.
+func startNotifier(pool *pgxpool.Pool, channel string, log *slog.Logger) *notifier {
+	n := &notifier{pool: pool, channel: channel, log: log, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go n.loop()
+	return n
+}
+
+// send queues payloads.
+func (n *notifier) send(payloads ...string) {
+	n.mu.Lock()
+	n.pending = append(n.pending, payloads...)
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// close sends what is queued and stops.
+func (n *notifier) close() {
+	close(n.stop)
+	<-n.done
+}
+
+func (n *notifier) loop() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.kick:
+			n.flush()
+		case <-n.stop:
+			n.flush()
+			return
+		}
+	}
+}
+
+func (n *notifier) flush() {
+	n.mu.Lock()
+	payloads := slices.Compact(n.pending) // a run's "e" notifications come in a row
+	n.pending = nil
+	n.mu.Unlock()
+	if len(payloads) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := n.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, n.channel, payloads)
+	if err != nil {
+		n.log.Warn("notify", "channel", n.channel, "notifications", len(payloads), "err", err)
+	}
+}
+
 // publisher writes the events of a run this replica executes to
 // loom_run_events, numbering them after those already there (a run taken
-// up again after its replica stopped goes on counting). It writes in the
-// background, in batches of what came within a few milliseconds of the
-// first, each batch followed by a NOTIFY; at the end of each step (the
-// state event, which follows the step's checkpoint) it writes before the
-// run goes on, so that the events of every checkpointed step are kept
-// when the replica dies: what may be lost is the events of the step that
-// was running, which runs again.
+// up again after its replica stopped goes on counting). Events go out with
+// the run's next checkpoint, in its transaction (postgres.WithWrites: one
+// round trip and one commit for a step and its events), or, when no
+// checkpoint comes within a few milliseconds (a long step), in a batch of
+// their own, in the background. Each write is followed by a notification.
+// The events of every checkpointed step are kept when the replica dies:
+// the step's own go with its checkpoint or before, and its end (the
+// state event, which names the checkpoint) with the next checkpoint or
+// before; if the replica died first, the attempt that takes the run up
+// again writes the end of the head's step (restoreStepEnd). What may be
+// lost is the events of the step that was running, which runs again.
+// With a saver that does not take the events with its checkpoints, the
+// run waits for the write of each step's end instead.
 type publisher struct {
 	j       *jobs
 	run     string
@@ -144,15 +221,21 @@ type publisher struct {
 	done    chan struct{} // closed when the writer has stopped
 	wmu     sync.Mutex    // one write at a time, in order
 
-	mu  sync.Mutex
-	seq int
-	buf []event
-	err error // the first failed write; later events are dropped
+	mu   sync.Mutex
+	seq  int
+	buf  []event
+	err  error  // the first failed write; later events are dropped
+	with string // the last checkpoint whose Put took the events with it
 }
 
 const insertEventsSQL = `
 INSERT INTO loom_run_events (run_id, seq, terminal, body)
 SELECT $1, s, false, b FROM unnest($2::integer[], $3::bytea[]) AS t(s, b)`
+
+// insertStepEventsSQL writes events in the transaction of checkpoint $5
+// of thread $4, when it went in.
+const insertStepEventsSQL = insertEventsSQL + `
+WHERE EXISTS (SELECT 1 FROM loom_checkpoints WHERE thread = $4 AND id = $5)`
 
 // linger is how long the publisher lets events gather before it writes
 // them: a little latency for streams, many fewer writes and wake-ups.
@@ -165,18 +248,60 @@ func (j *jobs) publisher(run string, seq int) *publisher {
 	return p
 }
 
-// publish numbers e and queues it for writing; it waits for the write
-// at the end of a step only.
+// publish numbers e and queues it for writing. At the end of a step
+// whose checkpoint did not take the events with it, it waits for the
+// write.
 func (p *publisher) publish(e event) {
 	p.mu.Lock()
 	p.seq++
 	e.Seq = p.seq
 	p.buf = append(p.buf, e)
+	wait := e.Kind == graph.KindState && (e.Checkpoint == "" || e.Checkpoint != p.with)
 	p.mu.Unlock()
-	if e.Kind == graph.KindState {
+	if wait {
 		p.flush()
 		return
 	}
+	p.wake()
+}
+
+// withCheckpoint implements postgres.With: the events queued go with
+// checkpoint cp, in its transaction. Writes stay in order: it waits for a
+// write in flight, and the next waits for the checkpoint's.
+func (p *publisher) withCheckpoint(b *pgx.Batch, cp *checkpoint.Checkpoint) func(error) {
+	p.wmu.Lock()
+	p.mu.Lock()
+	batch, failed := p.buf, p.err != nil
+	p.buf = nil
+	p.mu.Unlock()
+	if failed {
+		p.wmu.Unlock()
+		return nil
+	}
+	if len(batch) > 0 {
+		seqs, bodies := encodeEvents(batch)
+		b.Queue(insertStepEventsSQL, p.run, seqs, bodies, cp.Thread, cp.ID)
+	}
+	return func(err error) {
+		defer p.wmu.Unlock()
+		p.mu.Lock()
+		if err != nil {
+			p.buf = append(batch, p.buf...) // for the next write
+		} else {
+			p.with = cp.ID
+		}
+		p.mu.Unlock()
+		switch {
+		case err != nil:
+			p.wake()
+		case len(batch) > 0:
+			p.j.notify(context.Background(), "e "+p.run)
+		}
+	}
+}
+
+// wake asks the writer for a batch.
+func (p *publisher) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -213,16 +338,8 @@ func (p *publisher) loop() {
 	}
 }
 
-func (p *publisher) flush() {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	p.mu.Lock()
-	batch, failed := p.buf, p.err != nil
-	p.buf = nil
-	p.mu.Unlock()
-	if len(batch) == 0 || failed {
-		return
-	}
+// encodeEvents returns the numbers and the JSON of events.
+func encodeEvents(batch []event) ([]int32, [][]byte) {
 	seqs := make([]int32, len(batch))
 	bodies := make([][]byte, len(batch))
 	for i := range batch {
@@ -233,6 +350,20 @@ func (p *publisher) flush() {
 		}
 		bodies[i] = b
 	}
+	return seqs, bodies
+}
+
+func (p *publisher) flush() {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.mu.Lock()
+	batch, failed := p.buf, p.err != nil
+	p.buf = nil
+	p.mu.Unlock()
+	if len(batch) == 0 || failed {
+		return
+	}
+	seqs, bodies := encodeEvents(batch)
 	var err error
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

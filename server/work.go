@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/checkpoint/postgres"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/store"
 )
@@ -192,7 +193,7 @@ func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunR
 		return false, false, fmt.Errorf("run %s: agent %s is not served by this replica", rec.ID, rec.Agent)
 	}
 	r := &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
-		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User, status: runRunning}
+		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User, assistant: spec.Assistant, status: runRunning}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 	j.mu.Lock()
@@ -237,6 +238,7 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 		}
 	}
 	pub := j.publisher(r.id, seq)
+	r.ctx = postgres.WithWrites(r.ctx, pub.withCheckpoint) // a step's events commit with its checkpoint
 	if head != nil && head.Meta.Run == r.id && head.Meta.Source == checkpoint.SourceStep {
 		if err := j.restoreStepEnd(ctx, pub, head); err != nil {
 			pub.close()
