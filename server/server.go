@@ -51,6 +51,7 @@ import (
 	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/memory"
 	"github.com/loomkit/loom/schema"
+	"github.com/loomkit/loom/seal"
 	"github.com/loomkit/loom/store"
 )
 
@@ -121,6 +122,13 @@ type Options struct {
 	// Embedder, when set, ranks the long-term store's searches by the
 	// cosine of embeddings (see memory.Options); without one by BM25.
 	Embedder llm.Embedder
+	// Codec, when set, seals the checkpoints and the long-term store's
+	// items at rest (see store.WithCodec); loom serve makes it from
+	// LOOM_ENCRYPTION_KEYS. The server's own tables stay in the clear:
+	// threads' and runs' metadata and errors, the chat endpoint's
+	// messages, assistants, crons and webhooks, and runs' inputs and
+	// events while they are queued or streamed.
+	Codec seal.Codec
 
 	// The options below apply on Postgres, where runs are River jobs.
 
@@ -219,7 +227,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err = s.useJWT(ctx); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	if s.db, err = store.Open(ctx, opts.Database); err != nil {
+	if s.db, err = store.Open(ctx, opts.Database, store.WithCodec(opts.Codec)); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.saver = withHistoryPolicy(s.db.Saver(), opts.Retention)

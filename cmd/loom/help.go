@@ -89,9 +89,11 @@ the database LOOM_DATABASE_URL names: a SQLite file (sqlite:///path or a
 plain path) or PostgreSQL (postgres://…), which replicas of serve share;
 run checkpoints in the SQLite file --db names (./loom.db). API keys come
 from --keys FILE, LOOM_API_KEYS_FILE (one a line) or LOOM_API_KEYS (comma
-separated); without keys serve answers on loopback only. A model is used
-when LOOM_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a local
-endpoint) name one; every agent works without.
+separated); without keys serve answers on loopback only.
+LOOM_ENCRYPTION_KEYS (id:base64key,… of 32-byte keys; the first seals)
+encrypts checkpoints and store items at rest for serve and run. A model
+is used when LOOM_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a
+local endpoint) name one; every agent works without.
 `)
 	return b.String()
 }

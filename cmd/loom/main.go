@@ -32,6 +32,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/seal"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 )
@@ -150,9 +151,18 @@ func findAgent(name string) (server.Agent, error) {
 }
 
 // buildAgent compiles a's graph on the SQLite file path, with the agent's
-// own tables; done closes the file.
+// own tables, sealed as loom serve seals them when LOOM_ENCRYPTION_KEYS
+// is set; done closes the file.
 func buildAgent(ctx context.Context, a server.Agent, path string) (r graph.Runner, done func() error, err error) {
-	db, err := store.Open(ctx, path)
+	ring, err := seal.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	var opts []store.Option
+	if ring != nil {
+		opts = append(opts, store.WithCodec(ring))
+	}
+	db, err := store.Open(ctx, path, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

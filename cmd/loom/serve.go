@@ -12,6 +12,7 @@ import (
 
 	"github.com/loomkit/loom/internal/leash"
 	"github.com/loomkit/loom/llm/openai"
+	"github.com/loomkit/loom/seal"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/server/ui"
 )
@@ -68,6 +69,10 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ring, err := seal.FromEnv()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if err := server.CheckAddr(*addr, len(keys) > 0 || jwtc.Issuer != ""); err != nil {
 		return err
 	}
@@ -77,6 +82,11 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer stopTracing(context.WithoutCancel(ctx))
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	var codec seal.Codec // nil: stored in the clear
+	if ring != nil {
+		codec = ring
+		logger.Info("checkpoints and store items are sealed at rest", "sealing_key", ring.SealingKey())
+	}
 	// Temporary folders of a loom that was killed (OCR pages, schemas,
 	// query results) go before anything new is written.
 	if n, err := leash.Sweep(); err != nil {
@@ -110,6 +120,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		Quotas:         q,
 		Retention:      keep,
 		Embedder:       embedder,
+		Codec:          codec,
 	})
 	if err != nil {
 		return err
