@@ -99,6 +99,8 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
 		ConfigSchema:  server.ConfigSchemaFor[Settings](),
+		// The knowledge lives beside the checkpoints.
+		Migrations: knowledge.Migrations,
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			o := opts
 			o.DemoPath = cmp.Or(o.DemoPath, shop.Beside(db))

@@ -44,10 +44,7 @@ func openParts(ctx context.Context, opts ServerOptions, sources []Source, db *st
 		sr.sources[s.Name] = s.Source
 	}
 	p := &parts{report: report.Renderer{}, python: &sandboxRunner{r: opts.Sandbox}, schema: sr}
-	ks, err := knowledge.Open(ctx, db, AgentName)
-	if err != nil {
-		return nil, fmt.Errorf("dataagent: %w", err)
-	}
+	ks := knowledge.Open(db, AgentName)
 	// The demo knowledge is about the demo shop: it is seeded when
 	// the sources are the demo's, not for a source of the same name.
 	demoShop := opts.Sources == nil && opts.SourcesFile == ""

@@ -22,11 +22,13 @@ func Example() {
 		return
 	}
 	defer db.Close()
-	st, err := knowledge.Open(ctx, db, "dataagent")
-	if err != nil {
+	// The server applies an agent's Migrations; here they are applied
+	// by hand.
+	if err := db.Migrate(ctx, "dataagent", knowledge.Migrations); err != nil {
 		fmt.Println(err)
 		return
 	}
+	st := knowledge.Open(db, "dataagent")
 	demo, _ := knowledge.Demo()
 	st.Seed(demo)
 

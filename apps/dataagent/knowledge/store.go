@@ -15,16 +15,15 @@ import (
 	"github.com/loomkit/loom/store"
 )
 
-// Component is the name Open records the Migrations under in Loom's
-// database.
-const Component = "dataagent_knowledge"
-
 // Migrations are the store's tables, for SQLite and PostgreSQL alike:
 // knowledge_entries (one row an entry, its fields as JSON, unique by
 // owner, agent, source, kind and natural key) and knowledge_seeds (which
-// owner has had which source's starting knowledge). The statements are
-// idempotent, so an agent may list them among its own Migrations and
-// still call Open.
+// owner has had which source's starting knowledge). An agent that keeps
+// knowledge lists them among its server.Agent Migrations, and the server
+// applies them before Build; elsewhere, db.Migrate(ctx, agent,
+// Migrations) before Open. The statements are idempotent, so they adopt
+// the tables of a database where an earlier build made them (recorded
+// then under the component "dataagent_knowledge").
 var Migrations = []store.Migration{{
 	Version: 1,
 	Name:    "knowledge entries and seeds",
@@ -89,16 +88,13 @@ type Store struct {
 	seeded   sync.Map                      // owner + "\x00" + source → true
 }
 
-// Open applies the Migrations to db (under Component) and returns the
-// store of agent's knowledge ("" is DefaultAgent).
-func Open(ctx context.Context, db *store.DB, agent string) (*Store, error) {
-	if err := db.Migrate(ctx, Component, Migrations); err != nil {
-		return nil, fmt.Errorf("open knowledge store: %w", err)
-	}
+// Open returns the store of agent's knowledge ("" is DefaultAgent) on
+// db, which holds the Migrations.
+func Open(db *store.DB, agent string) *Store {
 	if agent == "" {
 		agent = DefaultAgent
 	}
-	return &Store{db: db, agent: agent, maxEntries: DefaultMaxEntries, seeds: map[string][]Entry{}}, nil
+	return &Store{db: db, agent: agent, maxEntries: DefaultMaxEntries, seeds: map[string][]Entry{}}
 }
 
 // SetMaxEntries bounds how many entries one owner may hold (n ≤ 0: no

@@ -36,11 +36,10 @@ func eachDB(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 
 func openStore(t *testing.T, db *store.DB) *knowledge.Store {
 	t.Helper()
-	st, err := knowledge.Open(context.Background(), db, "")
-	if err != nil {
+	if err := db.Migrate(context.Background(), knowledge.DefaultAgent, knowledge.Migrations); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return knowledge.Open(db, "")
 }
 
 func TestStoreCRUD(t *testing.T) {
@@ -399,6 +398,30 @@ func TestQuota(t *testing.T) {
 		}
 		if _, err := st.Import(knowledge.WithOwner(context.Background(), "key-b"), &knowledge.File{Source: "shop", Terms: f.Terms}); err != nil {
 			t.Errorf("key b's import: %v", err)
+		}
+	})
+}
+
+// TestMigrationsAdoptEarlierTables: the tables an earlier build made
+// (its migrations recorded under "dataagent_knowledge", when Open applied
+// them) are kept, with their entries, when the agent's Migrations are
+// applied under its own name.
+func TestMigrationsAdoptEarlierTables(t *testing.T) {
+	eachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Migrate(ctx, "dataagent_knowledge", knowledge.Migrations); err != nil {
+			t.Fatal(err)
+		}
+		a := knowledge.WithOwner(ctx, "key-a")
+		if _, err := knowledge.Open(db, "").Create(a, knowledge.Entry{Kind: knowledge.KindTerm, Source: "shop", Term: "客单价", Description: "earlier"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Migrate(ctx, knowledge.DefaultAgent, knowledge.Migrations); err != nil {
+			t.Fatalf("the agent's Migrations on the earlier tables: %v", err)
+		}
+		es, err := knowledge.Open(db, "").List(a, knowledge.Filter{Kind: knowledge.KindTerm})
+		if err != nil || len(es) != 1 || es[0].Description != "earlier" {
+			t.Errorf("after the migration: %+v %v, want the earlier term", es, err)
 		}
 	})
 }
