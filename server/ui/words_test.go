@@ -78,12 +78,16 @@ func TestBrowserChineseWhole(t *testing.T) {
 		}
 	}
 
-	// The demo: its approval card; the steps fold under a count.
+	// The demo: its approval card; the steps fold under a count. The card
+	// comes with the stream; the history is drawn after it ends, when the
+	// page reads the thread again (and then says the run waits).
 	pending := `.card.confirm[data-state="pending"]`
 	b.pickAgent("demo")
 	b.send("发布")
 	b.do("wait for the demo's card", chromedp.WaitVisible(chromedp.CSS(pending)),
-		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#history .src`)))
 	english("the demo's approval card")
 	if got := b.text(`.run details.steps > summary`); got != "步骤：9 步" {
 		t.Errorf("the demo's steps are summed up as %q, want 步骤：9 步", got)
@@ -102,11 +106,13 @@ func TestBrowserChineseWhole(t *testing.T) {
 	b.pickAgent("schedule")
 	b.send("帮我安排下周的复习")
 	b.do("wait for the plan card", chromedp.WaitVisible(chromedp.CSS(pending)),
-		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)))
 	english("the schedule's plan card")
 	b.do("accept the plan", chromedp.Click(chromedp.CSS(pending+` button.accept`)),
 		chromedp.WaitReady(chromedp.CSS(`.card.confirm[data-state="accepted"]`)),
-		chromedp.WaitVisible(chromedp.CSS(pending)))
+		chromedp.WaitVisible(chromedp.CSS(pending)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)))
 	english("the schedule's tool results")
 	if shown := eval[bool](b, `document.querySelector('.card.tool-call code').checkVisibility()`); shown {
 		t.Error("a tool's name shows outside its details")
@@ -117,7 +123,8 @@ func TestBrowserChineseWhole(t *testing.T) {
 	b.pickAgent("cabin")
 	b.send("查订单A123，如果没发货就取消")
 	b.do("wait for the cabin's card", chromedp.WaitVisible(chromedp.CSS(pending)),
-		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)))
+		chromedp.WaitEnabled(chromedp.CSS(pending+` button.accept`)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)))
 	english("the cabin's card")
 	b.do("accept the cabin's card", chromedp.Click(chromedp.CSS(pending+` button.accept`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run[data-status="done"] .bubble.reply`)))
