@@ -52,6 +52,14 @@ CREATE TABLE loom_assistant_versions (
 	PRIMARY KEY (owner, id, version)
 );
 `,
+}, {
+	Version: 2, Name: "the assistant each run was started with",
+	SQL: `
+CREATE TABLE loom_run_assistants (
+	run       text NOT NULL PRIMARY KEY,
+	assistant text NOT NULL
+);
+`,
 }}
 
 // migrateAssistants creates or upgrades the assistants' tables.
@@ -320,3 +328,67 @@ func mergeObjects(base, patch json.RawMessage) json.RawMessage {
 
 // newAssistantID is the id of an assistant the client named none for.
 func newAssistantID() string { return checkpoint.NewID() }
+
+// putRunAssistant records that run was started with assistant, one a key
+// created (a run of an agent's own assistant records nothing: its
+// assistant is its agent).
+func (s *records) putRunAssistant(ctx context.Context, run, assistant string) error {
+	if _, err := s.exec(ctx, `INSERT INTO loom_run_assistants (run, assistant) VALUES (?, ?)`, run, assistant); err != nil {
+		return fmt.Errorf("record the assistant of run %s: %w", run, err)
+	}
+	return nil
+}
+
+// fillRunAssistants sets the Assistant of each of recs started with an
+// assistant a key created; the others' stays empty (their agent's own).
+func (s *records) fillRunAssistants(ctx context.Context, recs ...*RunRecord) error {
+	var ids []string
+	for _, r := range recs {
+		if r.Assistant == "" {
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// One parameter, a JSON array, however many runs there are.
+	list, _ := json.Marshal(ids)
+	q := `SELECT run, assistant FROM loom_run_assistants WHERE run IN (SELECT value FROM json_each(?))`
+	if s.d == store.Postgres {
+		q = `SELECT run, assistant FROM loom_run_assistants WHERE run IN (SELECT jsonb_array_elements_text(?::jsonb))`
+	}
+	rows, err := s.db.SQL().QueryContext(ctx, s.q(q), string(list))
+	if err != nil {
+		return fmt.Errorf("read the assistants of runs: %w", err)
+	}
+	defer rows.Close()
+	byRun := map[string]string{}
+	for rows.Next() {
+		var run, assistant string
+		if err := rows.Scan(&run, &assistant); err != nil {
+			return fmt.Errorf("read the assistants of runs: %w", err)
+		}
+		byRun[run] = assistant
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the assistants of runs: %w", err)
+	}
+	for _, r := range recs {
+		if a, ok := byRun[r.ID]; ok {
+			r.Assistant = a
+		}
+	}
+	return nil
+}
+
+// assistantThreadMetadata is the metadata a run of assistant id gives
+// the thread it creates, when id is an assistant a key created: its
+// assistant_id names it (agentMetadata adds graph_id, the agent), so
+// that deleting the assistant with delete_threads finds the thread.
+func assistantThreadMetadata(a *builtAgent, id string) json.RawMessage {
+	if id == a.Name {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]string{"assistant_id": id})
+	return b
+}

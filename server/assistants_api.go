@@ -226,12 +226,21 @@ func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request, owner s
 	if _, ok := s.agents[id]; ok {
 		return errorf(http.StatusConflict, "read_only", "assistant %s is an agent's own and cannot be deleted", id)
 	}
-	if del, err := queryBool(r, "delete_threads"); err != nil {
+	del, err := queryBool(r, "delete_threads")
+	if err != nil {
 		return err
-	} else if del {
-		return errorf(http.StatusUnprocessableEntity, "unsupported", "delete_threads is not supported: delete the threads one by one")
 	}
-	err := s.records.deleteAssistant(r.Context(), owner, id)
+	if _, _, err := s.records.latestAssistant(r.Context(), owner, id); errors.Is(err, ErrNotFound) {
+		return errorf(http.StatusNotFound, "not_found", "assistant %q not found", id)
+	} else if err != nil {
+		return err
+	}
+	if del {
+		if err := s.deleteAssistantThreads(r.Context(), owner, id); err != nil {
+			return err
+		}
+	}
+	err = s.records.deleteAssistant(r.Context(), owner, id)
 	if errors.Is(err, ErrNotFound) {
 		return errorf(http.StatusNotFound, "not_found", "assistant %q not found", id)
 	}
@@ -239,6 +248,37 @@ func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request, owner s
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deleteAssistantThreads deletes owner's threads that a run of assistant
+// id created (their metadata's assistant_id names it, as in LangGraph).
+// A busy one stops it before anything is deleted: 409 naming the thread.
+func (s *Server) deleteAssistantThreads(ctx context.Context, owner, id string) error {
+	name, _ := json.Marshal(id)
+	q := threadQuery{Metadata: map[string]json.RawMessage{"assistant_id": name}, Limit: maxPage}
+	var all []*Thread
+	for {
+		ts, err := s.records.searchThreads(ctx, owner, q)
+		if err != nil {
+			return fmt.Errorf("find the threads of assistant %s: %w", id, err)
+		}
+		for _, t := range ts {
+			if t.Status == StatusBusy || s.busy(t.ID) {
+				return errorf(http.StatusConflict, "busy", "thread %s of assistant %s has a run going; cancel it first (nothing was deleted)", publicID(t.ID), id)
+			}
+		}
+		all = append(all, ts...)
+		if len(ts) < q.Limit {
+			break
+		}
+		q.Offset += len(ts)
+	}
+	for _, t := range all {
+		if err := s.removeThread(ctx, t.ID); err != nil {
+			return fmt.Errorf("delete the threads of assistant %s: %w", id, err)
+		}
+	}
 	return nil
 }
 

@@ -257,3 +257,64 @@ func TestSourceSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestAssistantRunsAndThreads: a run of a created assistant reports the
+// assistant's id, and the thread it creates names it in its metadata;
+// deleting the assistant with delete_threads deletes those threads and
+// no other.
+func TestAssistantRunsAndThreads(t *testing.T) {
+	ts := startServer(t, server.Options{Agents: toneAgents(t), Keys: []string{"k1"}})
+	if st, b := call(t, "POST", ts.URL+"/assistants", "k1", map[string]any{"assistant_id": "loud", "graph_id": "tone", "context": map[string]any{"tone": "loud"}}); st != 200 {
+		t.Fatalf("create: %d %s", st, b)
+	}
+	// A thread made by a run of the assistant, one by a run of the agent.
+	start := func(assistant string) (thread, run string) {
+		t.Helper()
+		st, b := call(t, "POST", ts.URL+"/threads/"+assistant+"-thread/runs", "k1", map[string]any{"assistant_id": assistant,
+			"input": map[string]any{"text": "x"}, "if_not_exists": "create"})
+		if st != 200 {
+			t.Fatalf("run %s: %d %s", assistant, st, b)
+		}
+		r := mustJSON(t, b)
+		if r["assistant_id"] != assistant {
+			t.Fatalf("run of %s reports assistant_id %v", assistant, r["assistant_id"])
+		}
+		thread, run = r["thread_id"].(string), r["run_id"].(string)
+		if st, b := call(t, "GET", ts.URL+"/threads/"+thread+"/runs/"+run+"/join", "k1", nil); st != 200 {
+			t.Fatalf("join: %d %s", st, b)
+		}
+		return thread, run
+	}
+	mine, run := start("loud")
+	other, _ := start("tone")
+	// Read back once the run is over: from the records.
+	st, b := call(t, "GET", ts.URL+"/threads/"+mine+"/runs/"+run, "k1", nil)
+	if st != 200 || mustJSON(t, b)["assistant_id"] != "loud" {
+		t.Fatalf("finished run: %d %s, want assistant_id loud", st, b)
+	}
+	st, b = call(t, "GET", ts.URL+"/threads/"+mine+"/runs", "k1", nil)
+	var runs []map[string]any
+	if st != 200 || json.Unmarshal(b, &runs) != nil || len(runs) != 1 || runs[0]["assistant_id"] != "loud" {
+		t.Fatalf("runs of the thread: %d %s, want one with assistant_id loud", st, b)
+	}
+	st, b = call(t, "GET", ts.URL+"/threads/"+mine, "k1", nil)
+	if meta, _ := mustJSON(t, b)["metadata"].(map[string]any); st != 200 || meta["assistant_id"] != "loud" || meta["graph_id"] != "tone" {
+		t.Fatalf("thread of the assistant: %d %s, want metadata assistant_id loud, graph_id tone", st, b)
+	}
+
+	if st, b := call(t, "DELETE", ts.URL+"/assistants/loud?delete_threads=maybe", "k1", nil); st != 422 {
+		t.Fatalf("delete_threads=maybe: %d %s, want 422", st, b)
+	}
+	if st, b := call(t, "DELETE", ts.URL+"/assistants/loud?delete_threads=true", "k1", nil); st != 204 {
+		t.Fatalf("delete with its threads: %d %s", st, b)
+	}
+	if st, b := call(t, "GET", ts.URL+"/threads/"+mine, "k1", nil); st != 404 {
+		t.Fatalf("the assistant's thread after the delete: %d %s, want 404", st, b)
+	}
+	if st, b := call(t, "GET", ts.URL+"/threads/"+other, "k1", nil); st != 200 {
+		t.Fatalf("the agent's thread after the delete: %d %s, want it kept", st, b)
+	}
+	if st, b := call(t, "DELETE", ts.URL+"/assistants/loud?delete_threads=true", "k1", nil); st != 404 {
+		t.Fatalf("delete again: %d %s, want 404", st, b)
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +31,7 @@ type lgRun struct {
 }
 
 func runJSON(rec *RunRecord) lgRun {
-	return lgRun{RunID: rec.ID, ThreadID: publicID(rec.Thread), AssistantID: rec.Agent, CreatedAt: rec.Created, UpdatedAt: rec.Updated,
+	return lgRun{RunID: rec.ID, ThreadID: publicID(rec.Thread), AssistantID: cmp.Or(rec.Assistant, rec.Agent), CreatedAt: rec.Created, UpdatedAt: rec.Updated,
 		Status: rec.Status, Metadata: orEmptyObject(rec.Metadata), MultitaskStrategy: rec.Strategy, Kwargs: map[string]any{}}
 }
 
@@ -275,11 +276,14 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		if !temp && in.Resume != nil {
 			return nil, fmt.Errorf("resume thread %s: %w", tid, graph.ErrNoInterrupt)
 		}
-		if t, err = s.newThread(ctx, tid, owner, agentMetadata(nil, a.Name)); err != nil {
+		if t, err = s.newThread(ctx, tid, owner, agentMetadata(assistantThreadMetadata(a, req.AssistantID), a.Name)); err != nil {
 			return nil, err
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategy, req.Metadata, in)
+	if req.AssistantID != a.Name {
+		run.assistant = req.AssistantID
+	}
 	run.from, run.modes, run.config, run.webhook = from, modes, config, req.Webhook
 	run.user = userOf(ctx)
 	run.temp = temp && req.OnCompletion != "continue"
@@ -288,6 +292,12 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 			s.removeThread(context.WithoutCancel(ctx), t.ID)
 		}
 		return nil, err
+	}
+	if run.assistant != "" {
+		if err := s.records.putRunAssistant(ctx, run.id, run.assistant); err != nil {
+			// The run goes on; only its listing names its agent.
+			s.log.Warn("run's assistant not recorded", "run", run.id, "err", err)
+		}
 	}
 	if req.chat != nil && !run.temp {
 		// A temporary thread goes with its run: its conversation is not
@@ -430,6 +440,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, owner string) 
 	if err != nil {
 		return err
 	}
+	if err := s.records.fillRunAssistants(r.Context(), recs...); err != nil {
+		return err
+	}
 	for _, rec := range recs {
 		if !slices.ContainsFunc(out, func(x lgRun) bool { return x.RunID == rec.ID }) {
 			out = append(out, runJSON(rec))
@@ -454,6 +467,9 @@ func orEmpty[T any](s []T) []T {
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, owner string) error {
 	_, rec, err := s.findRun(r.Context(), r.PathValue("tid"), r.PathValue("rid"), owner)
 	if err != nil {
+		return err
+	}
+	if err := s.records.fillRunAssistants(r.Context(), rec); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, runJSON(rec))

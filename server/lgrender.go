@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 
@@ -69,7 +70,7 @@ func (l *lgRender) messageID(e *event) string {
 
 func (l *lgRender) meta(e *event) map[string]any {
 	return map[string]any{"langgraph_node": e.Node, "langgraph_step": e.Step, "thread_id": publicID(l.run.thread),
-		"run_id": l.run.id, "assistant_id": l.run.agent, "tags": []string{}}
+		"run_id": l.run.id, "assistant_id": cmp.Or(l.run.assistant, l.run.agent), "tags": []string{}}
 }
 
 func (l *lgRender) chainEvent(kind, name string, e *event, data any) map[string]any {

@@ -131,7 +131,7 @@ func (x *local) recoverRuns(ctx context.Context) error {
 	for _, u := range runs {
 		r := &run{id: u.rec.ID, thread: u.rec.Thread, agent: u.rec.Agent, owner: u.spec.Owner, strategy: u.rec.Strategy,
 			metadata: u.rec.Metadata, created: u.rec.Created, input: u.spec.Input, status: runPending,
-			from: u.spec.From, rollbackID: u.spec.Rollback, temp: u.spec.Temp, modes: u.spec.Modes, config: u.spec.Config, webhook: u.spec.Webhook, user: u.spec.User, recovered: true}
+			from: u.spec.From, rollbackID: u.spec.Rollback, temp: u.spec.Temp, modes: u.spec.Modes, config: u.spec.Config, webhook: u.spec.Webhook, user: u.spec.User, assistant: u.spec.Assistant, recovered: true}
 		r.input.Run = r.id
 		x.prepare(r)
 		if _, ok := s.agents[u.rec.Agent]; !ok && u.why == "" {

@@ -64,6 +64,9 @@ type run struct {
 	// webhook, when set, is where the run's outcome is POSTed when it
 	// ends (see webhook.go).
 	webhook string
+	// assistant is the assistant a key created that the run was started
+	// with; "" for the agent's own.
+	assistant string
 	// user is whom the bearer token that started the run names (see
 	// Identity); nil for an API key.
 	user *User
@@ -100,7 +103,7 @@ func (s *Server) newRun(thread, agent, owner, strategy string, meta json.RawMess
 func (r *run) record() *RunRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec := &RunRecord{ID: r.id, Thread: r.thread, Agent: r.agent, Status: r.status, Strategy: r.strategy,
+	rec := &RunRecord{ID: r.id, Thread: r.thread, Agent: r.agent, Assistant: r.assistant, Status: r.status, Strategy: r.strategy,
 		Metadata: r.metadata, Created: r.created, Updated: r.created}
 	if r.status != runPending && r.status != runRunning {
 		rec.Error, rec.Updated = r.end.Err, r.end.Time
@@ -161,7 +164,7 @@ func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 // spec is what it takes to execute r again, after a restart or on
 // another replica: it is stored with r's record.
 func (r *run) spec() jobSpec {
-	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config, Webhook: r.webhook, User: r.user}
+	return jobSpec{Input: r.input, Owner: r.owner, From: r.from, Rollback: r.rollbackID, Temp: r.temp, Modes: r.modes, Config: r.config, Webhook: r.webhook, User: r.user, Assistant: r.assistant}
 }
 
 // runFrom runs r from where it stands, on SQLite and on the job queue: a

@@ -42,15 +42,18 @@ const (
 
 // RunRecord is a finished run's record in the store.
 type RunRecord struct {
-	ID       string
-	Thread   string
-	Agent    string
-	Status   string // pending, running, success, error, interrupted
-	Strategy string
-	Metadata json.RawMessage
-	Error    string
-	Created  time.Time
-	Updated  time.Time
+	ID     string
+	Thread string
+	Agent  string
+	// Assistant is the assistant a key created that the run was started
+	// with; "" for the agent's own.
+	Assistant string
+	Status    string // pending, running, success, error, interrupted
+	Strategy  string
+	Metadata  json.RawMessage
+	Error     string
+	Created   time.Time
+	Updated   time.Time
 }
 
 // migrations are the server's tables, beside the checkpoints. On SQLite
