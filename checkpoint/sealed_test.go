@@ -54,7 +54,8 @@ func TestSealedSaver(t *testing.T) {
 const secret = "the launch code is 0451"
 
 // secretCheckpoint has the secret in its state, its questions' payloads
-// and defaults, its resumes and its branches' answers.
+// and defaults, its resumes, its branches' answers and a finished
+// branch's result.
 func secretCheckpoint(thread string, head *checkpoint.Checkpoint) *checkpoint.Checkpoint {
 	cp := checkpoint.Next(thread, head, checkpoint.SourceStep)
 	q := fmt.Sprintf(`{"text":%q}`, secret)
@@ -66,6 +67,7 @@ func secretCheckpoint(thread string, head *checkpoint.Checkpoint) *checkpoint.Ch
 	})
 	cp.Resumes = []json.RawMessage{json.RawMessage(q)}
 	cp.Answers = map[string][]json.RawMessage{"confirm[0]": {json.RawMessage(q)}}
+	cp.Done = map[string]json.RawMessage{"confirm[2]": json.RawMessage(q)}
 	cp.Counters = map[string]int{"fix->check": 2}
 	cp.Meta.Node = "draft"
 	return cp
@@ -87,7 +89,7 @@ func TestSealedHidesUserData(t *testing.T) {
 	if bytes.Contains(raw, []byte("0451")) {
 		t.Fatalf("the saver underneath holds the secret: %s", raw)
 	}
-	if !seal.IsSealed(stored.State) || stored.Interrupt != nil || stored.Resumes != nil || stored.Answers != nil {
+	if !seal.IsSealed(stored.State) || stored.Interrupt != nil || stored.Resumes != nil || stored.Answers != nil || stored.Done != nil {
 		t.Fatalf("stored checkpoint keeps sealed fields in the clear: %s", raw)
 	}
 	// What the saver needs, and what lists and drawings show, stays clear.
@@ -104,7 +106,7 @@ func TestSealedHidesUserData(t *testing.T) {
 	}
 	if !bytes.Equal(got.State, cp.State) || len(got.Pending()) != 2 || string(got.Interrupts[1].Default) != string(cp.Interrupts[1].Default) ||
 		!got.Interrupts[1].Deadline.Equal(cp.Interrupts[1].Deadline) || string(got.Resumes[0]) != string(cp.Resumes[0]) ||
-		string(got.Answers["confirm[0]"][0]) != string(cp.Answers["confirm[0]"][0]) {
+		string(got.Answers["confirm[0]"][0]) != string(cp.Answers["confirm[0]"][0]) || string(got.Done["confirm[2]"]) != string(cp.Done["confirm[2]"]) {
 		t.Fatalf("round trip lost data: got %+v", got)
 	}
 }
