@@ -125,9 +125,9 @@ type Options struct {
 	// Codec, when set, seals the checkpoints and the long-term store's
 	// items at rest (see store.WithCodec); loom serve makes it from
 	// LOOM_ENCRYPTION_KEYS. The server's own tables stay in the clear:
-	// threads' and runs' metadata and errors, the chat endpoint's
-	// messages, assistants, crons and webhooks, and runs' inputs and
-	// events while they are queued or streamed.
+	// threads' and runs' records (metadata, errors, the input a run was
+	// queued with), the chat endpoint's messages, assistants, crons,
+	// webhooks and, on Postgres, runs' events.
 	Codec seal.Codec
 
 	// The options below apply on Postgres, where runs are River jobs.
