@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/loomkit/loom/checkpoint"
 )
 
 // Map returns a node that fans out: it runs fn concurrently on every item
@@ -149,12 +152,24 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 
 // Subgraph returns a node that runs the graph inner to its end on a state
 // of its own: in maps the outer state to inner's, out maps inner's final
-// state back. The subgraph's steps are part of the outer node's step and
-// are not checkpointed on their own; their events name the node
-// "outer/inner". When a node inside asks a question, the outer node is
-// interrupted with it; on resume the subgraph runs again from its start,
-// and its Ask calls get the answers in order (the re-run contract of Ask
-// applies to every node inside).
+// state back. Its events name the node "outer/inner" and carry the
+// namespace "outer" (see Event.Namespace). When a node inside asks a
+// question, the outer node is interrupted with it.
+//
+// With a saver, the subgraph keeps its own checkpoints, in the outer
+// graph's saver, on the thread SubgraphThread(thread, node) (for a
+// subgraph nested in a subgraph, derived from the middle one's thread
+// again). When the outer node runs again in the same step — on resume,
+// after a crash — the subgraph continues at its last checkpoint, on the
+// state kept there: the inner node that asked runs again, the inner nodes
+// before it do not, and a subgraph that had finished gives its final
+// state without running. Its checkpoints belong to the outer step (see
+// checkpoint.Nest): once the outer node has finished, the next visit of
+// the node starts the subgraph afresh, and the old checkpoints are only
+// history. A node runs a given subgraph once per step. Without a saver,
+// the subgraph runs again from its start on resume, and its Ask calls get
+// the answers in order (the re-run contract of Ask applies to every node
+// inside).
 //
 // The result is a plain NodeFunc, for use inside other nodes (a Parallel
 // branch, say); to add a node the compiled graph knows holds inner, so that
@@ -165,6 +180,7 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 	return func(ctx context.Context, s S) (S, error) {
 		parent := runOf(ctx)
 		rc := &runCtx{ask: &askState{}}
+		c := &sub
 		if parent != nil {
 			rc.thread, rc.run, rc.emit, rc.ask = parent.thread, parent.run, parent.emit, parent.ask
 			rc.prefix = parent.node + "/"
@@ -172,21 +188,106 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 			if rc.ask == nil {
 				rc.ask = &askState{}
 			}
+			if parent.emit != nil {
+				thread, ns := parent.thread, parent.node
+				rc.emit = func(e Event) bool {
+					e.Thread = thread
+					if e.Namespace == "" {
+						e.Namespace = ns
+					}
+					return parent.emit(e)
+				}
+			}
+			if parent.saver != nil {
+				withSaver := sub
+				c = &withSaver
+				c.saver = parent.saver
+				rc.saver = parent.saver
+				rc.thread = SubgraphThread(parent.thread, strings.TrimPrefix(parent.node, parent.prefix))
+			}
 		}
-		r := &runner[T]{c: &sub, rc: rc, nested: true, state: in(s)}
+		r := &runner[T]{c: c, rc: rc, nested: true}
 		if len(sub.budgets) > 0 {
 			rc.budgets = r
 		}
+		rc.kept = r.keeper()
 		r.ctx = context.WithValue(ctx, runKey{}, rc)
-		r.counters = sub.countersFromMap(nil)
-		first, err := sub.next(r.ctx, &sub.start, r.state, r.counters)
+		first, done, err := r.enter(func() T { return in(s) })
 		if err != nil {
 			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
 		}
-		if _, err := r.loop(first); err != nil {
-			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
+		if !done {
+			if _, err := r.loop(first); err != nil {
+				if done := rc.kept.all(); done != nil && IsInterrupt(err) {
+					// The inner fan-out's finished branches wait with
+					// the question.
+					if werr := r.writeBranches(done); werr != nil {
+						return s, fmt.Errorf("subgraph %s: %w", sub.name, werr)
+					}
+				}
+				return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
+			}
 		}
 		return out(s, r.state), nil
+	}
+}
+
+// SubgraphThread is the thread on which a subgraph run by node of thread
+// keeps its checkpoints: thread, "|" and node ("t1|review").
+func SubgraphThread(thread, node string) string { return thread + "|" + node }
+
+// enter readies a subgraph's run: the node it runs first, or done when
+// it had finished in this outer step. Without a saver it starts on
+// fresh(); with one it continues the subgraph's checkpoints of this outer
+// step, or writes a first one for it.
+func (r *runner[S]) enter(fresh func() S) (first int, done bool, err error) {
+	c := r.c
+	var key string
+	if c.saver != nil {
+		key = r.rc.keyBase + "#" + c.name
+		head, err := c.saver.Get(r.ctx, r.rc.thread, "")
+		if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return 0, false, fmt.Errorf("load thread %s: %w", r.rc.thread, err)
+		}
+		r.head = head
+		if head != nil && head.Nest != nil && head.Nest.Step == key {
+			if err := r.load(); err != nil {
+				return 0, false, err
+			}
+			r.rc.step = r.head.Step
+			r.counters = c.countersFromMap(r.head.Counters)
+			r.nest(key, r.head.Nest.Used)
+			r.rc.kept.reset(r.head.Done)
+			if len(r.head.Next) == 0 {
+				return endIndex, true, nil
+			}
+			first, err = r.headNext()
+			return first, false, err
+		}
+	}
+	r.state = fresh()
+	r.counters = c.countersFromMap(nil)
+	if first, err = c.next(r.ctx, &c.start, r.state, r.counters); err != nil {
+		return 0, false, err
+	}
+	if c.saver != nil {
+		r.nest(key, 0)
+		r.rc.step = 0
+		err = r.save(checkpoint.SourceInput, "", first, func(cp *checkpoint.Checkpoint) { cp.Step = 0 })
+	}
+	return first, false, err
+}
+
+// nest makes every checkpoint of the subgraph's run name the outer step
+// key, and count the outer node's answers its finished steps took: used
+// before this run, and those its Ask calls take (the outer node's
+// questions are counted in order across the subgraph's nodes).
+func (r *runner[S]) nest(key string, used int) {
+	a := r.rc.ask
+	base := a.asked
+	a.asked += used
+	r.rc.nest = func(cp *checkpoint.Checkpoint) {
+		cp.Nest = &checkpoint.Nest{Step: key, Used: a.asked - base}
 	}
 }
 

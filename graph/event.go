@@ -50,6 +50,10 @@ type Event struct {
 	// Node is the node the event belongs to; in a fan-out branch it is
 	// "node[i]", in a subgraph "outer/inner".
 	Node string
+	// Namespace, for an event from inside a subgraph, is the path of the
+	// node that runs the subgraph ("outer", or "outer/middle" two levels
+	// down); "" for the run's own graph.
+	Namespace string
 	// Step is the thread's step number of the node running.
 	Step int
 	// Checkpoint is the id of the checkpoint written, where one was.

@@ -30,6 +30,12 @@ type runCtx struct {
 	// kept holds the results of the running node's fan-out branches that
 	// finished; nil without a saver.
 	kept *kept
+	// saver is the run's saver, which its subgraphs keep their
+	// checkpoints in; nil without one.
+	saver checkpoint.Saver
+	// nest, in a subgraph's run with a saver, marks each checkpoint it
+	// writes (see checkpoint.Nest).
+	nest func(*checkpoint.Checkpoint)
 }
 
 // askState tracks a node's questions, or a fan-out branch's: the answers

@@ -183,7 +183,7 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 	if len(c.budgets) > 0 {
 		r.rc.budgets = r
 	}
-	r.rc.kept = r.keeper()
+	r.rc.saver, r.rc.kept = c.saver, r.keeper()
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	res, err := r.run(in)
 	if res != nil && err == nil {
@@ -240,6 +240,9 @@ func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func
 		cp.Next = []string{r.c.nodeName(next)}
 	}
 	cp.Counters = r.c.countersToMap(r.counters)
+	if r.rc.nest != nil {
+		r.rc.nest(cp)
+	}
 	if fill != nil {
 		fill(cp)
 	}

@@ -3,9 +3,12 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint"
@@ -230,4 +233,137 @@ func ExampleGraph_Subgraph() {
 	// Output:
 	// [book a room invite] 1
 	// [fix]
+}
+
+// askTwice is a subgraph: "prep" counts its runs and adds 1, then "one"
+// and "two" each ask a question and log the answer.
+func askTwice(t testing.TB, preps *atomic.Int32) *graph.Compiled[counter] {
+	t.Helper()
+	asker := func(name string) graph.NodeFunc[counter] {
+		return func(ctx context.Context, s counter) (counter, error) {
+			a, err := graph.Ask[string](ctx, name+"?")
+			if err != nil {
+				return s, err
+			}
+			s.Log = append(s.Log, name+"="+a)
+			return s, nil
+		}
+	}
+	return must(graph.New[counter]("inner").
+		Node("prep", func(_ context.Context, s counter) (counter, error) { preps.Add(1); s.N++; return s, nil }).
+		Node("one", asker("one")).
+		Node("two", asker("two")).
+		Edge(graph.Start, "prep").Edge("prep", "one").Edge("one", "two").Edge("two", graph.End).
+		Compile())(t)
+}
+
+// outerOf runs inner as node "sub", then "after"; "again" sends the run
+// through sub a second time while the state's N is below 10.
+func outerOf(t testing.TB, inner *graph.Compiled[counter], saver checkpoint.Saver) *graph.Compiled[counter] {
+	t.Helper()
+	return must(graph.New[counter]("outer").
+		Subgraph("sub", graph.Nest(inner, func(s counter) counter { return counter{N: s.N} },
+			func(s counter, in counter) counter { s.N = in.N; s.Log = append(s.Log, in.Log...); return s })).
+		Node("after", inc("after")).
+		Edge(graph.Start, "sub").Edge("sub", "after").
+		Route("after", func(s counter) string {
+			if s.N < 10 {
+				return "sub"
+			}
+			return graph.End
+		}, "sub", graph.End).
+		Loop("after", "sub", 3, graph.End).
+		Compile(graph.WithSaver(saver)))(t)
+}
+
+// A subgraph keeps its own checkpoints: a resume after a restart (a new
+// Compiled on the same SQLite file) continues inside it at the node that
+// asked; the inner node before is not run again, and each inner question
+// gets its own answer. Once the outer node finished, its next visit
+// starts the subgraph afresh.
+func TestSubgraphResumesInside(t *testing.T) {
+	ctx := t.Context()
+	db := filepath.Join(t.TempDir(), "sub.db")
+	var preps atomic.Int32
+	c := outerOf(t, askTwice(t, &preps), sqliteAt(t, db))
+	res := must(c.Invoke(ctx, "t", func(s *counter) { s.N = 5 }))(t)
+	if res.Status != graph.StatusInterrupted || res.Interrupt == nil || string(res.Interrupt.Payload) != `"one?"` || res.Interrupt.Node != "sub" {
+		t.Fatalf("got %s with %+v, want sub interrupted by one's question", res.Status, res.Interrupt)
+	}
+	inner := must(sqliteAt(t, db).Get(ctx, graph.SubgraphThread("t", "sub"), ""))(t)
+	if inner.Nest == nil || !slices.Equal(inner.Next, []string{"one"}) {
+		t.Fatalf("the subgraph's head: next %v, nest %+v; want one next, tied to the outer step", inner.Next, inner.Nest)
+	}
+
+	// A new process: a new Compiled on the same file.
+	c = outerOf(t, askTwice(t, &preps), sqliteAt(t, db))
+	var nss []string
+	for e, err := range c.Stream(ctx, "t", graph.Input[counter]{Resume: "yes"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Thread != "t" {
+			t.Fatalf("event %s of %s on thread %q, want the outer thread t", e.Kind, e.Node, e.Thread)
+		}
+		if e.Kind == graph.KindNodeStart {
+			nss = append(nss, e.Namespace+" "+e.Node)
+		}
+	}
+	if want := []string{" sub", "sub sub/one", "sub sub/two"}; !slices.Equal(nss, want) {
+		t.Errorf("node starts (namespace, node) %q, want %q: the run continues at one", nss, want)
+	}
+	res = must(c.Resume(ctx, "t", "no"))(t)
+	if res.Status != graph.StatusInterrupted || res.Interrupt == nil || string(res.Interrupt.Payload) != `"one?"` {
+		t.Fatalf("after two answers: %s with %+v; want the second visit of sub asking one again", res.Status, res.Interrupt)
+	}
+	if want := []string{"one=yes", "two=no", "after"}; !slices.Equal(res.State.Log, want) {
+		t.Errorf("log %v, want %v: each question its own answer", res.State.Log, want)
+	}
+	if n := preps.Load(); n != 2 {
+		t.Errorf("prep ran %d times, want 2: once per visit of sub, not again on resume", n)
+	}
+	if res.State.N != 7 {
+		t.Errorf("N = %d, want 7 (5, prep, after)", res.State.N)
+	}
+}
+
+// A subgraph that had finished when the process died before the outer
+// step was written gives its final state without running again.
+func TestFinishedSubgraphIsNotRunAgain(t *testing.T) {
+	ctx := t.Context()
+	saver := checkpoint.NewMemory()
+	var runs atomic.Int32
+	inner := must(graph.New[counter]("inner").
+		Node("work", func(_ context.Context, s counter) (counter, error) { runs.Add(1); s.N += 100; return s, nil }).
+		Edge(graph.Start, "work").Edge("work", graph.End).Compile())(t)
+	var crash atomic.Bool
+	crash.Store(true)
+	c := must(graph.New[counter]("outer").
+		Node("both", graph.Subgraph(inner, func(s counter) counter { return s }, func(_ counter, r counter) counter { return r })).
+		Edge(graph.Start, "both").Edge("both", graph.End).
+		Compile(graph.WithSaver(faultySaver{Saver: saver, fail: func(cp *checkpoint.Checkpoint) bool {
+			// The outer step's checkpoint is lost, as if the process died.
+			return crash.Load() && cp.Thread == "t" && cp.Meta.Node == "both"
+		}})))(t)
+	if _, err := c.Invoke(ctx, "t", nil); err == nil {
+		t.Fatal("the outer step was written; want the run to fail")
+	}
+	crash.Store(false)
+	res := must(c.Continue(ctx, "t"))(t)
+	if res.Status != graph.StatusDone || res.State.N != 100 || runs.Load() != 1 {
+		t.Fatalf("got %s, N = %d, work ran %d times; want done with 100, work once", res.Status, res.State.N, runs.Load())
+	}
+}
+
+// faultySaver refuses the checkpoints fail picks.
+type faultySaver struct {
+	checkpoint.Saver
+	fail func(*checkpoint.Checkpoint) bool
+}
+
+func (f faultySaver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
+	if f.fail(cp) {
+		return errors.New("disk gone")
+	}
+	return f.Saver.Put(ctx, cp)
 }
