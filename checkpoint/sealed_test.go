@@ -3,7 +3,6 @@ package checkpoint_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,27 +15,15 @@ import (
 	"github.com/loomkit/loom/checkpoint/savertest"
 	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/seal"
+	"github.com/loomkit/loom/seal/sealtest"
 )
-
-func testKeys(t testing.TB, spec string) *seal.Keyring {
-	t.Helper()
-	var parts []string
-	for _, id := range strings.Split(spec, ",") { // each id's key is its last byte, repeated
-		parts = append(parts, id+":"+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{id[len(id)-1]}, seal.KeySize)))
-	}
-	k, err := seal.ParseKeys(strings.Join(parts, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // The sealed saver passes the conformance suite over the memory saver
 // and over SQLite.
 func TestSealedSaver(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		savertest.Run(t, func(t *testing.T) checkpoint.Saver {
-			return checkpoint.Sealed(checkpoint.NewMemory(), testKeys(t, "k1"))
+			return checkpoint.Sealed(checkpoint.NewMemory(), sealtest.Keys(t, "k1"))
 		})
 	})
 	t.Run("sqlite", func(t *testing.T) {
@@ -46,7 +33,7 @@ func TestSealedSaver(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return checkpoint.Sealed(s, testKeys(t, "k1"))
+			return checkpoint.Sealed(s, sealtest.Keys(t, "k1"))
 		})
 	})
 }
@@ -76,7 +63,7 @@ func secretCheckpoint(thread string, head *checkpoint.Checkpoint) *checkpoint.Ch
 func TestSealedHidesUserData(t *testing.T) {
 	ctx := context.Background()
 	inner := checkpoint.NewMemory()
-	s := checkpoint.Sealed(inner, testKeys(t, "k1"))
+	s := checkpoint.Sealed(inner, sealtest.Keys(t, "k1"))
 	cp := secretCheckpoint("t1", nil)
 	if err := s.Put(ctx, cp); err != nil {
 		t.Fatal(err)
@@ -115,10 +102,10 @@ func TestSealedRotation(t *testing.T) {
 	ctx := context.Background()
 	inner := checkpoint.NewMemory()
 	first := secretCheckpoint("t1", nil)
-	if err := checkpoint.Sealed(inner, testKeys(t, "k1")).Put(ctx, first); err != nil {
+	if err := checkpoint.Sealed(inner, sealtest.Keys(t, "k1")).Put(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	rotated := checkpoint.Sealed(inner, testKeys(t, "k2,k1"))
+	rotated := checkpoint.Sealed(inner, sealtest.Keys(t, "k2", "k1"))
 	got, err := rotated.Get(ctx, "t1", "")
 	if err != nil {
 		t.Fatalf("keys k2,k1 read a k1 checkpoint: %v", err)
@@ -135,7 +122,7 @@ func TestSealedRotation(t *testing.T) {
 		t.Fatalf("new write sealed with %.25s…, want k2", stored.State)
 	}
 	// Without k1 the old checkpoint is an error naming the key; the new one reads.
-	k2only := checkpoint.Sealed(inner, testKeys(t, "k2"))
+	k2only := checkpoint.Sealed(inner, sealtest.Keys(t, "k2"))
 	if _, err := k2only.Get(ctx, "t1", first.ID); !errors.Is(err, seal.ErrUnknownKey) || !strings.Contains(err.Error(), `"k1"`) {
 		t.Fatalf("reading a k1 checkpoint with k2 alone: %v, want ErrUnknownKey naming k1", err)
 	}
@@ -163,7 +150,7 @@ func (t tamperer) Get(ctx context.Context, thread, id string) (*checkpoint.Check
 
 func TestSealedTampered(t *testing.T) {
 	ctx := context.Background()
-	keys := testKeys(t, "k1")
+	keys := sealtest.Keys(t, "k1")
 	for name, change := range map[string]func([]byte) []byte{
 		"a ciphertext byte": func(b []byte) []byte {
 			i := len(b) / 2
@@ -195,7 +182,7 @@ func TestSealedReadsClearHistory(t *testing.T) {
 	if err := inner.Put(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	s := checkpoint.Sealed(inner, testKeys(t, "k1"))
+	s := checkpoint.Sealed(inner, sealtest.Keys(t, "k1"))
 	got, err := s.Get(ctx, "t1", "")
 	if err != nil || !bytes.Equal(got.State, old.State) || got.Interrupt == nil || got.Interrupt.ID != "a" {
 		t.Fatalf("clear checkpoint read as %+v, %v", got, err)
@@ -218,7 +205,7 @@ func TestSealedReadsClearHistory(t *testing.T) {
 func BenchmarkSealedPut(b *testing.B) {
 	b.Run("clear", func(b *testing.B) { savertest.BenchPut(b, checkpoint.NewMemory()) })
 	b.Run("sealed", func(b *testing.B) {
-		savertest.BenchPut(b, checkpoint.Sealed(checkpoint.NewMemory(), testKeys(b, "k1")))
+		savertest.BenchPut(b, checkpoint.Sealed(checkpoint.NewMemory(), sealtest.Keys(b, "k1")))
 	})
 	big := func(b *testing.B, s checkpoint.Saver) {
 		ctx := context.Background()
@@ -236,14 +223,14 @@ func BenchmarkSealedPut(b *testing.B) {
 		}
 	}
 	b.Run("clear-64KiB", func(b *testing.B) { big(b, checkpoint.NewMemory()) })
-	b.Run("sealed-64KiB", func(b *testing.B) { big(b, checkpoint.Sealed(checkpoint.NewMemory(), testKeys(b, "k1"))) })
+	b.Run("sealed-64KiB", func(b *testing.B) { big(b, checkpoint.Sealed(checkpoint.NewMemory(), sealtest.Keys(b, "k1"))) })
 }
 
 // BenchmarkSealedGet reads the head back: the open's cost.
 func BenchmarkSealedGet(b *testing.B) {
 	b.Run("clear", func(b *testing.B) { savertest.BenchGetHead(b, checkpoint.NewMemory()) })
 	b.Run("sealed", func(b *testing.B) {
-		savertest.BenchGetHead(b, checkpoint.Sealed(checkpoint.NewMemory(), testKeys(b, "k1")))
+		savertest.BenchGetHead(b, checkpoint.Sealed(checkpoint.NewMemory(), sealtest.Keys(b, "k1")))
 	})
 }
 
@@ -263,7 +250,7 @@ func BenchmarkSealedSQLiteStorage(b *testing.B) {
 			defer raw.Close()
 			var s checkpoint.Saver = raw
 			if sealed {
-				s = checkpoint.Sealed(raw, testKeys(b, "k1"))
+				s = checkpoint.Sealed(raw, sealtest.Keys(b, "k1"))
 			}
 			thread := ""
 			for b.Loop() {

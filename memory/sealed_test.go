@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -11,30 +10,16 @@ import (
 	"testing"
 
 	"github.com/loomkit/loom/seal"
+	"github.com/loomkit/loom/seal/sealtest"
 	"github.com/loomkit/loom/store"
 )
-
-// testKeys returns a keyring of the ids in spec ("k2,k1"), each id's key
-// its last byte repeated.
-func testKeys(t testing.TB, spec string) *seal.Keyring {
-	t.Helper()
-	var parts []string
-	for _, id := range strings.Split(spec, ",") {
-		parts = append(parts, id+":"+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{id[len(id)-1]}, seal.KeySize)))
-	}
-	k, err := seal.ParseKeys(strings.Join(parts, ","))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // withSealed adds to bs a sealed variant of each backend, so that every
 // test of the store also runs on sealed items.
 func withSealed(bs map[string]backend) map[string]backend {
 	for name, b := range bs {
 		bs[name+"-sealed"] = func(t *testing.T, opts Options) func(string) Store {
-			opts.Codec = testKeys(t, "k1")
+			opts.Codec = sealtest.Keys(t, "k1")
 			return b(t, opts)
 		}
 	}
@@ -73,7 +58,7 @@ func TestSealedItemsAtRest(t *testing.T) {
 	for _, sealed := range []bool{false, true} {
 		var keys seal.Codec
 		if sealed {
-			keys = testKeys(t, "k1")
+			keys = sealtest.Keys(t, "k1")
 		}
 		db, it := openSQLite(t, filepath.Join(t.TempDir(), "loom.db"), keys)
 		s := it.For("key:a")
@@ -125,10 +110,10 @@ func TestSealedItemsRotationAndClearRows(t *testing.T) {
 	// An item written in the clear, then one sealed with k1.
 	_, clearStore := openSQLite(t, path, nil)
 	must(t, clearStore.For("").Put(ctx, []string{"n"}, "old", obj(`{"v": "clear"}`), PutOptions{}))
-	_, k1 := openSQLite(t, path, testKeys(t, "k1"))
+	_, k1 := openSQLite(t, path, sealtest.Keys(t, "k1"))
 	must(t, k1.For("").Put(ctx, []string{"n"}, "k1", obj(`{"v": "k1"}`), PutOptions{}))
 	// Keys k2,k1 read both and seal new writes with k2.
-	db, rotated := openSQLite(t, path, testKeys(t, "k2,k1"))
+	db, rotated := openSQLite(t, path, sealtest.Keys(t, "k2", "k1"))
 	s := rotated.For("")
 	for key, want := range map[string]string{"old": `{"v": "clear"}`, "k1": `{"v": "k1"}`} {
 		got, err := s.Get(ctx, []string{"n"}, key, true)
@@ -144,7 +129,7 @@ func TestSealedItemsRotationAndClearRows(t *testing.T) {
 		t.Fatalf("search over clear, k1 and k2 items: %v, %v", keys(found), err)
 	}
 	// Without k1 the k1 item is an error that names its key.
-	_, k2only := openSQLite(t, path, testKeys(t, "k2"))
+	_, k2only := openSQLite(t, path, sealtest.Keys(t, "k2"))
 	if _, err := k2only.For("").Get(ctx, []string{"n"}, "k1", true); !errors.Is(err, seal.ErrUnknownKey) || !strings.Contains(err.Error(), `"k1"`) {
 		t.Fatalf("get a k1 item with k2 alone: %v, want ErrUnknownKey naming k1", err)
 	}
@@ -156,7 +141,7 @@ func TestSealedItemsRotationAndClearRows(t *testing.T) {
 func TestSealedItemsRedisAtRest(t *testing.T) {
 	ctx := context.Background()
 	c, prefix := redisClient(t), redisPrefix(t)
-	s := NewRedis(c, prefix, Options{Codec: testKeys(t, "k1"), Embedder: &bagEmbedder{}}).For("key:a")
+	s := NewRedis(c, prefix, Options{Codec: sealtest.Keys(t, "k1"), Embedder: &bagEmbedder{}}).For("key:a")
 	must(t, s.Put(ctx, []string{"notes"}, "pin", obj(`{"text": "`+secret+`"}`), PutOptions{}))
 	var dump bytes.Buffer
 	iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
