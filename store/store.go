@@ -112,6 +112,8 @@ func Resolve(dbURL string) (Dialect, string, error) {
 // schema for every table, and pool_max_conns the pool size (default 20):
 //
 //	postgres://loom@db.internal:5432/app?sslmode=disable&search_path=loom
+//
+// WithCodec seals the checkpoints and store items at rest.
 func Open(ctx context.Context, dbURL string, opts ...Option) (*DB, error) {
 	db, err := open(ctx, dbURL)
 	if err != nil {
