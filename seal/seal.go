@@ -205,6 +205,9 @@ func (k *Keyring) Open(sealed []byte) ([]byte, error) {
 	if !IsSealed(sealed) {
 		return sealed, nil
 	}
+	if sealed[len(sealed)-1] != '"' {
+		return nil, fmt.Errorf("open sealed value: %w: cut short", ErrTampered)
+	}
 	rest := sealed[len(prefix) : len(sealed)-1]
 	i := bytes.IndexByte(rest, ':')
 	if i < 0 {
@@ -239,8 +242,8 @@ func (k *Keyring) ids() []string {
 	return ids
 }
 
-// IsSealed reports whether b is in the sealed form (whether or not it
-// opens).
+// IsSealed reports whether b starts as a sealed value does (whether or
+// not it opens).
 func IsSealed(b []byte) bool {
-	return len(b) > len(prefix) && bytes.HasPrefix(b, []byte(prefix)) && b[len(b)-1] == '"'
+	return bytes.HasPrefix(b, []byte(prefix))
 }

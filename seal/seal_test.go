@@ -127,12 +127,14 @@ func TestTampered(t *testing.T) {
 	// holds: the header is authenticated, so it must not open.
 	swapped := bytes.Replace(bytes.Clone(sealed), []byte(":k1:"), []byte(":k2:"), 1)
 	for name, bad := range map[string][]byte{
-		"nonce byte":      flip(body + 2),
-		"ciphertext byte": flip(body + 20),
-		"tag byte":        flip(len(sealed) - 4),
-		"cut short":       append(bytes.Clone(sealed[:body+10]), '"'),
-		"not base64":      append(append(bytes.Clone(sealed[:body]), "!!!!"...), '"'),
-		"key id swapped":  swapped,
+		"nonce byte":         flip(body + 2),
+		"ciphertext byte":    flip(body + 20),
+		"tag byte":           flip(len(sealed) - 4),
+		"cut short":          append(bytes.Clone(sealed[:body+10]), '"'),
+		"closing quote cut":  sealed[:len(sealed)-1],
+		"all but the header": sealed[:body],
+		"not base64":         append(append(bytes.Clone(sealed[:body]), "!!!!"...), '"'),
+		"key id swapped":     swapped,
 	} {
 		if _, err := k.Open(bad); !errors.Is(err, seal.ErrTampered) {
 			t.Errorf("%s: got %v, want ErrTampered", name, err)
@@ -235,4 +237,20 @@ func BenchmarkOpen(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzOpen: whatever is stored, Open returns the value, the plain text
+// or an error, never a panic; a value that opens was sealed by the keys.
+func FuzzOpen(f *testing.F) {
+	k := keyring(f, k1)
+	good, _ := k.Seal([]byte(`{"a":1}`))
+	for _, s := range [][]byte{good, good[:len(good)-1], []byte(`"sealed:aes256gcm:"`), []byte(`"sealed:aes256gcm:k1:"`), []byte(`{}`), nil} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		plain, err := k.Open(b)
+		if err == nil && seal.IsSealed(b) && !bytes.Equal(plain, []byte(`{"a":1}`)) {
+			t.Fatalf("a forged value %q opened as %q", b, plain)
+		}
+	})
 }
