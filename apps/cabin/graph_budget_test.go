@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 )
 
 // TestLoopsTakeTheirDrawnExits: each loop the cabin graph declares is
@@ -28,9 +28,6 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 		if e.Exit && e.Budget == "" {
 			exits[e.From] = e.To
 		}
-	}
-	for _, b := range sp.Budgets {
-		t.Errorf("budget %s: no run spends it here", b.Name)
 	}
 	run := func(t *testing.T, thread string, ins ...graph.Input[State]) ([]string, *graph.Result[State]) {
 		var path []string
@@ -150,41 +147,12 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 			c.check(t, path, res)
 		})
 	}
-	for from, to := range exits {
-		if !tested[from] {
-			t.Errorf("loop out of %s (exit %s): no run spends it here", from, to)
-		}
-	}
+	budgettest.Unspent(t, sp, tested)
 }
 
 // TestNoStateCountsABudget: no int field of the cabin's state counts
 // tries, retries, repairs or rejections, or the answers and steps its
 // loops count.
 func TestNoStateCountsABudget(t *testing.T) {
-	counter := regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch|Answers|Steps)$`)
-	var bad []string
-	seen := map[reflect.Type]bool{}
-	var walk func(reflect.Type, string)
-	walk = func(typ reflect.Type, path string) {
-		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
-			typ = typ.Elem()
-		}
-		if typ.Kind() != reflect.Struct || seen[typ] {
-			return
-		}
-		seen[typ] = true
-		for f := range typ.Fields() {
-			switch k := f.Type.Kind(); {
-			case !f.IsExported():
-			case k >= reflect.Int && k <= reflect.Uint64 && counter.MatchString(f.Name):
-				bad = append(bad, path+"."+f.Name)
-			default:
-				walk(f.Type, path+"."+f.Name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[State](), "State")
-	if len(bad) > 0 {
-		t.Errorf("state fields that count what a bound counts: %v", bad)
-	}
+	budgettest.NoCounters(t, reflect.TypeFor[State](), budgettest.Counter("Answers", "Steps"))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 	"github.com/loomkit/loom/llm/openai"
 )
 
@@ -201,10 +201,8 @@ func TestBudgetsTakeTheirDrawnExits(t *testing.T) {
 		t.Fatal(err)
 	}
 	drawing := c.Mermaid()
+	budgettest.UnspentBudgets(t, c.Spec(), tested)
 	for _, b := range c.Spec().Budgets {
-		if !tested[b.Name] {
-			t.Errorf("budget %s: no run spends it here", b.Name)
-		}
 		if !strings.Contains(drawing, fmt.Sprintf("|\"%s spent (%d)\"|", b.Name, b.Max)) {
 			t.Errorf("the drawing does not show %s's exit:\n%s", b.Name, drawing)
 		}
@@ -246,47 +244,8 @@ func tookExit(path, from []string, exit string) bool {
 	return false
 }
 
-// counterName is the name of a field that would count what a budget
-// counts: tries, retries, repairs, rejections.
-var counterName = regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch)$`)
-
 // TestNoStateCountsABudget: no int field of the analyst's state (nested
 // structs included) counts tries; the graph's budgets do.
 func TestNoStateCountsABudget(t *testing.T) {
-	if bad := budgetCounters(reflect.TypeFor[dataagent.State](), "State"); len(bad) > 0 {
-		t.Errorf("state fields that count what a budget counts: %v", bad)
-	}
-	// The check would catch one.
-	type counted struct{ SQLTries int }
-	if bad := budgetCounters(reflect.TypeFor[counted](), "counted"); len(bad) != 1 {
-		t.Errorf("the check misses SQLTries: %v", bad)
-	}
-}
-
-// budgetCounters lists the int fields of t (walked through structs,
-// pointers, slices and maps) named like a budget's count.
-func budgetCounters(t reflect.Type, path string) []string {
-	seen := map[reflect.Type]bool{}
-	var out []string
-	var walk func(t reflect.Type, path string)
-	walk = func(t reflect.Type, path string) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || seen[t] {
-			return
-		}
-		seen[t] = true
-		for f := range t.Fields() {
-			switch {
-			case !f.IsExported():
-			case f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Uint64 && counterName.MatchString(f.Name):
-				out = append(out, path+"."+f.Name)
-			default:
-				walk(f.Type, path+"."+f.Name)
-			}
-		}
-	}
-	walk(t, path)
-	return out
+	budgettest.NoCounters(t, reflect.TypeFor[dataagent.State](), budgettest.Counter())
 }

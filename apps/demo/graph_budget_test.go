@@ -3,7 +3,6 @@ package demo_test
 import (
 	"context"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 )
 
 // TestLoopTakesItsDrawnExit: the demo declares one bound, the check → fix
@@ -65,11 +65,5 @@ func TestLoopTakesItsDrawnExit(t *testing.T) {
 // TestNoStateCountsABudget: no int field of the demo's state counts
 // tries, retries, repairs or rejections.
 func TestNoStateCountsABudget(t *testing.T) {
-	counter := regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch)$`)
-	typ := reflect.TypeFor[demo.Doc]()
-	for f := range typ.Fields() {
-		if k := f.Type.Kind(); k >= reflect.Int && k <= reflect.Uint64 && counter.MatchString(f.Name) {
-			t.Errorf("Doc.%s counts what a bound counts", f.Name)
-		}
-	}
+	budgettest.NoCounters(t, reflect.TypeFor[demo.Doc](), budgettest.Counter())
 }

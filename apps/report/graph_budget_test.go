@@ -3,13 +3,13 @@ package report_test
 import (
 	"context"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/apps/report"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 )
 
 // TestBudgetsTakeTheirDrawnExits: the designer's one budget, the
@@ -72,32 +72,7 @@ func TestBudgetsTakeTheirDrawnExits(t *testing.T) {
 // the retries (Turn.Corrections counts the corrections that ran, for the
 // reply, not the units the budget spends).
 func TestNoStateCountsABudget(t *testing.T) {
-	counter := regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch)$`)
-	var bad []string
-	seen := map[reflect.Type]bool{}
-	var walk func(reflect.Type, string)
-	walk = func(typ reflect.Type, path string) {
-		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
-			typ = typ.Elem()
-		}
-		// FailureContext.Retry records, for the next turn's request, what
-		// the budget spent; it is written once the budget's exit is taken.
-		if typ.Kind() != reflect.Struct || seen[typ] || typ == reflect.TypeFor[report.FailureContext]() {
-			return
-		}
-		seen[typ] = true
-		for f := range typ.Fields() {
-			switch k := f.Type.Kind(); {
-			case !f.IsExported():
-			case k >= reflect.Int && k <= reflect.Uint64 && counter.MatchString(f.Name):
-				bad = append(bad, path+"."+f.Name)
-			default:
-				walk(f.Type, path+"."+f.Name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[report.State](), "State")
-	if len(bad) > 0 {
-		t.Errorf("state fields that count what a budget counts: %v", bad)
-	}
+	// FailureContext.Retry records, for the next turn's request, what the
+	// budget spent; it is written once the budget's exit is taken.
+	budgettest.NoCounters(t, reflect.TypeFor[report.State](), budgettest.Counter(), reflect.TypeFor[report.FailureContext]())
 }

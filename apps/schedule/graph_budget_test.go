@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 	"github.com/loomkit/loom/llm/llmtest"
 	"github.com/loomkit/loom/llm/openai"
 )
@@ -111,47 +111,12 @@ func TestBoundsTakeTheirDrawnExits(t *testing.T) {
 		})
 	}
 	p := start(t, "", nil)
-	sp := p.graph.Spec()
-	for _, e := range sp.Edges {
-		if e.Exit && e.Budget == "" && !tested[e.From] {
-			t.Errorf("loop out of %s (exit %s): no run spends it here", e.From, e.To)
-		}
-	}
-	for _, b := range sp.Budgets {
-		if !tested[b.Name] {
-			t.Errorf("budget %s: no run spends it here", b.Name)
-		}
-	}
+	budgettest.Unspent(t, p.graph.Spec(), tested)
 }
 
 // TestNoStateCountsABudget: no int field of the agent's state (its ReAct
 // state included) counts tries, retries, corrections in a row or the
 // stretch of rounds the budgets count.
 func TestNoStateCountsABudget(t *testing.T) {
-	counter := regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch|Corrections)$`)
-	var bad []string
-	seen := map[reflect.Type]bool{}
-	var walk func(reflect.Type, string)
-	walk = func(typ reflect.Type, path string) {
-		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
-			typ = typ.Elem()
-		}
-		if typ.Kind() != reflect.Struct || seen[typ] {
-			return
-		}
-		seen[typ] = true
-		for f := range typ.Fields() {
-			switch k := f.Type.Kind(); {
-			case !f.IsExported():
-			case k >= reflect.Int && k <= reflect.Uint64 && counter.MatchString(f.Name):
-				bad = append(bad, path+"."+f.Name)
-			default:
-				walk(f.Type, path+"."+f.Name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[State](), "State")
-	if len(bad) > 0 {
-		t.Errorf("state fields that count what a budget counts: %v", bad)
-	}
+	budgettest.NoCounters(t, reflect.TypeFor[State](), budgettest.Counter("Corrections"))
 }

@@ -3,7 +3,6 @@ package sqlagent_test
 import (
 	"context"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/apps/sqlagent"
 	"github.com/loomkit/loom/graph"
+	"github.com/loomkit/loom/internal/budgettest"
 	"github.com/loomkit/loom/llm/llmtest"
 )
 
@@ -99,41 +99,12 @@ func TestBudgetsTakeTheirDrawnExits(t *testing.T) {
 			}
 		})
 	}
-	for _, b := range newGraph(t, nil, sqlagent.Config{}).Spec().Budgets {
-		if !tested[b.Name] {
-			t.Errorf("budget %s: no run spends it here", b.Name)
-		}
-	}
+	budgettest.UnspentBudgets(t, newGraph(t, nil, sqlagent.Config{}).Spec(), tested)
 }
 
 // TestNoStateCountsABudget: no int field of the agent's state (its ReAct
 // state included) counts tries, retries, corrections in a row or the
 // stretch of rounds the budgets count.
 func TestNoStateCountsABudget(t *testing.T) {
-	counter := regexp.MustCompile(`(Tries|Retry|Retries|Repairs|Rejections|Attempts|Stretch|Corrections)$`)
-	var bad []string
-	seen := map[reflect.Type]bool{}
-	var walk func(reflect.Type, string)
-	walk = func(typ reflect.Type, path string) {
-		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
-			typ = typ.Elem()
-		}
-		if typ.Kind() != reflect.Struct || seen[typ] {
-			return
-		}
-		seen[typ] = true
-		for f := range typ.Fields() {
-			switch k := f.Type.Kind(); {
-			case !f.IsExported():
-			case k >= reflect.Int && k <= reflect.Uint64 && counter.MatchString(f.Name):
-				bad = append(bad, path+"."+f.Name)
-			default:
-				walk(f.Type, path+"."+f.Name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[sqlagent.State](), "State")
-	if len(bad) > 0 {
-		t.Errorf("state fields that count what a budget counts: %v", bad)
-	}
+	budgettest.NoCounters(t, reflect.TypeFor[sqlagent.State](), budgettest.Counter("Corrections"))
 }
