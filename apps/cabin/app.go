@@ -41,9 +41,8 @@ type Options struct {
 	Config *Config
 	// Saver keeps the sessions, one thread each; nil keeps them in memory.
 	Saver checkpoint.Saver
-	// Store keeps the simulated vehicles and orders: NewSQLStore keeps
-	// them in a database (ServerAgent does, in the server's); nil keeps
-	// them in memory.
+	// Store keeps the simulated vehicles and orders: ServerAgent keeps
+	// them in the server's database; nil keeps them in memory.
 	Store Store
 	// Model, when set, plans what the local planners cannot and answers
 	// open small talk.

@@ -29,7 +29,7 @@ func newApp(t testing.TB, opts Options) *App {
 	t.Cleanup(func() { db.Close() })
 	opts.Saver = db.Saver()
 	if opts.Store == nil {
-		opts.Store = sqlStore(t, db)
+		opts.Store = openSQLStore(t, db)
 	}
 	if opts.Logger == nil {
 		opts.Logger = quiet
@@ -143,11 +143,11 @@ func want(t testing.TB, r Reply, typ, status string, parts ...string) {
 	}
 }
 
-// sqlStore is the SQL store on db, its migrations applied as the server
+// openSQLStore is the SQL store on db, its migrations applied as the server
 // applies them.
-func sqlStore(t testing.TB, db *store.DB) *SQLStore {
+func openSQLStore(t testing.TB, db *store.DB) *sqlStore {
 	t.Helper()
-	if err := db.Migrate(context.Background(), agentName, Migrations); err != nil {
+	if err := db.Migrate(context.Background(), agentName, migrations); err != nil {
 		t.Fatal(err)
 	}
 	return newSQLStore(db)

@@ -173,7 +173,7 @@ INSERT INTO cabin_handoffs (doc, created_at) VALUES ('{"id":1,"session_id":"old"
 				t.Fatal(err)
 			}
 			for range 2 { // and once more on the upgraded database
-				check(t, sqlStore(t, db))
+				check(t, openSQLStore(t, db))
 			}
 		})
 	}

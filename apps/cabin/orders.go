@@ -129,8 +129,8 @@ func queryLogistics(ctx context.Context, store orderStore, args Args) (Result, e
 	return Result{Success: true, Message: "order " + o.ID + ": " + o.Logistics.Status, Data: d}, nil
 }
 
-// Currency is the currency of order amounts and refunds.
-const Currency = "CNY"
+// currency is the currency of order amounts and refunds.
+const currency = "CNY"
 
 // cancelRefusal says why o cannot be cancelled, or nil: an order can be
 // cancelled before it ships, not once it has shipped, was delivered or is
@@ -189,7 +189,7 @@ func cancelOrder(ctx context.Context, store orderStore, args Args) (Result, erro
 	})
 	res, err := cancelResult(o, id, err, "order "+id+" cancelled")
 	if err == nil && res.Success && paid {
-		res.Data["refund"], res.Data["currency"] = o.Amount, Currency
+		res.Data["refund"], res.Data["currency"] = o.Amount, currency
 	}
 	return res, err
 }
@@ -222,7 +222,7 @@ func refundRefusal(o *Order) error {
 // and currency, and for a delivered order that a return comes first.
 func refundData(o Order) map[string]any {
 	d := orderData(o)
-	d["refund"], d["currency"] = o.Amount, Currency
+	d["refund"], d["currency"] = o.Amount, currency
 	if o.Status == orderDelivered {
 		d["return"] = true
 	}

@@ -56,7 +56,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		ConfigSchema:  server.ConfigSchemaFor[Settings](),
 		// On the server's database (SQLite or Postgres) the vehicles and
 		// orders live beside the checkpoints, shared by every replica.
-		Migrations: Migrations,
+		Migrations: migrations,
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			a, err := New(ctx, Options{Saver: db.Saver(), Store: newSQLStore(db), Locale: opts.Locale, ConfigDir: opts.ConfigDir,
 				Model: opts.Model, Logger: opts.Logger})

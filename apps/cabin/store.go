@@ -40,7 +40,7 @@ type orderStore interface {
 	Handoffs(ctx context.Context) ([]handoff, error)
 }
 
-// Store keeps everything the simulated backends own. SQLStore keeps it in
+// Store keeps everything the simulated backends own. sqlStore keeps it in
 // Loom's database; MemoryStore in memory.
 //
 // A store keeps each API key's data apart: the vehicles, orders and
@@ -59,12 +59,11 @@ type Store interface {
 // errNotFound is wrapped by store errors for a missing order.
 var errNotFound = errors.New("cabin: not found")
 
-// Migrations are the cabin's tables on Loom's database: the simulated
+// migrations are the cabin's tables on Loom's database: the simulated
 // vehicles, orders and hand-offs, each row with the owning API key's id
-// (server.Caller). ServerAgent declares them; code that keeps an App's
-// data in a store.DB of its own applies them first (store.DB.Migrate,
-// component AgentName), then makes the store with NewSQLStore.
-var Migrations = []store.Migration{{
+// (server.Caller). ServerAgent declares them and keeps its data with
+// newSQLStore.
+var migrations = []store.Migration{{
 	Version: 1,
 	Name:    "vehicles, orders and hand-offs",
 	// As the builds before migrations made them, so that a database they
@@ -114,26 +113,26 @@ CREATE TABLE IF NOT EXISTS cabin_orders (id TEXT PRIMARY KEY, user_id TEXT NOT N
 CREATE TABLE IF NOT EXISTS cabin_handoffs (id ` + handoffID + `, doc TEXT NOT NULL, created_at TEXT NOT NULL);`
 }
 
-// SQLStore is a Store in SQL tables (cabin_vehicles, cabin_orders,
+// sqlStore is a Store in SQL tables (cabin_vehicles, cabin_orders,
 // cabin_handoffs, each with the owning key's id) of Loom's database,
 // SQLite or PostgreSQL, so every replica of a server sees the same
 // vehicles and orders.
-type SQLStore struct {
+type sqlStore struct {
 	db     *store.DB
 	seeded sync.Map // owner → true: the sample orders are in
 }
 
-// newSQLStore keeps the data in db, whose Migrations are applied (the
+// newSQLStore keeps the data in db, whose migrations are applied (the
 // server applies an agent's when it starts).
-func newSQLStore(db *store.DB) *SQLStore { return &SQLStore{db: db} }
+func newSQLStore(db *store.DB) *sqlStore { return &sqlStore{db: db} }
 
 // q writes query's ? placeholders for the store's database.
-func (s *SQLStore) q(query string) string { return s.db.Dialect().Rebind(query) }
+func (s *sqlStore) q(query string) string { return s.db.Dialect().Rebind(query) }
 
 // seed adds the sample orders of the caller that are not there yet, once
 // per process and caller. Callers that start at once both insert, and
 // neither fails.
-func (s *SQLStore) seed(ctx context.Context, owner string) error {
+func (s *sqlStore) seed(ctx context.Context, owner string) error {
 	if _, ok := s.seeded.Load(owner); ok {
 		return nil
 	}
@@ -158,7 +157,7 @@ func (s *SQLStore) seed(ctx context.Context, owner string) error {
 }
 
 // Reset implements Store.
-func (s *SQLStore) Reset(ctx context.Context) error {
+func (s *sqlStore) Reset(ctx context.Context) error {
 	owner := server.Caller(ctx)
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		for _, table := range []string{"cabin_vehicles", "cabin_orders", "cabin_handoffs"} {
@@ -176,7 +175,7 @@ func (s *SQLStore) Reset(ctx context.Context) error {
 }
 
 // Vehicle implements VehicleStore.
-func (s *SQLStore) Vehicle(ctx context.Context, id string) (Vehicle, error) {
+func (s *sqlStore) Vehicle(ctx context.Context, id string) (Vehicle, error) {
 	v, err := s.scanVehicle(ctx, s.db.SQL(), server.Caller(ctx), id)
 	if err != nil {
 		return Vehicle{}, fmt.Errorf("read vehicle %s: %w", id, err)
@@ -189,7 +188,7 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func (s *SQLStore) scanVehicle(ctx context.Context, q querier, owner, id string) (Vehicle, error) {
+func (s *sqlStore) scanVehicle(ctx context.Context, q querier, owner, id string) (Vehicle, error) {
 	var doc string
 	err := q.QueryRowContext(ctx, s.q(`SELECT state FROM cabin_vehicles WHERE owner = ? AND id = ?`), owner, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -206,7 +205,7 @@ func (s *SQLStore) scanVehicle(ctx context.Context, q querier, owner, id string)
 }
 
 // UpdateVehicle implements VehicleStore.
-func (s *SQLStore) UpdateVehicle(ctx context.Context, id string, fn func(*Vehicle) error) (Vehicle, error) {
+func (s *sqlStore) UpdateVehicle(ctx context.Context, id string, fn func(*Vehicle) error) (Vehicle, error) {
 	owner := server.Caller(ctx)
 	var out Vehicle
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -234,7 +233,7 @@ func (s *SQLStore) UpdateVehicle(ctx context.Context, id string, fn func(*Vehicl
 	return out, nil
 }
 
-func (s *SQLStore) scanOrder(ctx context.Context, q querier, owner, id string) (Order, error) {
+func (s *sqlStore) scanOrder(ctx context.Context, q querier, owner, id string) (Order, error) {
 	var doc string
 	err := q.QueryRowContext(ctx, s.q(`SELECT doc FROM cabin_orders WHERE owner = ? AND id = ?`), owner, id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -251,7 +250,7 @@ func (s *SQLStore) scanOrder(ctx context.Context, q querier, owner, id string) (
 }
 
 // Order implements OrderStore.
-func (s *SQLStore) Order(ctx context.Context, id string) (Order, error) {
+func (s *sqlStore) Order(ctx context.Context, id string) (Order, error) {
 	owner := server.Caller(ctx)
 	if err := s.seed(ctx, owner); err != nil {
 		return Order{}, fmt.Errorf("read order %s: %w", id, err)
@@ -264,7 +263,7 @@ func (s *SQLStore) Order(ctx context.Context, id string) (Order, error) {
 }
 
 // Orders implements OrderStore.
-func (s *SQLStore) Orders(ctx context.Context, user string) ([]Order, error) {
+func (s *sqlStore) Orders(ctx context.Context, user string) ([]Order, error) {
 	owner := server.Caller(ctx)
 	if err := s.seed(ctx, owner); err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
@@ -277,7 +276,7 @@ func (s *SQLStore) Orders(ctx context.Context, user string) ([]Order, error) {
 }
 
 // scanAll reads the JSON documents query selects, for what.
-func scanAll[T any](ctx context.Context, s *SQLStore, what, query string, args ...any) ([]T, error) {
+func scanAll[T any](ctx context.Context, s *sqlStore, what, query string, args ...any) ([]T, error) {
 	rows, err := s.db.SQL().QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -302,7 +301,7 @@ func scanAll[T any](ctx context.Context, s *SQLStore, what, query string, args .
 }
 
 // UpdateOrder implements OrderStore.
-func (s *SQLStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) error) (Order, error) {
+func (s *sqlStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) error) (Order, error) {
 	owner := server.Caller(ctx)
 	if err := s.seed(ctx, owner); err != nil {
 		return Order{}, fmt.Errorf("update order %s: %w", id, err)
@@ -333,7 +332,7 @@ func (s *SQLStore) UpdateOrder(ctx context.Context, id string, fn func(*Order) e
 }
 
 // AddHandoff implements OrderStore.
-func (s *SQLStore) AddHandoff(ctx context.Context, h handoff) (handoff, error) {
+func (s *sqlStore) AddHandoff(ctx context.Context, h handoff) (handoff, error) {
 	owner := server.Caller(ctx)
 	err := s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var waiting int
@@ -365,7 +364,7 @@ func (s *SQLStore) AddHandoff(ctx context.Context, h handoff) (handoff, error) {
 }
 
 // Handoffs implements OrderStore.
-func (s *SQLStore) Handoffs(ctx context.Context) ([]handoff, error) {
+func (s *sqlStore) Handoffs(ctx context.Context) ([]handoff, error) {
 	return scanAll[handoff](ctx, s, "list hand-offs", `SELECT doc FROM cabin_handoffs WHERE owner = ? ORDER BY id`, server.Caller(ctx))
 }
 

@@ -328,7 +328,7 @@ func postgresStore(t *testing.T) Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	st := sqlStore(t, db)
+	st := openSQLStore(t, db)
 	// Vehicles too: an update is read back.
 	if _, err := st.UpdateVehicle(context.Background(), "car-9", func(v *Vehicle) error { return nil }); err != nil {
 		t.Fatal(err)
