@@ -308,14 +308,39 @@ func (p *publisher) wake() {
 	}
 }
 
-// close writes what is queued and stops the writer. It returns the error
-// that made it drop events, if any.
+// close stops the writer and writes what is queued. It returns the
+// error that made it drop events, if any.
 func (p *publisher) close() error {
+	p.stop()
+	p.flush()
+	return p.failed()
+}
+
+// stop stops the background writer; what is queued stays, for flush or
+// rest.
+func (p *publisher) stop() {
 	close(p.closing)
 	<-p.done
+}
+
+// failed returns the error that made the publisher drop events, if any.
+func (p *publisher) failed() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
+}
+
+// rest takes the events queued and not written, for the transaction of
+// the run's end to write, once the writer has stopped.
+func (p *publisher) rest() []event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	batch := p.buf
+	p.buf = nil
+	if p.err != nil {
+		return nil
+	}
+	return batch
 }
 
 func (p *publisher) loop() {
@@ -329,10 +354,10 @@ func (p *publisher) loop() {
 			select {
 			case <-t.C:
 			case <-p.closing:
+				return
 			}
 			p.flush()
 		case <-p.closing:
-			p.flush()
 			return
 		}
 	}

@@ -141,7 +141,7 @@ func (j *jobs) recovering(ctx context.Context, job *river.Job[threadJob], rec *R
 		j.s.log.Warn("a run whose replica died while running it is failed, not run again", "run", rec.ID, "thread", rec.Thread, "agent", rec.Agent, "recoveries", recoveries, "why", poisonWhy)
 		r := &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner}
 		end := event{Kind: graph.KindError, ErrCode: "run_failed", Err: "the server restarted and could not go on with this run: " + poisonWhy, Time: time.Now()}
-		done, err := j.finish(context.WithoutCancel(ctx), job, r, end, runError, StatusError)
+		done, err := j.finish(context.WithoutCancel(ctx), job, r, nil, end, runError, StatusError)
 		return err == nil, done, err
 	}
 	err = recordRecovery(ctx, func(ctx context.Context, q string, args ...any) error {
@@ -207,12 +207,19 @@ func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunR
 
 	// Registered first, then marked: a cancel either sees it running and
 	// notifies us, or we see its flag here.
+	// The start commits without waiting for its WAL flush: what the run
+	// writes after it (checkpoints, events, its end) waits for a flush,
+	// which takes the start with it; a database that stops before then
+	// loses the start alone, and the run is pending as it was.
 	var was, cancelled string
-	err = j.pool.QueryRow(ctx, `
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+	b.Queue(`
 UPDATE loom_runs r SET status = $2, updated = $3
 FROM (SELECT id, status FROM loom_runs WHERE id = $1 FOR UPDATE) old
 WHERE r.id = old.id AND old.status IN ('pending', 'running')
-RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &cancelled)
+RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).QueryRow(func(row pgx.Row) error { return row.Scan(&was, &cancelled) })
+	err = j.pool.SendBatch(ctx, b).Close()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, nil // it ended meanwhile: cancelled before it started
 	}
@@ -256,7 +263,8 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 			return e.Kind == graph.KindNodeStart && (j.draining.Load() || time.Now().After(lease))
 		})
 	}
-	perr := pub.close()
+	pub.stop()
+	perr := pub.failed()
 	// Handed back to the queue, not ended, when the run stopped for a
 	// reason outside it: a drain or a lease, a cancelled attempt (a
 	// shutdown, or a rescue that gave the job to another attempt), the
@@ -266,6 +274,7 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	again := ex.stopped || perr != nil ||
 		(ex.end.Kind == graph.KindError && !errors.Is(context.Cause(r.ctx), errCancelled) && (r.ctx.Err() != nil || errors.Is(ex.err, store.ErrUnavailable) || lostStep(ex.err)))
 	if again {
+		pub.flush() // what is queued, for the attempt that goes on
 		s.metrics.attemptEnded(r.agent)
 		ex.trace.finish("handed back", "", ex.steps)
 		runErr := ex.err
@@ -281,7 +290,7 @@ RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).Scan(&was, &c
 	}
 	err = s.ended(r, ex, func(ctx context.Context, end event, runStatus, threadStatus string) error {
 		var ferr error
-		done, ferr = j.finish(ctx, job, r, end, runStatus, threadStatus)
+		done, ferr = j.finish(ctx, job, r, pub.rest(), end, runStatus, threadStatus)
 		return ferr
 	})
 	return false, done, err
@@ -311,10 +320,10 @@ func (j *jobs) restoreStepEnd(ctx context.Context, pub *publisher, head *checkpo
 	return nil
 }
 
-// finish records how r ended, its terminal event and its thread's
-// status, in one transaction, which also completes the thread's job when
-// no run of it is left (done).
-func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, end event, runStatus, threadStatus string) (bool, error) {
+// finish records how r ended, its events not written yet (rest), its
+// terminal event and its thread's status, in one transaction, which also
+// completes the thread's job when no run of it is left (done).
+func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, rest []event, end event, runStatus, threadStatus string) (bool, error) {
 	threadErr := ""
 	if threadStatus == StatusError {
 		threadErr = end.Err
@@ -328,6 +337,12 @@ func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, en
 			r.id, runStatus, end.Err, ms(end.Time))
 		if err != nil {
 			return fmt.Errorf("record run %s: %w", r.id, err)
+		}
+		if len(rest) > 0 {
+			seqs, bodies := encodeEvents(rest)
+			if _, err := tx.Exec(ctx, insertEventsSQL, r.id, seqs, bodies); err != nil {
+				return fmt.Errorf("record events %d… of run %s: %w", seqs[0], r.id, err)
+			}
 		}
 		if err := j.insertEnd(ctx, tx, r.id, end); err != nil {
 			return err
