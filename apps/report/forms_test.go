@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -100,12 +98,7 @@ func invoicePNG(t testing.TB) []byte {
 // needTesseract skips without tesseract (a failure under CI).
 func needTesseract(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("tesseract"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tesseract is not installed (Debian packages tesseract-ocr, tesseract-ocr-chi-sim)")
-		}
-		t.Skip("tesseract is not installed (Debian packages tesseract-ocr, tesseract-ocr-chi-sim)")
-	}
+	testenv.NeedProgram(t, "tesseract", "Debian packages tesseract-ocr, tesseract-ocr-chi-sim")
 }
 
 // TestFormsWithoutModel: an XLSX workbook and a picture of a form become
@@ -155,12 +148,7 @@ func TestFormsWithoutModel(t *testing.T) {
 	})
 	t.Run("pdf", func(t *testing.T) {
 		needTesseract(t)
-		if _, err := exec.LookPath("pdftoppm"); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("pdftoppm is not installed (Debian package poppler-utils)")
-			}
-			t.Skip("pdftoppm is not installed (Debian package poppler-utils)")
-		}
+		testenv.NeedProgram(t, "pdftoppm", "Debian package poppler-utils")
 		var pdf bytes.Buffer
 		if err := render.WritePDF(&pdf, render.Layout(invoiceDoc(t), nil, nil), render.DefaultFont); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,12 +178,7 @@ func sharedData(t testing.TB, rel string) string {
 func jasperSchema(t testing.TB) string {
 	t.Helper()
 	schema := sharedData(t, "jrxml/xsd/jasperreport.xsd")
-	if _, err := exec.LookPath("xmllint"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("xmllint is not installed (Debian package libxml2-utils)")
-		}
-		t.Skip("xmllint is not installed (Debian package libxml2-utils)")
-	}
+	testenv.NeedProgram(t, "xmllint", "Debian package libxml2-utils")
 	return schema
 }
 

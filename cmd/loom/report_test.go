@@ -60,9 +60,7 @@ func TestReportCheckSamples(t *testing.T) {
 	if code != 0 || stderr != "" || s.Files != 97 || s.Parsed != 97 || s.Roundtrip != 97 || s.Valid != 97 || s.Rendered != 0 || len(s.Errors) != 0 {
 		t.Errorf("exit %d, stderr %q, summary %+v", code, stderr, s)
 	}
-	if _, err := exec.LookPath("xmllint"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("xmllint is not installed")
-	}
+	testenv.NeedProgram(t, "xmllint", "Debian package libxml2-utils")
 	code, stdout, _ = loom(t, "", "report", "check", samples, "--xsd", filepath.Join(data, "xsd", "jasperreport.xsd"), "--json")
 	s = lastJSON(t, stdout)
 	if code != 0 || s.Valid != 76 || len(s.Errors) == 0 {
@@ -252,12 +250,7 @@ func TestReportOCRSkeleton(t *testing.T) {
 	}
 
 	// A form drawn by loom report render, read back with OCR.
-	if _, err := exec.LookPath("tesseract"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tesseract must be installed under CI (tesseract-ocr, tesseract-ocr-chi-sim)")
-		}
-		t.Skip("tesseract is not installed (tesseract-ocr, tesseract-ocr-chi-sim)")
-	}
+	testenv.NeedProgram(t, "tesseract", "Debian packages tesseract-ocr, tesseract-ocr-chi-sim")
 	tpl := filepath.Join(dir, "form.jrxml")
 	os.WriteFile(tpl, []byte(`<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="form" pageWidth="595" pageHeight="842" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
 	<title><band height="100">

@@ -10,16 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 func needPrlimit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("prlimit"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prlimit (util-linux) is missing")
-		}
-		t.Skip("prlimit (util-linux) is missing")
-	}
+	testenv.NeedProgram(t, "prlimit", "Debian package util-linux")
 }
 
 func TestRunPassesInputAndKeepsEnvironmentOut(t *testing.T) {

@@ -6,8 +6,13 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
+
+// CI reports whether the tests run under CI=true, where everything a
+// test needs must be present.
+func CI() bool { return os.Getenv("CI") == "true" }
 
 // Need skips t when err is not nil, naming what is missing and how to
 // provide it (what) and why (err); under CI=true it fails t instead. It
@@ -17,9 +22,25 @@ func Need(t testing.TB, what string, err error) {
 	if err == nil {
 		return
 	}
-	if os.Getenv("CI") == "true" {
+	if CI() {
 		t.Fatalf("%s (required under CI=true): %v", what, err)
 	} else {
 		t.Skipf("%s: %v", what, err)
 	}
+}
+
+// NeedProgram is Need for a program on PATH, installed by pkg (such as
+// "Debian package libxml2-utils").
+func NeedProgram(t testing.TB, program, pkg string) {
+	t.Helper()
+	_, err := exec.LookPath(program)
+	Need(t, program+" ("+pkg+")", err)
+}
+
+// NeedFile is Need for a file, such as a font, that what names and says
+// how to install.
+func NeedFile(t testing.TB, path, what string) {
+	t.Helper()
+	_, err := os.Stat(path)
+	Need(t, what, err)
 }

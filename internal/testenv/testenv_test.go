@@ -40,3 +40,23 @@ func TestNeed(t *testing.T) {
 		}
 	}
 }
+
+func TestNeedProgramAndFile(t *testing.T) {
+	t.Setenv("CI", "")
+	r := &recorder{TB: t}
+	NeedProgram(r, "go", "the Go toolchain")
+	NeedFile(r, "testenv.go", "this package's source")
+	if r.skipped || r.failed {
+		t.Errorf("present: skipped %v, failed %v; want neither", r.skipped, r.failed)
+	}
+	NeedProgram(r, "loom-no-such-program", "nothing")
+	if !r.skipped || r.failed {
+		t.Errorf("a missing program: skipped %v, failed %v; want skipped", r.skipped, r.failed)
+	}
+	t.Setenv("CI", "true")
+	r = &recorder{TB: t}
+	NeedFile(r, "no-such-file.ttf", "a font")
+	if r.skipped || !r.failed {
+		t.Errorf("a missing file under CI: skipped %v, failed %v; want failed", r.skipped, r.failed)
+	}
+}

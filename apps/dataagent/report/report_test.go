@@ -3,7 +3,6 @@ package report_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/loomkit/loom/apps/dataagent/report"
 	"github.com/loomkit/loom/datasource"
+	"github.com/loomkit/loom/internal/testenv"
 	"golang.org/x/net/html"
 )
 
@@ -409,12 +409,7 @@ func TestHTMLForgivesCommentsAndTrailingCommas(t *testing.T) {
 // and the entries overlap.
 func TestChineseTextIsMeasured(t *testing.T) {
 	const font = "/usr/share/fonts/truetype/arphic-gbsn00lp/gbsn00lp.ttf"
-	if _, err := os.Stat(font); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is missing: install the Debian package fonts-arphic-gbsn00lp", font)
-		}
-		t.Skipf("%s is missing: install the Debian package fonts-arphic-gbsn00lp", font)
-	}
+	testenv.NeedFile(t, font, "the CJK font (Debian package fonts-arphic-gbsn00lp)")
 	const first = "线上销售额合计"
 	md := "```echarts\n" + `{"title": {"text": "销售"}, "legend": {"data": ["线上销售额合计", "线下"]},
  "xAxis": {"type": "category", "data": ["甲", "乙"]},

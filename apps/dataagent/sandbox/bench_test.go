@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // benchScripts are a trivial pandas script (import, read a small CSV,
@@ -22,12 +24,7 @@ var benchCSV = []byte("k,v\na,1\nb,2\nc,3\n")
 // sandbox, the work directory made and removed included.
 func BenchmarkSandboxRun(b *testing.B) {
 	r := &Runner{}
-	if err := r.Check(context.Background()); err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatal(err)
-		}
-		b.Skip(err)
-	}
+	testenv.Need(b, "the sandbox (bwrap, /usr/bin/python3 with pandas, numpy and matplotlib, prlimit)", r.Check(context.Background()))
 	for _, s := range benchScripts {
 		b.Run(s.name, func(b *testing.B) {
 			job := Job{Code: s.code, Files: map[string][]byte{"data.csv": benchCSV}}
@@ -48,12 +45,7 @@ func BenchmarkSandboxRun(b *testing.B) {
 // without the sandbox, for comparison.
 func BenchmarkDirectRun(b *testing.B) {
 	py := (&Runner{}).python()
-	if _, err := os.Stat(py); err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatal(err)
-		}
-		b.Skipf("needs %s: %v", py, err)
-	}
+	testenv.NeedFile(b, py, "the Python interpreter")
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "data.csv"), benchCSV, 0o644); err != nil {
 		b.Fatal(err)

@@ -3,11 +3,12 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 var (
@@ -24,12 +25,10 @@ func runner(t *testing.T) *Runner {
 		defer cancel()
 		checkErr = (&Runner{}).Check(ctx)
 	})
-	if checkErr != nil {
-		if os.Getenv("CI") == "true" || !errors.Is(checkErr, ErrUnavailable) {
-			t.Fatalf("sandbox: %v", checkErr)
-		}
-		t.Skipf("sandbox needs bwrap, /usr/bin/python3 with pandas, numpy and matplotlib, and prlimit: %v", checkErr)
+	if checkErr != nil && !errors.Is(checkErr, ErrUnavailable) {
+		t.Fatalf("sandbox: %v", checkErr)
 	}
+	testenv.Need(t, "the sandbox (bwrap, /usr/bin/python3 with pandas, numpy and matplotlib, prlimit)", checkErr)
 	return &Runner{Limits: Limits{
 		CPUTime:  3 * time.Second,
 		Wall:     60 * time.Second,

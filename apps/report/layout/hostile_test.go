@@ -14,13 +14,13 @@ import (
 	"image/png"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/loomkit/loom/apps/report/layout"
+	"github.com/loomkit/loom/internal/testenv"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -365,12 +365,7 @@ func pngHeader(w, h int, depth, colour, interlace byte) []byte {
 // needProgram skips a test when program is missing, except under CI.
 func needProgram(t *testing.T, program, pkg string) {
 	t.Helper()
-	if _, err := exec.LookPath(program); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s must be installed under CI (Debian %s)", program, pkg)
-		}
-		t.Skipf("%s is not installed (Debian %s)", program, pkg)
-	}
+	testenv.NeedProgram(t, program, "Debian "+pkg)
 }
 
 // minimalPDF is a one-page PDF whose page is w×h points, with nothing

@@ -12,16 +12,12 @@ import (
 	"github.com/loomkit/loom/apps/report/internal/reporttest"
 	"github.com/loomkit/loom/apps/report/jrxml"
 	"github.com/loomkit/loom/apps/report/render"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 func needFont(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(render.DefaultFont); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the CJK font must be installed under CI (fonts-arphic-gbsn00lp): %v", err)
-		}
-		t.Skipf("no font: %v (apt-get install fonts-arphic-gbsn00lp)", err)
-	}
+	testenv.NeedFile(t, render.DefaultFont, "the CJK font (Debian package fonts-arphic-gbsn00lp)")
 }
 
 func parse(t testing.TB, src string) *jrxml.Document {
@@ -150,12 +146,7 @@ const orders = `<jasperReport xmlns="http://jasperreports.sourceforge.net/jasper
 // a page), and pdftotext gives the text back in order, Chinese included.
 func TestPDF(t *testing.T) {
 	needFont(t)
-	if _, err := exec.LookPath("pdftotext"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("pdftotext must be installed under CI (poppler-utils)")
-		}
-		t.Skip("pdftotext is not installed (poppler-utils)")
-	}
+	testenv.NeedProgram(t, "pdftotext", "Debian package poppler-utils")
 	var rows []render.Row
 	for i := range 100 {
 		rows = append(rows, render.Row{"name": fmt.Sprintf("客户 customer %03d", i+1), "qty": float64(i % 10)})

@@ -6,7 +6,6 @@ import (
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,28 +18,19 @@ import (
 	"github.com/loomkit/loom/apps/report/render"
 	"github.com/loomkit/loom/apps/report/skeleton"
 	"github.com/loomkit/loom/apps/report/xsd"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 // need skips the test when the program is not installed, or fails it
 // under CI=true.
 func need(t testing.TB, program, pkg string) {
 	t.Helper()
-	if _, err := exec.LookPath(program); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s must be installed under CI (Debian %s)", program, pkg)
-		}
-		t.Skipf("%s is not installed (Debian %s)", program, pkg)
-	}
+	testenv.NeedProgram(t, program, "Debian "+pkg)
 }
 
 func needFont(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(render.DefaultFont); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the CJK font must be installed under CI (fonts-arphic-gbsn00lp): %v", err)
-		}
-		t.Skipf("no font: %v (apt-get install fonts-arphic-gbsn00lp)", err)
-	}
+	testenv.NeedFile(t, render.DefaultFont, "the CJK font (Debian package fonts-arphic-gbsn00lp)")
 }
 
 // norm is text without spaces and colons, for comparing what OCR read

@@ -3,7 +3,6 @@ package xsd_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,16 +10,12 @@ import (
 	"github.com/loomkit/loom/apps/report/internal/reporttest"
 	"github.com/loomkit/loom/apps/report/jrxml"
 	"github.com/loomkit/loom/apps/report/xsd"
+	"github.com/loomkit/loom/internal/testenv"
 )
 
 func needXmllint(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("xmllint"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("xmllint must be installed under CI (apt-get install libxml2-utils)")
-		}
-		t.Skip("xmllint is not installed (apt-get install libxml2-utils)")
-	}
+	testenv.NeedProgram(t, "xmllint", "Debian package libxml2-utils")
 }
 
 func parse(t *testing.T, path string) *jrxml.Document {
