@@ -24,7 +24,11 @@ import (
 // checkpoint costs its whole state, a third larger for base64.
 // Checkpoints that were stored before sealing was turned on are read as
 // they are. The Saver returned has Close, which closes s when s has one.
+// A nil c returns s itself.
 func Sealed(s Saver, c seal.Codec) Saver {
+	if c == nil {
+		return s
+	}
 	return &sealedSaver{s: s, c: c}
 }
 

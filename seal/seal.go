@@ -74,7 +74,9 @@ type Key struct {
 }
 
 // Keyring is a Codec with AES-256-GCM keys: it seals with the first and
-// opens with any. It is safe for concurrent use.
+// opens with any. It is safe for concurrent use. Make one with NewKeyring,
+// ParseKeys or FromEnv; a nil or zero Keyring seals nothing (an error)
+// and opens only values that are not sealed.
 type Keyring struct {
 	first string
 	aeads map[string]cipher.AEAD
@@ -177,10 +179,18 @@ func FromEnv() (*Keyring, error) {
 }
 
 // SealingKey returns the id of the key that seals.
-func (k *Keyring) SealingKey() string { return k.first }
+func (k *Keyring) SealingKey() string {
+	if k == nil {
+		return ""
+	}
+	return k.first
+}
 
 // Seal encrypts plain under the first key with a fresh random nonce.
 func (k *Keyring) Seal(plain []byte) ([]byte, error) {
+	if k == nil || k.aeads[k.first] == nil {
+		return nil, fmt.Errorf("seal: %w: the keyring holds no keys", ErrBadKeys)
+	}
 	aead := k.aeads[k.first]
 	head := len(prefix) + len(k.first) + 1
 	ns := aead.NonceSize()
@@ -214,6 +224,9 @@ func (k *Keyring) Open(sealed []byte) ([]byte, error) {
 		return nil, fmt.Errorf("open sealed value: %w: no key id", ErrTampered)
 	}
 	id := rest[:i]
+	if k == nil || len(k.aeads) == 0 {
+		return nil, fmt.Errorf("open sealed value: key id %q: %w (the keyring holds no keys)", id, ErrUnknownKey)
+	}
 	aead, ok := k.aeads[string(id)]
 	if !ok {
 		return nil, fmt.Errorf("open sealed value: key id %q: %w (the keys listed are %s)", id, ErrUnknownKey, strings.Join(k.ids(), ", "))

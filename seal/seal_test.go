@@ -142,6 +142,21 @@ func TestTampered(t *testing.T) {
 	}
 }
 
+func TestNilKeyring(t *testing.T) {
+	sealed, _ := keyring(t, k1).Seal([]byte(`{}`))
+	for _, k := range []*seal.Keyring{nil, {}} {
+		if _, err := k.Seal([]byte(`{}`)); !errors.Is(err, seal.ErrBadKeys) {
+			t.Errorf("%v: Seal gave %v, want ErrBadKeys", k, err)
+		}
+		if _, err := k.Open(sealed); !errors.Is(err, seal.ErrUnknownKey) {
+			t.Errorf("%v: Open of a sealed value gave %v, want ErrUnknownKey", k, err)
+		}
+		if got, err := k.Open([]byte(`{"a":1}`)); err != nil || string(got) != `{"a":1}` {
+			t.Errorf("%v: Open of a plain value gave %q, %v", k, got, err)
+		}
+	}
+}
+
 func TestOpenPassesPlainValues(t *testing.T) {
 	k := keyring(t, k1)
 	for _, plain := range []string{`{"written":"before sealing"}`, `"sealed"`, `"sealed:other:x"`, ``} {
