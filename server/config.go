@@ -147,3 +147,13 @@ func mergeConfig(a *builtAgent, layers ...map[string]json.RawMessage) (json.RawM
 	}
 	return b, nil
 }
+
+// configLocale is the locale a run's configuration sets ("" for none):
+// the language an agent that takes one answers in.
+func configLocale(cfg json.RawMessage) string {
+	var c struct {
+		Locale string `json:"locale"`
+	}
+	_ = json.Unmarshal(cfg, &c)
+	return c.Locale
+}

@@ -85,6 +85,13 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	User     string `json:"user"`
 	ThreadID string `json:"thread_id"`
+	// Config (only its configurable) and Context set the agent's
+	// configuration for the run the message starts or resumes, as on a
+	// LangGraph run (see config.go): the web page sends its language as
+	// the locale, so a typed answer is answered in it. OpenAI clients
+	// send them as extra body fields.
+	Config  json.RawMessage `json:"config"`
+	Context json.RawMessage `json:"context"`
 }
 
 // ext is a Loom event in a chat completion chunk.
@@ -215,6 +222,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	if err != nil {
 		return err
 	}
+	config, err := (&runRequest{Config: req.Config, Context: req.Context}).config(a, nil)
+	if err != nil {
+		return err
+	}
 	msgs, err := parseChatMessages(req.Messages)
 	if err != nil {
 		return errorf(http.StatusBadRequest, "invalid_messages", "%v", err)
@@ -261,7 +272,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		return err
 	}
 	if unanswered != nil {
-		asked := s.askAgain(w, r, req, a, t.ID, head, a.reply(state, head), text, unanswered)
+		asked := s.askAgain(w, r, req, a, t.ID, head, a.reply(state, head), text, configLocale(config), unanswered)
 		if err := s.records.appendMessages(context.WithoutCancel(ctx), t.ID, owner, false,
 			chatMessage{Role: roleHuman, Text: text, ID: msgs[last].ID}, chatMessage{Role: roleAI, Text: asked}); err != nil {
 			s.log.WarnContext(ctx, "chat message not recorded", "thread", t.ID, "err", err)
@@ -277,7 +288,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 		}
 	}
 	run := s.newRun(t.ID, a.Name, owner, strategyReject, nil, in)
-	run.user = userOf(ctx)
+	run.user, run.config = userOf(ctx), config
 	if err := s.exec.submit(ctx, run); err != nil {
 		return err
 	}
@@ -342,13 +353,17 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 // — neither a yes nor a no (intent.ErrUnclear), refused by the agent's
 // Answer, or not of the shape the question asks for — by asking it again:
 // 200, no run started, the question still pending. The text is in the
-// language the question is asked in, Chinese or English; askAgain returns
+// language of locale ("zh-CN", "en", …) when the request set one, else
+// the one the question is asked in, Chinese or English; askAgain returns
 // it.
-func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatRequest, a *builtAgent, thread string, pending *checkpoint.Interrupt, asked, reply string, why error) string {
+func (s *Server) askAgain(w http.ResponseWriter, r *http.Request, req chatRequest, a *builtAgent, thread string, pending *checkpoint.Interrupt, asked, reply, locale string, why error) string {
 	s.log.DebugContext(r.Context(), "chat reply does not answer the question; asking again", "thread", thread, "node", pending.Node, "err", why)
 	q := question(asked)
 	zh := speaksChinese(q)
-	if !hasLetters(q) {
+	switch {
+	case locale != "":
+		zh = strings.HasPrefix(strings.ToLower(locale), "zh")
+	case !hasLetters(q):
 		zh = speaksChinese(reply)
 	}
 	var lead string

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
+	"github.com/loomkit/loom/apps/cabin"
 	"github.com/loomkit/loom/intent"
 	"github.com/loomkit/loom/server"
 	"github.com/openai/openai-go/v3"
@@ -231,5 +235,65 @@ func TestCheckAddr(t *testing.T) {
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, server.ErrInsecure)) {
 			t.Errorf("CheckAddr(%q, keys %v) = %v", c.addr, c.keys, err)
 		}
+	}
+}
+
+// TestChatLocale: a message to /v1/chat/completions carries the agent's
+// configuration as a run does (context, config.configurable), so a typed
+// answer to the cabin's question is answered in the locale the page
+// sends, whatever language it is typed in; a setting the agent does not
+// take is a 422.
+func TestChatLocale(t *testing.T) {
+	var reg server.Registry
+	if err := reg.Register(cabin.ServerAgent(cabin.ServerOptions{Logger: slog.New(slog.DiscardHandler)})); err != nil {
+		t.Fatal(err)
+	}
+	var ts *testServer
+	send := func(thread, text string, extra map[string]any) (int, string) {
+		t.Helper()
+		body := map[string]any{"model": "cabin", "thread_id": thread, "messages": []any{map[string]any{"role": "user", "content": text}}}
+		maps.Copy(body, extra)
+		st, b := call(t, "POST", ts.URL+"/v1/chat/completions", "", body)
+		var resp struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if st == 200 && (json.Unmarshal(b, &resp) != nil || len(resp.Choices) != 1) {
+			t.Fatalf("%q: %s", text, b)
+		}
+		if st != 200 {
+			return st, string(b)
+		}
+		return st, resp.Choices[0].Message.Content
+	}
+	hasHan := func(s string) bool {
+		return strings.ContainsFunc(s, func(r rune) bool { return unicode.Is(unicode.Han, r) })
+	}
+	en := map[string]any{"context": map[string]any{"locale": "en"}}
+	for _, c := range []struct {
+		thread  string
+		extra   map[string]any
+		english bool
+	}{
+		{"in-english", en, true},
+		{"in-english-config", map[string]any{"config": map[string]any{"configurable": map[string]any{"locale": "en"}}}, true},
+		{"as-typed", nil, false},
+	} {
+		ts = startServer(t, server.Options{Agents: &reg}) // its car's doors are locked
+		st, asked := send(c.thread, "解锁车门", c.extra)
+		if st != 200 || asked == "" || hasHan(asked) == c.english {
+			t.Fatalf("%s: question %d %q, want it in English: %v", c.thread, st, asked, c.english)
+		}
+		// The answer, typed in Chinese, resumes the run: what it says is
+		// in the locale.
+		st, done := send(c.thread, "确定", c.extra)
+		t.Logf("%s: asked %q, answered %q", c.thread, asked, done)
+		if st != 200 || done == asked || hasHan(done) == c.english || !strings.Contains(done, "unlock") && !strings.Contains(done, "解锁") {
+			t.Errorf("%s: answer %d %q, want it in English: %v", c.thread, st, done, c.english)
+		}
+	}
+	if st, b := send("refused", "解锁车门", map[string]any{"context": map[string]any{"volume": 3}}); st != 422 || !strings.Contains(b, "volume") {
+		t.Fatalf("a setting the cabin does not take: %d %s, want 422 naming it", st, b)
 	}
 }

@@ -949,7 +949,8 @@ async function replyToCard(card, text) {
   try {
     const res = await fetch('/v1/chat/completions?format=ndjson', {
       method: 'POST', headers: headers(true), signal: app.abort.signal,
-      body: JSON.stringify({ model: app.agent, thread_id: app.thread, stream: true, messages: [{ role: 'user', content: text }] }),
+      // The page's language goes with the reply, as with a run's body.
+      body: JSON.stringify(withLocale({ model: app.agent, thread_id: app.thread, stream: true, messages: [{ role: 'user', content: text }] })),
     });
     if (!res.ok) throw await apiError(res);
     run.id = res.headers.get('X-Loom-Run') || '';
