@@ -108,6 +108,10 @@ type Graph[S any] struct {
 	outs    map[string]*out[S]
 	budgets []*budget[S] // Loop's and Budget's, in the order declared
 	errs    []error
+	// version is the declared version (0: none, which is 1), and
+	// migrations the declared migrations, by the version they start from.
+	version    int
+	migrations map[int][]Change
 }
 
 // New starts a graph over state type S, which must round-trip through JSON
@@ -303,6 +307,7 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 		}
 	}
 	errs = g.checkBudgets(errs, known)
+	errs = g.checkVersions(errs)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))
 	}

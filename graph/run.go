@@ -219,6 +219,9 @@ func (r *runner[S]) load() error {
 	if err != nil {
 		return fmt.Errorf("graph %s: load thread %s: %w", r.c.name, r.rc.thread, err)
 	}
+	if cp, err = r.c.upgrade(cp); err != nil {
+		return fmt.Errorf("graph %s: thread %s: %w", r.c.name, r.rc.thread, err)
+	}
 	if err := json.Unmarshal(cp.State, &r.state); err != nil {
 		return fmt.Errorf("graph %s: thread %s checkpoint %s: decode state: %w: %w", r.c.name, cp.Thread, cp.ID, checkpoint.ErrCorrupt, err)
 	}
@@ -232,7 +235,7 @@ func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func
 		return nil
 	}
 	cp := checkpoint.Next(r.rc.thread, r.head, src)
-	cp.Meta.Run, cp.Meta.Node = r.rc.run, node
+	cp.Meta.Run, cp.Meta.Node, cp.Meta.Version = r.rc.run, node, r.c.src.version
 	if src == checkpoint.SourceStep {
 		cp.Step = r.rc.step
 	}
@@ -353,7 +356,7 @@ func (r *runner[S]) headNext() (int, error) {
 	}
 	i, ok := r.c.index[r.head.Next[0]]
 	if !ok {
-		return 0, fmt.Errorf("graph %s: thread %s checkpoint %s: next node %q is not in this graph", r.c.name, r.rc.thread, r.head.ID, r.head.Next[0])
+		return 0, fmt.Errorf("graph %s: thread %s checkpoint %s: %w", r.c.name, r.rc.thread, r.head.ID, r.c.notInGraph(r.head, r.head.Next[0]))
 	}
 	return i, nil
 }

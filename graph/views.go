@@ -12,6 +12,9 @@ const maxScenarios = 1000
 // Spec is a compiled graph's structure, for drawings and clients.
 type Spec struct {
 	Name string `json:"name"`
+	// Version is the version the graph declares (see Graph.Version); 0
+	// when it declares none, which is version 1.
+	Version int `json:"version,omitempty"`
 	// Nodes are the graph's nodes in the order they were added; Start and
 	// End are implied.
 	Nodes []string `json:"nodes"`
@@ -82,7 +85,7 @@ type Edge struct {
 // edges.
 func (c *Compiled[S]) Spec() Spec {
 	g := c.src
-	sp := Spec{Name: c.name, Nodes: c.nodeNames()}
+	sp := Spec{Name: c.name, Version: g.version, Nodes: c.nodeNames()}
 	for name, sub := range c.Subgraphs() {
 		if sp.Subgraphs == nil {
 			sp.Subgraphs = make(map[string]Spec)

@@ -73,6 +73,8 @@ func toAPI(err error) *apiError {
 		return errorf(http.StatusUnprocessableEntity, "invalid_answer", "%v", err)
 	case errors.Is(err, graph.ErrNoInterrupt):
 		return errorf(http.StatusConflict, "no_interrupt", "%v", err)
+	case errors.Is(err, graph.ErrVersion):
+		return errorf(http.StatusConflict, "graph_version", "%v", err)
 	case errors.Is(err, checkpoint.ErrConflict):
 		return errorf(http.StatusConflict, "conflict", "%v", err)
 	case errors.Is(err, ErrClosing):

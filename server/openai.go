@@ -332,7 +332,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request, owner string) erro
 	if failed != nil {
 		status := http.StatusInternalServerError
 		switch failed.ErrCode {
-		case "no_interrupt", "cancelled", "stopped": // answered meanwhile, or stopped by someone
+		case "no_interrupt", "cancelled", "stopped", "graph_version": // answered meanwhile, stopped by someone, or stored by another version of the agent
 			status = http.StatusConflict
 		case "invalid_answer":
 			status = http.StatusUnprocessableEntity

@@ -278,6 +278,8 @@ func refused(err error) string {
 		return "invalid_answer"
 	case errors.Is(err, graph.ErrNoInterrupt):
 		return "no_interrupt"
+	case errors.Is(err, graph.ErrVersion):
+		return "graph_version"
 	}
 	return ""
 }
