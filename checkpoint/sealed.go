@@ -11,13 +11,14 @@ import (
 )
 
 // Sealed returns a Saver that keeps checkpoints on s with what they may
-// hold of users' data sealed by c (see package seal): the state,
-// the questions asked (their payloads and defaults), the answers given
+// hold of users' data sealed by c (see package seal): the state, the
+// questions asked (their payloads and defaults), the answers given
 // (Resumes, Answers), the results of finished fan-out branches (Done)
-// and any field not listed below, together as one
-// sealed value in State. Thread, ID, ParentID, Seq, Step, Next, Counters
-// and Meta stay in the clear, so s keeps its history, compare-and-set and
-// pruning as before.
+// and any field not listed below, together as one sealed value in
+// State. Thread, ID, ParentID, Seq, Step, Next, Counters and Meta stay in
+// the clear, so s keeps its history, compare-and-set and pruning as
+// before. A field added to Checkpoint later is sealed unless it is added
+// to that list.
 //
 // s never sees a state in the clear, so it cannot store a state as a
 // delta against its parent's (sealed values differ in every byte): each
