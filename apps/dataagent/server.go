@@ -19,6 +19,7 @@ import (
 	"github.com/loomkit/loom/apps/dataagent/sandbox"
 	"github.com/loomkit/loom/apps/internal/sources"
 	"github.com/loomkit/loom/apps/internal/table"
+	"github.com/loomkit/loom/apps/internal/threadstate"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/shop"
@@ -345,24 +346,11 @@ func routes(srv *server.Server, p *parts) http.Handler {
 			return
 		}
 		id := r.PathValue("thread")
-		raw, err := srv.ThreadState(r.Context(), id, AgentName)
-		var s State
-		if err == nil {
-			err = json.Unmarshal(raw, &s)
+		s, ok := threadstate.Read[State](w, r, srv, id, AgentName, "not_dataagent", "the data analyst's")
+		if !ok {
+			return
 		}
 		switch {
-		case errors.Is(err, server.ErrNotFound):
-			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
-			return
-		case err != nil && raw != nil:
-			server.WriteError(w, http.StatusConflict, "not_dataagent", "thread "+id+" is not the data analyst's")
-			return
-		case err != nil:
-			// Another agent's thread is a 409, a database that cannot
-			// be read a 503; nothing of the error's text but the
-			// thread's id reaches the client.
-			srv.Fail(w, r, err)
-			return
 		case s.Answer == nil || s.Answer.Report == "":
 			server.WriteError(w, http.StatusNotFound, "no_report", "thread "+id+" has no report yet")
 			return

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/loomkit/loom/apps/internal/threadstate"
 	"github.com/loomkit/loom/apps/report/jrxml"
 	"github.com/loomkit/loom/apps/report/layout"
 	"github.com/loomkit/loom/apps/report/panel"
@@ -254,19 +255,7 @@ func (a *Agent) Routes(srv *server.Server) http.Handler {
 // thread reads a thread's state for the caller; a missing thread or one
 // of another key is a 404.
 func (a *Agent) thread(w http.ResponseWriter, r *http.Request, srv *server.Server, id string) (State, bool) {
-	var s State
-	raw, err := srv.ThreadState(r.Context(), id, agentName)
-	if err == nil {
-		if err = json.Unmarshal(raw, &s); err != nil {
-			server.WriteError(w, http.StatusConflict, "not_report", "thread "+id+" is not a report design")
-			return s, false
-		}
-	}
-	if err != nil {
-		a.threadError(w, r, srv, id, err)
-		return s, false
-	}
-	return s, true
+	return threadstate.Read[State](w, r, srv, id, agentName, "not_report", "a report design")
 }
 
 // threadError answers a request whose thread could not be had: a thread

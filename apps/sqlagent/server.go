@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/apps/internal/sources"
 	"github.com/loomkit/loom/apps/internal/table"
+	"github.com/loomkit/loom/apps/internal/threadstate"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/shop"
@@ -185,24 +185,11 @@ func routes(srv *server.Server) http.Handler {
 	m := http.NewServeMux()
 	m.Handle("GET /api/v1/sqlagent/threads/{id}/result.csv", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		raw, err := srv.ThreadState(r.Context(), id, AgentName)
-		var s State
-		if err == nil {
-			err = json.Unmarshal(raw, &s)
+		s, ok := threadstate.Read[State](w, r, srv, id, AgentName, "not_sqlagent", "the SQL agent's")
+		if !ok {
+			return
 		}
 		switch {
-		case errors.Is(err, server.ErrNotFound):
-			server.WriteError(w, http.StatusNotFound, "not_found", "no thread "+id)
-			return
-		case err != nil && raw != nil:
-			server.WriteError(w, http.StatusConflict, "not_sqlagent", "thread "+id+" is not the SQL agent's")
-			return
-		case err != nil:
-			// Another agent's thread is a 409, a database that cannot
-			// be read a 503; nothing of the error's text but the
-			// thread's id reaches the client.
-			srv.Fail(w, r, err)
-			return
 		case s.Answer == nil || len(s.Answer.Columns) == 0:
 			server.WriteError(w, http.StatusNotFound, "no_result", "thread "+id+" has no answer with a table yet")
 			return
