@@ -1,7 +1,8 @@
 // Command gen writes the forms corpus: for each form an HTML page and a
 // truth file (title, labels, table headers, row count, the data values a
 // template must not bake in), and for some of them an XLSX workbook and a
-// DOCX document; the pages share form.css. render.sh draws the HTML pages as pictures and PDFs.
+// DOCX document; the pages link the style sheet form.css beside them.
+// render.sh draws the HTML pages as pictures and PDFs.
 //
 //	go run ./apps/report/testdata/forms/gen apps/report/testdata/forms
 package main
@@ -102,21 +103,6 @@ var forms = []form{
 	},
 }
 
-// style is the forms' style sheet, form.css, which every page links.
-const style = `body { margin: 0; background: #fff; font-family: "AR PL SungtiL GB", serif; color: #000; }
-.page { width: 760px; padding: 30px 20px; }
-.company { text-align: center; font-size: 16px; margin-bottom: 6px; }
-h1 { text-align: center; font-size: 30px; margin: 4px 0 18px; letter-spacing: 2px; }
-table.info { width: 100%; font-size: 16px; margin-bottom: 12px; }
-table.info td { padding: 5px 2px; width: 25%; }
-table.grid { width: 100%; border-collapse: collapse; font-size: 15px; }
-table.grid th, table.grid td { border: 1px solid #000; padding: 6px 5px; text-align: center; }
-table.grid th { font-weight: bold; }
-.total { font-size: 16px; margin: 12px 0 24px; text-align: right; }
-.signs { display: flex; justify-content: space-between; font-size: 16px; }
-@page { size: A4; margin: 12mm; }
-`
-
 const page = `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><link rel="stylesheet" href="form.css"></head><body><div class="page">
 %s</div></body></html>
@@ -127,7 +113,6 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	must(os.WriteFile(filepath.Join(dir, "form.css"), []byte(style), 0o644))
 	for _, f := range forms {
 		t := truth{Title: f.Title, Headers: f.Headers, Rows: len(f.Rows)}
 		for _, p := range f.Pairs {
