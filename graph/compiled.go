@@ -28,6 +28,8 @@ type Compiled[S any] struct {
 	// before and after flag the nodes with breakpoints, by index (nil:
 	// none).
 	before, after []bool
+	// durability is the runs' default.
+	durability Durability
 }
 
 type target struct {
@@ -71,11 +73,12 @@ type cnode[S any] struct {
 
 func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
 	c := &Compiled[S]{
-		name:      g.name,
-		index:     make(map[string]int, len(g.nodes)),
-		saver:     spec.saver,
-		stepLimit: spec.stepLimit,
-		src:       g,
+		name:       g.name,
+		index:      make(map[string]int, len(g.nodes)),
+		saver:      spec.saver,
+		stepLimit:  spec.stepLimit,
+		src:        g,
+		durability: spec.durability,
 	}
 	for i, n := range g.nodes {
 		c.index[n.name] = i

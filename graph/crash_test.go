@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv("LOOM_ASK_CHILD_DB"); db != "" {
 		askChild(db) // ends the process
 	}
+	if db := os.Getenv(envDurabilityDB); db != "" {
+		durabilityChild(db) // ends the process
+	}
 	os.Exit(m.Run())
 }
 

@@ -45,11 +45,14 @@ type JSONInput struct {
 	// Input); nil: the compiled graph's.
 	InterruptBefore []string `json:"interrupt_before,omitempty"`
 	InterruptAfter  []string `json:"interrupt_after,omitempty"`
+	// Durability is the run's durability (see Input); "": the compiled
+	// graph's.
+	Durability Durability `json:"durability,omitempty"`
 }
 
 // StreamJSON implements Runner.
 func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
-	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, Goto: in.Goto}
+	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, Goto: in.Goto, Durability: in.Durability}
 	switch {
 	case in.Update != nil:
 		var check S

@@ -264,6 +264,7 @@ type compileSpec struct {
 	saver         checkpoint.Saver
 	stepLimit     int
 	before, after []string // breakpoints
+	durability    Durability
 }
 
 // WithSaver stores a checkpoint after every step in s. Without a saver a
@@ -358,6 +359,9 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 	}
 	if (c.before != nil || c.after != nil) && c.saver == nil {
 		errs = append(errs, errors.New("breakpoints need a saver (WithSaver), to continue from them"))
+	}
+	if err := spec.durability.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))

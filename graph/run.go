@@ -74,6 +74,9 @@ type Input[S any] struct {
 	// breakpoints instead of the compiled graph's (see
 	// WithInterruptBefore); an empty list means none.
 	InterruptBefore, InterruptAfter []string
+	// Durability, when set, says when this run writes its checkpoints
+	// instead of the compiled graph's (see WithDurability).
+	Durability Durability
 }
 
 // Result is how a run ended.
@@ -172,6 +175,7 @@ type runner[S any] struct {
 	before, after []bool
 	skipBefore    bool
 	unsaved       string // the pure node whose step is not written yet
+	dur           durable[S]
 }
 
 func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit func(Event) bool) (*Result[S], error) {
@@ -185,7 +189,10 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 	}
 	r.rc.saver, r.rc.kept = c.saver, r.keeper()
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
-	res, err := r.run(in)
+	if err := r.setDurability(in.Durability); err != nil {
+		return nil, err
+	}
+	res, err := r.settle(r.run(in))
 	if res != nil && err == nil {
 		r.send(KindRunEnd, "", "", res)
 	}
@@ -255,7 +262,7 @@ func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func
 	}
 	cp.State = b
 	// A cancelled run still records the step it finished.
-	if err := r.c.saver.Put(context.WithoutCancel(r.ctx), cp); err != nil {
+	if err := r.put(cp); err != nil {
 		return fmt.Errorf("graph %s: thread %s: %w", r.c.name, r.rc.thread, err)
 	}
 	r.head = cp
@@ -414,10 +421,11 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 			took = time.Since(began)
 		}
 		stop := r.after != nil && r.after[cur] && next != endIndex
-		saved := !n.pure || next == endIndex || stop
+		saved := !(n.pure || r.dur.exit) || next == endIndex || stop
 		r.unsaved = ""
 		if !saved {
 			r.unsaved = n.name
+			r.keep(next)
 		}
 		if saved {
 			err = r.save(checkpoint.SourceStep, n.name, next, func(cp *checkpoint.Checkpoint) { cp.Meta.Duration = took })
