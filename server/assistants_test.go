@@ -181,7 +181,6 @@ func TestRunFieldsRefused(t *testing.T) {
 	}{
 		{map[string]any{"feedback_keys": []string{"a"}}, `\"feedback_keys\"`},
 		{map[string]any{"langsmith_tracer": map[string]any{}}, `\"langsmith_tracer\"`},
-		{map[string]any{"stream_subgraphs": true}, "stream_subgraphs"},
 		{map[string]any{"durability": "never"}, "durability"},
 		{map[string]any{"config": map[string]any{"tags": []string{"a"}}}, "config.tags"},
 		{map[string]any{"config": map[string]any{"configurable": map[string]any{"times": 9}}}, "times"},
@@ -197,7 +196,7 @@ func TestRunFieldsRefused(t *testing.T) {
 			t.Errorf("%v: %d %s, want 422 naming %s", c.body, st, b, c.want)
 		}
 	}
-	ok := map[string]any{"durability": "sync", "stream_resumable": true, "stream_subgraphs": false, "checkpoint_during": true,
+	ok := map[string]any{"durability": "sync", "stream_resumable": true, "stream_subgraphs": true, "checkpoint_during": true,
 		"context": map[string]any{"tone": "loud"}}
 	if got := reply(t, ts.URL, "", "tone", ok); got != "loud:x" {
 		t.Fatalf("supported fields: %q, want loud:x", got)

@@ -15,12 +15,15 @@ import (
 // On Postgres it is stored as JSON in loom_run_events.
 type event struct {
 	// Seq numbers a run's events from 1; it is the SSE event id.
-	Seq        int        `json:"-"`
-	Kind       graph.Kind `json:"kind"`
-	Node       string     `json:"node,omitempty"`
-	Step       int        `json:"step,omitempty"`
-	Checkpoint string     `json:"checkpoint,omitempty"`
-	Time       time.Time  `json:"time"`
+	Seq  int        `json:"-"`
+	Kind graph.Kind `json:"kind"`
+	Node string     `json:"node,omitempty"`
+	// Namespace is the path of the node running the subgraph the event
+	// comes from (graph.Event.Namespace); "" for the agent's own graph.
+	Namespace  string    `json:"ns,omitempty"`
+	Step       int       `json:"step,omitempty"`
+	Checkpoint string    `json:"checkpoint,omitempty"`
+	Time       time.Time `json:"time"`
 	// Data is the event's data as JSON: the state for KindState and
 	// KindRunEnd, the Emit value for other kinds.
 	Data json.RawMessage `json:"data,omitempty"`
@@ -52,7 +55,7 @@ type runResult struct {
 
 // newEvent encodes a graph event.
 func newEvent(e graph.Event) event {
-	ev := event{Kind: e.Kind, Node: e.Node, Step: e.Step, Checkpoint: e.Checkpoint, Time: e.Time}
+	ev := event{Kind: e.Kind, Node: e.Node, Namespace: e.Namespace, Step: e.Step, Checkpoint: e.Checkpoint, Time: e.Time}
 	switch e.Kind {
 	case graph.KindRunStart, graph.KindNodeStart:
 	case graph.KindNodeEnd:

@@ -189,9 +189,6 @@ func (req *runRequest) checkOptions() error {
 	if req.OnCompletion == "keep" {
 		req.OnCompletion = "continue"
 	}
-	if req.StreamSubgraphs != nil && *req.StreamSubgraphs {
-		return errorf(http.StatusUnprocessableEntity, "unsupported", "stream_subgraphs is not supported: a run streams its own graph's events")
-	}
 	for _, err := range []error{oneOf("if_not_exists", req.IfNotExists, "create", "reject"),
 		oneOf("durability", req.Durability, "sync", "async", "exit"),
 		oneOf("on_disconnect", req.OnDisconnect, "cancel", "continue"), oneOf("on_completion", req.OnCompletion, "delete", "continue")} {
@@ -285,6 +282,9 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		run.assistant = req.AssistantID
 	}
 	run.from, run.modes, run.config, run.webhook = from, modes, config, req.Webhook
+	if req.StreamSubgraphs != nil && *req.StreamSubgraphs {
+		run.modes = append(slices.Clip(modes), subgraphsMode)
+	}
 	run.user = userOf(ctx)
 	run.temp = temp && req.OnCompletion != "continue"
 	if err := s.exec.submit(ctx, run); err != nil {

@@ -3,7 +3,9 @@ package server
 import (
 	"cmp"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
@@ -26,6 +28,14 @@ import (
 //     on_chat_model_stream, on_tool_start/end, on_custom_event.
 //   - debug, tasks, checkpoints: the step's checkpoint as a task result.
 //
+// Steps inside subgraphs are streamed only for a run that asked for
+// stream_subgraphs, as LangGraph does: each event's name then carries the
+// subgraph's namespace, "updates|outer" ("updates|outer|inner" two levels
+// down; Loom's namespaces name the nodes, without LangGraph's task ids),
+// and updates are keyed by the inner node's own name. Model output and
+// custom events from inside subgraphs are streamed either way, named with
+// the namespace only when it was asked for.
+//
 // A run's error is an "error" event {error, message} in every mode.
 type lgRender struct {
 	run   *run
@@ -33,6 +43,8 @@ type lgRender struct {
 	sw    *streamWriter
 	// text accumulates the "messages" mode's partial messages by id.
 	text map[string]*lgMessage
+	// subgraphs is set when the run asked for stream_subgraphs.
+	subgraphs bool
 	// chat, when set, is the thread's conversation, shown as "messages"
 	// in the values: the run's input at every step, and the agent's reply
 	// at the end.
@@ -53,8 +65,12 @@ func newLGRender(r *run, modes []string, sw *streamWriter) *lgRender {
 	for _, x := range modes {
 		m[x] = true
 	}
-	return &lgRender{run: r, modes: m, sw: sw, text: map[string]*lgMessage{}}
+	return &lgRender{run: r, modes: m, sw: sw, text: map[string]*lgMessage{}, subgraphs: slices.Contains(r.modes, subgraphsMode)}
 }
+
+// subgraphsMode, among a run's modes, marks a run that asked for
+// stream_subgraphs; it travels with the run's job like the modes.
+const subgraphsMode = "subgraphs"
 
 func (l *lgRender) emit(mode, name string, id int, data any) error {
 	if mode != "" && !l.modes[mode] {
@@ -85,9 +101,20 @@ func interruptsJSON(pending []checkpoint.Interrupt) map[string][]lgInterrupt {
 func (l *lgRender) render(e *event) error {
 	id := e.Seq
 	var err error
+	var ns string // the event name's namespace suffix
+	node := e.Node
+	if e.Namespace != "" {
+		switch {
+		case l.subgraphs:
+			ns = "|" + strings.ReplaceAll(e.Namespace, "/", "|")
+			node = strings.TrimPrefix(e.Node, e.Namespace+"/")
+		case e.Kind == graph.KindNodeStart || e.Kind == graph.KindNodeEnd || e.Kind == graph.KindState || e.Kind == graph.KindInterrupt:
+			return nil
+		}
+	}
 	try := func(mode, name string, data any) {
 		if err == nil {
-			err = l.emit(mode, name, id, data)
+			err = l.emit(mode, name+ns, id, data)
 		}
 	}
 	switch e.Kind {
@@ -106,7 +133,7 @@ func (l *lgRender) render(e *event) error {
 		}
 	case graph.KindState:
 		try("values", "values", l.chat.values(e.Data, nil, nil, false))
-		try("updates", "updates", map[string]json.RawMessage{e.Node: e.Data})
+		try("updates", "updates", map[string]json.RawMessage{node: e.Data})
 		try("tasks", "tasks", map[string]any{"id": e.Node + ":" + itoa(e.Step), "name": e.Node, "interrupts": []any{},
 			"result": [][]any{{e.Node, e.Data}}})
 		ck := map[string]any{"values": e.Data, "next": []string{}, "tasks": []any{},
