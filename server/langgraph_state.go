@@ -160,6 +160,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request, owner strin
 	if base != nil {
 		cp.Step, cp.Next, cp.Interrupt, cp.Resumes, cp.Counters = max(cp.Step, base.Step), base.Next, base.Interrupt, base.Resumes, base.Counters
 		cp.Interrupts, cp.Answers = base.Interrupts, base.Answers // every pending question, and the answers given
+		cp.Meta.Version = base.Meta.Version                       // the graph version its state and next node are of
 		if base != head {
 			cp.Meta.From = base.ID
 		}
