@@ -7,12 +7,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/loomkit/loom/apps/internal/decision"
 	"github.com/loomkit/loom/apps/internal/table"
-	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/internal/text"
 	"github.com/loomkit/loom/llm"
-	"github.com/loomkit/loom/schema"
 )
 
 //go:embed prompts/*.md
@@ -27,19 +26,9 @@ func prompt(name string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// askJSON asks the model for a typed decision T, feeding malformed
-// answers back (contract.Ask) at most twice.
+// askJSON asks the model for a typed decision T (decision.Ask).
 func askJSON[T any](ctx context.Context, m llm.Model, system, user string) (T, error) {
-	var zero T
-	sch, err := schema.For[T]()
-	if err != nil {
-		return zero, err
-	}
-	msgs := []llm.Message{
-		llm.System(system + "\n\nAnswer with one JSON object inside <DECISION></DECISION>, in this format:\n" + sch.Format()),
-		llm.User(user),
-	}
-	return contract.Ask[T](ctx, contract.Chat(m, &msgs, llm.WithTemperature(0.1)), contract.WithRetries(2))
+	return decision.Ask[T](ctx, m, system, user, false, llm.WithTemperature(0.1))
 }
 
 // askText asks the model for free text (code, a report).

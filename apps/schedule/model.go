@@ -8,10 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/loomkit/loom/contract"
+	"github.com/loomkit/loom/apps/internal/decision"
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/llm"
-	"github.com/loomkit/loom/schema"
 )
 
 // This file is the agent with a model: intent, plan and summary.
@@ -34,19 +33,10 @@ type chatDecision struct {
 	Reply  string `json:"reply,omitempty"`
 }
 
-// askJSON asks m for a JSON decision of type T, feeding malformed answers
-// back (contract.Ask) at most twice.
+// askJSON asks m for a JSON decision of type T, told in Chinese
+// (decision.Ask).
 func askJSON[T any](ctx context.Context, m llm.Model, system, user string, opts ...llm.Option) (T, error) {
-	var zero T
-	sch, err := schema.For[T]()
-	if err != nil {
-		return zero, err
-	}
-	msgs := []llm.Message{
-		llm.System(system + "\n\n只输出一个 JSON 对象，放在 <DECISION></DECISION> 里，格式：\n" + sch.Format()),
-		llm.User(user),
-	}
-	return contract.Ask[T](ctx, contract.Chat(m, &msgs, opts...), contract.WithRetries(2))
+	return decision.Ask[T](ctx, m, system, user, true, opts...)
 }
 
 // briefing describes the schedule for the model's chat and plan calls.
