@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/loomkit/loom/contract"
 	"github.com/loomkit/loom/convo"
@@ -186,21 +188,16 @@ func AddTo[S any](g *graph.Graph[S], prefix string, cfg Config, lens func(*S) *S
 			}
 			return think // a correction round
 		}, exit, act, think).
-		Route(act, func(s S) string {
-			if len(PendingCalls(lens(&s).Messages)) > 0 {
-				return act
-			}
-			return think
-		}, act, think).
+		// act answers every call of the model's message in one step (its
+		// write calls each ask at once), so it always goes back to think.
+		Edge(act, think).
 		Route(pause, func(s S) string {
 			if lens(&s).Answer != "" {
 				return exit
 			}
 			return think
 		}, think, exit).
-		// act → act runs once per write call of one message that a person
-		// confirms; pause → think once per "go on" in a turn.
-		Loop(act, act, 256, think).
+		// pause → think runs once per "go on" in a turn.
 		Loop(pause, think, 1000, exit)
 	g.Budget(r.corrections, r.maxCorrections, pause).
 		Count(think, think, 1).
@@ -405,48 +402,108 @@ func PendingCalls(msgs []llm.Message) []llm.ToolCall {
 	return out
 }
 
-// act runs the pending tool calls in order: read tools at once, and at
-// most one write tool per step, after a person confirmed it. One question
-// per step keeps the answers of Ask in step with the calls on resume.
+// act answers every pending tool call of the model's last message in one
+// step. Calls that need no confirmation run first, in order: read tools,
+// and calls that fail before anything is asked (an unknown tool, bad
+// arguments). Then each write call asks its own question at once, from a
+// fan-out branch of its own (act[0], act[1], … in the order of the write
+// calls), and the run stops with all of them pending, each with its id.
+// Answered by id, in any order and any subset, they run nothing until
+// none is pending (LangGraph's one HumanInterrupt per tool call, resumed
+// together); then each accepted call runs, one at a time, and each
+// rejected one is reported to the model as rejected, the others
+// unaffected. The results join the history in the order of the calls.
+//
+// With a saver, a write call that ran is kept as its branch's result (see
+// graph.Map), so a crash before the step's end does not run it again; its
+// graph.StepKey names the branch, different for every call.
 func (r *react) act(ctx context.Context, st *State) error {
 	ctx = tool.WithView(ctx, &st.Tools)
+	var writes []confirmCall
 	for _, c := range PendingCalls(st.Messages) {
-		result, asked, err := r.call(ctx, c)
+		w, result, err := r.prepare(ctx, c)
 		if err != nil {
 			return err // an interrupt: the results so far are kept
 		}
-		st.Messages = append(st.Messages, llm.ToolResult(c.ID, result))
-		graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": c.ID, "tool": c.Name, "result": result})
-		if asked {
-			return nil
+		if w != nil {
+			writes = append(writes, *w)
+			continue
+		}
+		r.record(ctx, st, c, result)
+	}
+	if len(writes) > 0 {
+		var mu sync.Mutex // approved calls run one at a time
+		confirm := func(ctx context.Context, w confirmCall) (string, error) {
+			ans, err := graph.Ask[tool.ConfirmAnswer](ctx, w.req)
+			if err != nil {
+				return "", err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			return answer(ctx, w.tool, w.call, w.req, ans)
+		}
+		results, err := graph.Map(func([]string) []confirmCall { return writes }, confirm,
+			func(_ []string, rs []string) ([]string, error) { return rs, nil })(ctx, nil)
+		if err != nil {
+			return err // the questions: the read calls' results are kept
+		}
+		for i, w := range writes {
+			r.record(ctx, st, w.call, results[i])
 		}
 	}
+	inCallOrder(st.Messages)
 	return nil
 }
 
-// call runs one tool call and returns the text the model gets back. A bad
-// call, a failing tool and a rejection are results for the model, not
-// errors; only an interrupt is an error. A call that must be confirmed is
-// asked with graph.Ask and then answered as AnswerCall does.
-func (r *react) call(ctx context.Context, c llm.ToolCall) (result string, asked bool, err error) {
+// confirmCall is a write call waiting for a person's confirmation.
+type confirmCall struct {
+	call llm.ToolCall
+	tool tool.Tool
+	req  tool.ConfirmRequest
+}
+
+// prepare runs call c when it needs no confirmation, and returns its
+// result. A call that must be confirmed is returned instead, with its
+// request. A bad call and a failing tool are results for the model, not
+// errors; only an interrupt is an error.
+func (r *react) prepare(ctx context.Context, c llm.ToolCall) (*confirmCall, string, error) {
 	t, err := r.Tools.Resolve(*tool.ViewFrom(ctx), c.Name)
 	if err != nil {
-		return "error: " + err.Error(), false, nil
+		return nil, "error: " + err.Error(), nil
 	}
 	if !r.Policy.NeedsConfirm(t) {
-		result, err = run(ctx, t, c, json.RawMessage(c.Arguments))
-		return result, false, err
+		result, err := run(ctx, t, c, json.RawMessage(c.Arguments))
+		return nil, result, err
 	}
 	req, err := t.ConfirmRequest(ctx, json.RawMessage(c.Arguments))
 	if err != nil {
-		return "error: " + err.Error(), false, nil
+		return nil, "error: " + err.Error(), nil
 	}
-	ans, err := graph.Ask[tool.ConfirmAnswer](ctx, req)
-	if err != nil {
-		return "", true, err
+	return &confirmCall{call: c, tool: t, req: req}, "", nil
+}
+
+// record adds the result of call c to the history and streams it.
+func (r *react) record(ctx context.Context, st *State, c llm.ToolCall, result string) {
+	st.Messages = append(st.Messages, llm.ToolResult(c.ID, result))
+	graph.Emit(ctx, graph.KindToolResult, map[string]string{"id": c.ID, "tool": c.Name, "result": result})
+}
+
+// inCallOrder puts the tool results that follow the last assistant
+// message with tool calls in the order of its calls: act records the
+// calls that need no confirmation before the confirmed ones.
+func inCallOrder(msgs []llm.Message) {
+	i := len(msgs) - 1
+	for i >= 0 && msgs[i].Role == llm.RoleTool {
+		i--
 	}
-	result, err = answer(ctx, t, c, req, ans)
-	return result, true, err
+	if i < 0 || len(msgs[i].ToolCalls) == 0 {
+		return
+	}
+	pos := make(map[string]int, len(msgs[i].ToolCalls))
+	for k, c := range msgs[i].ToolCalls {
+		pos[c.ID] = k
+	}
+	slices.SortStableFunc(msgs[i+1:], func(a, b llm.Message) int { return pos[a.ToolCallID] - pos[b.ToolCallID] })
 }
 
 // AnswerCall answers an open tool call c, one the model made and a person

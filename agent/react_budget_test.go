@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -10,18 +9,15 @@ import (
 
 	"github.com/loomkit/loom/agent"
 	"github.com/loomkit/loom/graph"
-	"github.com/loomkit/loom/llm"
 	"github.com/loomkit/loom/llm/llmtest"
-	"github.com/loomkit/loom/tool"
 )
 
 // TestLoopsTakeTheirDrawnExits: besides its budgets (taken by
 // TestFourMalformedAnswersTakeTheDrawnExit and
-// TestBudgetPausesAndContinues), the ReAct loop declares two loops, which
-// every agent built with AddTo has: act → act, once per write call of one
-// message a person confirms (256), and pause → think, once per "go on"
-// in a run (1000). A run that spends each takes the drawn exit. A bound
-// declared without a run in this package fails the test.
+// TestBudgetPausesAndContinues), the ReAct loop declares one loop, which
+// every agent built with AddTo has: pause → think, once per "go on" in a
+// run (1000). A run that spends it takes the drawn exit. A bound declared
+// without a run in this package fails the test.
 func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 	ctx := context.Background()
 	loops := map[string]graph.Edge{} // a loop's exit, by the node it leaves
@@ -50,41 +46,6 @@ func TestLoopsTakeTheirDrawnExits(t *testing.T) {
 		}
 		return nodes, res
 	}
-	took := func(nodes []string, from, to string) bool {
-		for i := 1; i < len(nodes); i++ {
-			if nodes[i-1] == from && nodes[i] == to {
-				return true
-			}
-		}
-		return false
-	}
-
-	t.Run("act>act", func(t *testing.T) {
-		tested[agent.Act] = true
-		exit := loops[agent.Act]
-		n := exit.Max + 2 // the first act, exit.Max in a row, one more
-		calls := make([]llm.ToolCall, n)
-		for i := range calls {
-			calls[i] = llm.ToolCall{ID: fmt.Sprintf("c%d", i), Name: "book", Arguments: fmt.Sprintf(`{"room":"A%d","day":1}`, i)}
-		}
-		f := newFixture(t, true, 0, llmtest.ToolCalls(calls...), llmtest.Text("Booked what I could."))
-		ins := []graph.Input[agent.State]{{Update: agent.Say("Book every room")}}
-		for range n - 1 {
-			ins = append(ins, graph.Input[agent.State]{Resume: tool.ConfirmAnswer{Accept: true}})
-		}
-		nodes, res := path(t, f.graph, ins...)
-		if !took(nodes, agent.Act, exit.To) || exit.To != agent.Think {
-			t.Errorf("drawn exit %+v; path ends %s", exit, strings.Join(nodes[max(len(nodes)-4, 0):], " → "))
-		}
-		// The first call and exit.Max more in a row ran; the last was
-		// not asked for: the exit went to think.
-		if got := f.booked.Load(); int(got) != exit.Max+1 {
-			t.Errorf("%d calls ran, want %d", got, exit.Max+1)
-		}
-		if res == nil || res.Status != graph.StatusDone {
-			t.Errorf("result %+v", res)
-		}
-	})
 
 	t.Run("pause>think", func(t *testing.T) {
 		tested[agent.Pause] = true
