@@ -180,7 +180,7 @@ func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publ
 	}
 	in := r.input
 	if continuing {
-		in = graph.JSONInput{Run: r.id}
+		in = graph.JSONInput{Run: r.id, Durability: r.input.Durability}
 	} else if err := s.prepare(r); err != nil {
 		return failed(err), false, 0, err
 	}
