@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/loomkit/loom/apps/dataagent/knowledge"
@@ -196,23 +195,8 @@ func build(ctx context.Context, opts ServerOptions, db *store.DB, built *atomic.
 // ready says whether every source answers now: nil, or one line per
 // source that does not ("source sales is unavailable: connection
 // refused"), without hosts or credentials.
-func ready(ctx context.Context, sources []Source) error {
-	errs := make([]error, len(sources))
-	var wg sync.WaitGroup
-	for i, s := range sources {
-		wg.Go(func() {
-			err := s.Ping(ctx)
-			switch {
-			case err == nil:
-			case errors.Is(err, datasource.ErrUnavailable):
-				errs[i] = datasource.Unavailable(s.Name, err)
-			default: // the check's own deadline
-				errs[i] = datasource.NotAnswering(s.Name)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+func ready(ctx context.Context, ss []Source) error {
+	return sources.Ready(ctx, ss, func(s Source) (string, *datasource.Source) { return s.Name, s.Source })
 }
 
 // FromChat turns a chat message into a run's input: the question, after

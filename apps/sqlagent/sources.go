@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 
+	"github.com/loomkit/loom/apps/internal/sources"
 	"github.com/loomkit/loom/datasource"
 )
 
@@ -63,25 +63,11 @@ func openSources(ctx context.Context, cfgs []datasource.Config, limits datasourc
 // refused"), without hosts or credentials. It is the agent's
 // server.Agent.Ready; a source that failed lately is not tried again
 // before its backoff ends.
+//
+// The server logs what is down; the cause was logged when the source
+// failed a question or at start.
 func (ss *Sources) Ready(ctx context.Context) error {
-	errs := make([]error, len(ss.list))
-	var wg sync.WaitGroup
-	for i, s := range ss.list {
-		wg.Go(func() {
-			err := s.Ping(ctx)
-			switch {
-			case err == nil:
-			case errors.Is(err, datasource.ErrUnavailable):
-				// The server logs what is down; the cause was logged
-				// when the source failed a question or at start.
-				errs[i] = datasource.Unavailable(s.Name, err)
-			default: // the check's own deadline
-				errs[i] = datasource.NotAnswering(s.Name)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return sources.Ready(ctx, ss.list, func(s *source) (string, *datasource.Source) { return s.Name, s.Source })
 }
 
 // unavailable is datasource.Unavailable, logging the cause of a source that cannot

@@ -6,10 +6,12 @@ package sources
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/loomkit/loom/datasource"
 	"github.com/loomkit/loom/datasource/shop"
@@ -116,4 +118,28 @@ func sameFile(a, b string) bool {
 	}
 	sb, err := os.Stat(b)
 	return err == nil && os.SameFile(sa, sb)
+}
+
+// Ready says whether every source of list answers now: nil, or one line
+// per source that does not ("source sales is unavailable: connection
+// refused"), without hosts or credentials. source gives an item's name
+// and source.
+func Ready[S any](ctx context.Context, list []S, source func(S) (string, *datasource.Source)) error {
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, s := range list {
+		wg.Go(func() {
+			name, src := source(s)
+			err := src.Ping(ctx)
+			switch {
+			case err == nil:
+			case errors.Is(err, datasource.ErrUnavailable):
+				errs[i] = datasource.Unavailable(name, err)
+			default: // the check's own deadline
+				errs[i] = datasource.NotAnswering(name)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
