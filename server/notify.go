@@ -140,6 +140,7 @@ type notifier struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
+	once    sync.Once
 
 	mu      sync.Mutex
 	pending []string
@@ -163,9 +164,9 @@ func (n *notifier) send(payloads ...string) {
 	}
 }
 
-// close sends what is queued and stops.
+// close sends what is queued and stops; it may be called again.
 func (n *notifier) close() {
-	close(n.stop)
+	n.once.Do(func() { close(n.stop) })
 	<-n.done
 }
 
