@@ -81,6 +81,22 @@ func (m *Memory) DeleteThread(_ context.Context, thread string) error {
 	return nil
 }
 
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep (at least 1) and returns how many it deleted.
+func (m *Memory) TrimHistory(_ context.Context, thread string, keep int) (int, error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("trim %s: keep %d checkpoints, want at least 1", thread, keep)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.threads[thread]
+	n := max(len(h)-keep, 0)
+	if n > 0 {
+		m.threads[thread] = slices.Clone(h[n:])
+	}
+	return n, nil
+}
+
 // clone copies cp so that callers cannot change stored history. The byte
 // slices are shared: savers and the runtime never write into them.
 func clone(cp *Checkpoint) *Checkpoint {

@@ -135,6 +135,19 @@ func (w *sealedSaver) DeleteThread(ctx context.Context, thread string) error {
 	return w.s.DeleteThread(ctx, thread)
 }
 
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep on the saver underneath, which keeps them sealed as they are
+// stored; an error when that saver has no TrimHistory.
+func (w *sealedSaver) TrimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	t, ok := w.s.(interface {
+		TrimHistory(ctx context.Context, thread string, keep int) (int, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("checkpoint trim %s: %T cannot delete checkpoints", thread, w.s)
+	}
+	return t.TrimHistory(ctx, thread, keep)
+}
+
 // Close closes the saver underneath when it has a Close method.
 func (w *sealedSaver) Close() error {
 	if c, ok := w.s.(interface{ Close() error }); ok {

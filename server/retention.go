@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,40 +165,24 @@ func (s *Server) pruneThread(ctx context.Context, t *Thread, strategy string) (b
 	return true, nil
 }
 
+// historyTrimmer is a saver that deletes the checkpoints of a thread
+// older than its newest keep, the oldest kept made whole (the savers of
+// checkpoint/sqlite, postgres and redis, and checkpoint.Memory, are;
+// checkpoint.Sealed passes it on to the saver it seals for).
+type historyTrimmer interface {
+	TrimHistory(ctx context.Context, thread string, keep int) (int, error)
+}
+
 // trimHistory deletes the checkpoints of thread before its last keep,
-// and returns how many. The oldest kept gets its full state, so that it
-// no longer needs the ones before it. Checkpoints are only appended, so
-// this runs safely beside a run that appends more.
-func (s *Server) trimHistory(ctx context.Context, thread string, keep int) (int64, error) {
-	table, full := "checkpoints", "full = 1"
-	if s.db.Dialect() == store.Postgres {
-		table, full = "loom_checkpoints", "is_full = true"
+// and returns how many, through the saver (which alone knows how it
+// stores them); a saver that cannot is an error.
+func (s *Server) trimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	saver := s.db.Saver()
+	t, ok := saver.(historyTrimmer)
+	if !ok {
+		return 0, fmt.Errorf("trim history of %s: the saver (%T) cannot delete checkpoints", publicID(thread), saver)
 	}
-	var lo, hi sql.NullInt64
-	if err := s.db.SQL().QueryRowContext(ctx, s.records.q(`SELECT min(seq), max(seq) FROM `+table+` WHERE thread = ?`), thread).Scan(&lo, &hi); err != nil {
-		return 0, fmt.Errorf("trim history of %s: %w", publicID(thread), err)
-	}
-	if !hi.Valid || hi.Int64-lo.Int64+1 <= int64(keep) {
-		return 0, nil
-	}
-	kept, err := s.db.Saver().List(ctx, thread, keep)
-	if err != nil || len(kept) == 0 {
-		return 0, fmt.Errorf("trim history of %s: %w", publicID(thread), err)
-	}
-	oldest := kept[len(kept)-1]
-	var n int64
-	err = s.db.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.records.q(`UPDATE `+table+` SET `+full+`, state = ? WHERE thread = ? AND seq = ? AND id = ?`),
-			[]byte(oldest.State), thread, oldest.Seq, oldest.ID); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, s.records.q(`DELETE FROM `+table+` WHERE thread = ? AND seq < ?`), thread, oldest.Seq)
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
+	n, err := t.TrimHistory(ctx, thread, keep)
 	if err != nil {
 		return 0, fmt.Errorf("trim history of %s: %w", publicID(thread), err)
 	}

@@ -281,6 +281,20 @@ func (m marked) DeleteThread(ctx context.Context, thread string) error {
 	return mark(m.s.DeleteThread(ctx, thread))
 }
 
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep through the saver underneath (the server's history policy calls
+// it); an error when that saver has no TrimHistory.
+func (m marked) TrimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	t, ok := m.s.(interface {
+		TrimHistory(ctx context.Context, thread string, keep int) (int, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("trim %s: %T cannot delete checkpoints", thread, m.s)
+	}
+	n, err := t.TrimHistory(ctx, thread, keep)
+	return n, mark(err)
+}
+
 // unavailable is an error that IsUnavailable holds for, marked.
 type unavailable struct{ err error }
 

@@ -316,6 +316,43 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 	}
 }
 
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep (at least 1) and returns how many it deleted. The oldest kept gets
+// its full state, so that reading it needs no row before it. Puts only
+// append (and lock the head, which is kept), so it is safe beside a run
+// that goes on on the thread.
+func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("checkpoint postgres trim %s: keep %d checkpoints, want at least 1", thread, keep)
+	}
+	kept, err := s.List(ctx, thread, keep)
+	if err != nil || len(kept) < keep {
+		return 0, err
+	}
+	oldest := kept[len(kept)-1]
+	var n int64
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var lo pgtype.Int8
+		if err := tx.QueryRow(ctx, `SELECT min(seq) FROM loom_checkpoints WHERE thread = $1`, thread).Scan(&lo); err != nil {
+			return err
+		}
+		if !lo.Valid || lo.Int64 >= oldest.Seq {
+			return nil // nothing older, or the thread is gone
+		}
+		if _, err := tx.Exec(ctx, `UPDATE loom_checkpoints SET is_full = true, state = $4 WHERE thread = $1 AND seq = $2 AND id = $3`,
+			thread, oldest.Seq, oldest.ID, []byte(oldest.State)); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM loom_checkpoints WHERE thread = $1 AND seq < $2`, thread, oldest.Seq)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint postgres trim %s: %w", thread, err)
+	}
+	return int(n), nil
+}
+
 // resolveRows feeds the rows of a read query to a resolver.
 func resolveRows(thread string, rows pgx.Rows) (*stored.Resolver, error) {
 	defer rows.Close()

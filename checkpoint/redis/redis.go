@@ -80,6 +80,10 @@ else
 	else
 		lo = 0
 	end
+	-- After a trim (see trimScript) the first kept record is the
+	-- lowest full one; the records before it are gone.
+	local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+	if #first > 0 and tonumber(first[1]) > lo then lo = tonumber(first[1]) end
 end
 local base = 0
 local f = redis.call('ZREVRANGEBYSCORE', KEYS[3], lo, '-inf', 'LIMIT', 0, 1)
@@ -89,6 +93,34 @@ for _, r in ipairs(redis.call('LRANGE', KEYS[1], base, hi)) do
 	out[#out + 1] = r
 end
 return out
+`)
+
+// trimScript drops the records of the seqs before ARGV[1], whose record
+// becomes ARGV[3], a full one, if it still holds checkpoint ARGV[2]: the
+// dropped records become empty strings (the log stays indexed by seq),
+// their ids leave the index and their seqs the full set, whose lowest
+// seq is then the first kept (getScript starts there). It returns how
+// many it dropped, or -1 when the record changed.
+var trimScript = goredis.NewScript(`
+local keep = tonumber(ARGV[1])
+if redis.call('HGET', KEYS[2], ARGV[2]) ~= ARGV[1] then return -1 end
+local from = 0
+local first = redis.call('ZRANGE', KEYS[3], 0, 0)
+if #first > 0 then from = tonumber(first[1]) end
+if from >= keep then return 0 end
+local ids = {}
+local all = redis.call('HGETALL', KEYS[2])
+for i = 1, #all, 2 do
+	if tonumber(all[i + 1]) < keep then ids[#ids + 1] = all[i] end
+end
+for i = 1, #ids, 1000 do
+	redis.call('HDEL', KEYS[2], unpack(ids, i, math.min(i + 999, #ids)))
+end
+for i = from, keep - 1 do redis.call('LSET', KEYS[1], i, '') end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. keep)
+redis.call('ZADD', KEYS[3], keep, keep)
+redis.call('LSET', KEYS[1], keep, ARGV[3])
+return keep - from
 `)
 
 // Option configures a Saver.
@@ -134,7 +166,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Saver, error) {
 		s.client.Close()
 		return nil, fmt.Errorf("checkpoint redis open %s: %w", where, err)
 	}
-	for _, sc := range []*goredis.Script{putScript, getScript} {
+	for _, sc := range []*goredis.Script{putScript, getScript, trimScript} {
 		if err := sc.Load(ctx, s.client).Err(); err != nil {
 			s.client.Close()
 			return nil, fmt.Errorf("checkpoint redis open %s: load script: %w", where, err)
@@ -241,6 +273,34 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 		return fmt.Errorf("checkpoint redis delete %s: %w", thread, err)
 	}
 	return nil
+}
+
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep (at least 1) and returns how many it deleted. The oldest kept gets
+// its full state, so that reading it needs no record before it. Puts only
+// append, so it is safe beside a run that goes on on the thread.
+func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("checkpoint redis trim %s: keep %d checkpoints, want at least 1", thread, keep)
+	}
+	kept, err := s.List(ctx, thread, keep)
+	if err != nil || len(kept) < keep {
+		return 0, err
+	}
+	oldest := kept[len(kept)-1]
+	meta, err := stored.EncodeMeta(oldest)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint redis trim %s: encode meta: %w", thread, err)
+	}
+	rec := appendRecord(nil, oldest, true, meta, oldest.State)
+	n, err := trimScript.Run(ctx, s.client, s.keys(thread), oldest.Seq, oldest.ID, rec).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint redis trim %s: %w", thread, err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("checkpoint redis trim %s: checkpoint %s changed meanwhile: %w", thread, oldest.ID, checkpoint.ErrConflict)
+	}
+	return int(n), nil
 }
 
 // read runs getScript in the given mode and rebuilds the checkpoints it

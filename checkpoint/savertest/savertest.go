@@ -16,6 +16,7 @@ package savertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"ThreadsIsolated", testThreadsIsolated},
 		{"LargeState", testLargeState},
 		{"LongHistory", testLongHistory},
+		{"TrimHistory", testTrimHistory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -772,6 +774,64 @@ func testLongHistory(t *testing.T, s checkpoint.Saver) {
 	for i := range got {
 		same(t, fmt.Sprintf("list limit 5 [%d]", i), cps[n-1-i], got[i])
 	}
+}
+
+// trimmer is a saver that deletes a thread's older checkpoints, as every
+// saver of this module does (the server's history policy calls it).
+type trimmer interface {
+	TrimHistory(ctx context.Context, thread string, keep int) (int, error)
+}
+
+// testTrimHistory: TrimHistory keeps the newest checkpoints, each as it
+// was (the oldest kept no longer needs the deltas before it), forgets
+// the older, leaves other threads alone, and the thread goes on.
+func testTrimHistory(t *testing.T, s checkpoint.Saver) {
+	tr, ok := s.(trimmer)
+	if !ok {
+		t.Skipf("%T has no TrimHistory", s)
+	}
+	ctx := t.Context()
+	// Growing states, so that most are stored as deltas.
+	var states []string
+	msgs := []string{}
+	for i := range 12 {
+		msgs = append(msgs, fmt.Sprintf("%q", bytes.Repeat([]byte{'a' + byte(i)}, 200)))
+		states = append(states, `{"messages":[`+joinComma(msgs)+`]}`)
+	}
+	cps := chain(t, s, "trim", nil, states...)
+	other := chain(t, s, "trim-other", nil, states[:4]...)
+	if _, err := tr.TrimHistory(ctx, "trim", 0); err == nil {
+		t.Fatal("keep 0: no error")
+	}
+	n, err := tr.TrimHistory(ctx, "trim", 5)
+	if err != nil || n != 7 {
+		t.Fatalf("trim to 5: %d, %v; want 7 deleted", n, err)
+	}
+	wantHistory(t, s, "trim", cps[7:]...)
+	for _, cp := range cps[:7] {
+		wantNotFound(t, s, "trim", cp.ID)
+	}
+	for _, cp := range cps[7:] {
+		same(t, fmt.Sprintf("kept seq %d", cp.Seq), cp, get(t, s, "trim", cp.ID))
+	}
+	wantHistory(t, s, "trim-other", other...)
+	if n, err := tr.TrimHistory(ctx, "trim", 5); err != nil || n != 0 {
+		t.Fatalf("trim to 5 again: %d, %v; want none deleted", n, err)
+	}
+	if n, err := tr.TrimHistory(ctx, "nowhere", 3); err != nil || n != 0 {
+		t.Fatalf("trim a thread with no checkpoints: %d, %v", n, err)
+	}
+	// The thread goes on, and is trimmed again from where it was cut.
+	more := chain(t, s, "trim", cps[11], `{"messages":[]}`, states[11])
+	if n, err := tr.TrimHistory(ctx, "trim", 2); err != nil || n != 5 {
+		t.Fatalf("trim to 2 after two more: %d, %v; want 5 deleted", n, err)
+	}
+	wantHistory(t, s, "trim", more...)
+	got := list(t, s, "trim", 5)
+	if len(got) != 2 {
+		t.Fatalf("list limit 5 after the trim: %d checkpoints, want 2", len(got))
+	}
+	same(t, "head after the trims", more[1], get(t, s, "trim", ""))
 }
 
 func joinComma(s []string) string {

@@ -711,6 +711,45 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 	return nil
 }
 
+// TrimHistory deletes the checkpoints of thread older than its newest
+// keep (at least 1) and returns how many it deleted. The oldest kept gets
+// its full state, so that reading it needs no row before it. Puts only
+// append, so it is safe beside a run that goes on on the thread.
+func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("checkpoint trim %s: keep %d checkpoints, want at least 1", thread, keep)
+	}
+	kept, err := s.List(ctx, thread, keep)
+	if err != nil || len(kept) < keep {
+		return 0, err
+	}
+	oldest := kept[len(kept)-1]
+	var n int64
+	err = s.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var lo sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT min(seq) FROM checkpoints WHERE thread = ?`, thread).Scan(&lo); err != nil {
+			return err
+		}
+		if !lo.Valid || lo.Int64 >= oldest.Seq {
+			return nil // nothing older, or the thread is gone
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET full = 1, state = ? WHERE thread = ? AND seq = ? AND id = ?`,
+			[]byte(oldest.State), thread, oldest.Seq, oldest.ID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND seq < ?`, thread, oldest.Seq)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint trim %s: %w", thread, err)
+	}
+	return int(n), nil
+}
+
 // resolveRows feeds the rows of a read query to a resolver.
 func resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
