@@ -625,13 +625,17 @@ class Run {
   }
 
   // confirm shows a card for question q ({id, value}) asked by node.
+  // Several questions pending at once are shown one at a time, in the
+  // order asked, as the chat endpoint asks them: the next one shows once
+  // this run's card is answered.
   confirm(q, node) {
     if (this.interrupts.has(q.id)) return;
     this.interrupts.add(q.id);
+    if (this.asking?.dataset.state === 'pending') return;
     for (const chip of this.chips.values()) {
       if (chip.dataset.node === node && chip.dataset.state === 'running') chip.dataset.state = 'waiting';
     }
-    this.add(confirmCard(q, node));
+    this.asking = this.add(confirmCard(q, node));
     this.setBadge('interrupted', 'status.waiting');
   }
 
@@ -797,7 +801,9 @@ function confirmCard(q, node) {
     settleCard(card, ok ? 'accepted' : 'rejected', text);
     const value = { accept: ok };
     if (text) value.note = text;
-    runStream({ command: { resume: value } });
+    // By id (LangGraph's map form): with several questions pending, a
+    // value alone answers none of them.
+    runStream({ command: { resume: q.id ? { [q.id]: value } : value } });
   };
   accept.addEventListener('click', () => answer(true));
   reject.addEventListener('click', () => answer(false));
