@@ -61,12 +61,15 @@ type runRequest struct {
 	Config  json.RawMessage `json:"config"`
 	Context json.RawMessage `json:"context"`
 	// Loom's streams are always resumable (a run's events are kept for a
-	// while) and every step is checkpointed before the next: these may
-	// be asked for, and are what Loom does anyway (see checkOptions).
-	StreamResumable  *bool  `json:"stream_resumable"`
-	StreamSubgraphs  *bool  `json:"stream_subgraphs"`
-	Durability       string `json:"durability"`
-	CheckpointDuring *bool  `json:"checkpoint_during"`
+	// while), and its checkpoints are written during a run: these two may
+	// be asked for, and are what Loom does anyway. StreamSubgraphs
+	// streams the steps inside subgraphs too.
+	StreamResumable  *bool `json:"stream_resumable"`
+	StreamSubgraphs  *bool `json:"stream_subgraphs"`
+	CheckpointDuring *bool `json:"checkpoint_during"`
+	// Durability is when the run writes its checkpoints (graph.Durability):
+	// sync (the default), async or exit.
+	Durability string `json:"durability"`
 
 	// chat holds the messages of an input in the chat convention
 	// ({"messages": [...]}), which prepareRun turns into the agent's
@@ -90,6 +93,7 @@ func (req *runRequest) input(a *builtAgent) (graph.JSONInput, error) {
 	if in.InterruptAfter, err = breakpoints(a, "interrupt_after", req.InterruptAfter); err != nil {
 		return in, err
 	}
+	in.Durability = graph.Durability(req.Durability) // checked by checkOptions
 	switch {
 	case req.Webhook != "" && checkWebhook(req.Webhook) != nil:
 		return in, checkWebhook(req.Webhook)
@@ -250,11 +254,11 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 		}
 	}
 	if req.chat != nil {
-		before, after := in.InterruptBefore, in.InterruptAfter
+		before, after, durability := in.InterruptBefore, in.InterruptAfter, in.Durability
 		if in, err = s.chatRunInput(ctx, a, t, req.chat); err != nil {
 			return nil, err
 		}
-		in.InterruptBefore, in.InterruptAfter = before, after
+		in.InterruptBefore, in.InterruptAfter, in.Durability = before, after, durability
 	}
 	if t != nil && from != "" && t.Status != StatusBusy {
 		if _, err := s.saver.Get(ctx, t.ID, from); err != nil {
