@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -301,31 +302,10 @@ func TestA2ASDK(t *testing.T) {
 }
 
 // salesJRXML is a small template that passes the report designer's checks.
-const salesJRXML = `<?xml version="1.0" encoding="UTF-8"?>
-<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" name="sales" pageWidth="595" pageHeight="842" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
-	<queryString><![CDATA[SELECT customer, amount FROM sales]]></queryString>
-	<field name="customer" class="java.lang.String"/>
-	<field name="amount" class="java.lang.Double"/>
-	<title>
-		<band height="40">
-			<staticText>
-				<reportElement x="0" y="0" width="555" height="30"/>
-				<textElement><font size="18" isBold="true"/></textElement>
-				<text><![CDATA[销售报表 Sales]]></text>
-			</staticText>
-		</band>
-	</title>
-	<detail>
-		<band height="20">
-			<textField>
-				<reportElement x="0" y="0" width="300" height="20"/>
-				<textFieldExpression><![CDATA[$F{customer}]]></textFieldExpression>
-			</textField>
-			<textField>
-				<reportElement x="300" y="0" width="255" height="20"/>
-				<textFieldExpression><![CDATA[$F{amount}]]></textFieldExpression>
-			</textField>
-		</band>
-	</detail>
-</jasperReport>
-`
+var salesJRXML = func() string {
+	b, err := os.ReadFile("../apps/report/testdata/sales.jrxml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()

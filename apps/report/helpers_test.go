@@ -182,39 +182,21 @@ func jasperSchema(t testing.TB) string {
 	return schema
 }
 
-// goodJRXML is a small valid template; badJRXML refers to a field it
-// does not declare.
-const goodJRXML = `<?xml version="1.0" encoding="UTF-8"?>
-<jasperReport xmlns="http://jasperreports.sourceforge.net/jasperreports" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://jasperreports.sourceforge.net/jasperreports http://jasperreports.sourceforge.net/xsd/jasperreport.xsd" name="sales" pageWidth="595" pageHeight="842" columnWidth="555" leftMargin="20" rightMargin="20" topMargin="20" bottomMargin="20">
-	<queryString><![CDATA[SELECT customer, amount FROM sales]]></queryString>
-	<field name="customer" class="java.lang.String"/>
-	<field name="amount" class="java.lang.Double"/>
-	<title>
-		<band height="40">
-			<staticText>
-				<reportElement x="0" y="0" width="555" height="30"/>
-				<textElement><font size="18" isBold="true"/></textElement>
-				<text><![CDATA[销售报表 Sales]]></text>
-			</staticText>
-		</band>
-	</title>
-	<detail>
-		<band height="20">
-			<textField>
-				<reportElement x="0" y="0" width="300" height="20"/>
-				<textFieldExpression><![CDATA[$F{customer}]]></textFieldExpression>
-			</textField>
-			<textField>
-				<reportElement x="300" y="0" width="255" height="20"/>
-				<textFieldExpression><![CDATA[$F{amount}]]></textFieldExpression>
-			</textField>
-		</band>
-	</detail>
-</jasperReport>
-`
-
+// goodJRXML is a small valid template (testdata/sales.jrxml, which the
+// server's A2A test reads too); badJRXML refers to a field it does not
+// declare.
 var (
+	goodJRXML   = mustRead("testdata/sales.jrxml")
 	badJRXML    = strings.Replace(goodJRXML, "$F{amount}", "$F{amount_total}", 1)
 	worseJRXML  = strings.Replace(badJRXML, "$F{customer}", "$F{customer_name}", 1)
 	biggerTitle = strings.Replace(goodJRXML, `size="18"`, `size="26"`, 1)
 )
+
+// mustRead returns the text of a test data file.
+func mustRead(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
