@@ -55,7 +55,7 @@ func TestAnswerCall(t *testing.T) {
 		interrupt bool
 	}{
 		{name: "accept", call: book, ans: tool.ConfirmAnswer{Accept: true}, want: "booked A1 on day 3", runs: 1},
-		{name: "reject with a reason", call: book, ans: tool.ConfirmAnswer{Reason: " too late "},
+		{name: "reject with a reason", call: book, ans: tool.ConfirmAnswer{Note: " too late "},
 			want: "The user rejected book A1 on day 3; it did not run. Reason: too late"},
 		{name: "reject", call: book, want: "The user rejected book A1 on day 3; it did not run."},
 		{name: "bad arguments", call: llm.ToolCall{ID: "c3", Name: "book", Arguments: `{"room":"A1","day":"x"}`},

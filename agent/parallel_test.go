@@ -220,7 +220,7 @@ func TestParallelWriteCallsAskAtOnce(t *testing.T) {
 	ids = questionsBySummary(t, res.Interrupts)
 	idC, idD := ids["book C3 on day 3"], ids["book D4 on day 4"]
 	res, err = c.Run(ctx, "t", graph.Input[agent.State]{Answers: map[string]any{
-		idD: tool.ConfirmAnswer{Accept: false, Reason: "D4 is being painted"},
+		idD: tool.ConfirmAnswer{Accept: false, Note: "D4 is being painted"},
 		idC: tool.ConfirmAnswer{Accept: true},
 	}})
 	if err != nil || res.Status != graph.StatusDone || res.State.Answer != "Booked C3; D4 was refused." {

@@ -510,7 +510,7 @@ func inCallOrder(msgs []llm.Message) {
 // was asked to confirm, and returns the text the model gets back as the
 // call's result. It resolves c.Name in the view tool.WithView put in ctx
 // (without one, the zero View: core tools only), builds the call's
-// tool.ConfirmRequest, and then either returns req.Rejected(ans.Reason)
+// tool.ConfirmRequest, and then either returns req.Rejected(ans.Note)
 // without calling the tool, or emits a graph.KindToolCall event and calls
 // the tool with the checked arguments.
 //
@@ -538,7 +538,7 @@ func AnswerCall(ctx context.Context, reg *tool.Registry, c llm.ToolCall, ans too
 // answer rejects the confirmed call c of t or runs it, as ans says.
 func answer(ctx context.Context, t tool.Tool, c llm.ToolCall, req tool.ConfirmRequest, ans tool.ConfirmAnswer) (string, error) {
 	if !ans.Accept {
-		return req.Rejected(ans.Reason), nil
+		return req.Rejected(ans.Note), nil
 	}
 	return run(ctx, t, c, req.Args)
 }

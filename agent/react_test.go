@@ -250,7 +250,7 @@ func TestWriteToolWaitsForConfirmation(t *testing.T) {
 	if err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("second booking: %+v, %v", res, err)
 	}
-	res, err = f.graph.Resume(ctx, "t", tool.ConfirmAnswer{Accept: false, Reason: "too late"})
+	res, err = f.graph.Resume(ctx, "t", tool.ConfirmAnswer{Accept: false, Note: "too late"})
 	if err != nil || res.State.Answer != "Not booked." || f.booked.Load() != 1 {
 		t.Fatalf("after reject: %+v, %v; booked %d", res, err, f.booked.Load())
 	}

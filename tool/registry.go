@@ -401,9 +401,14 @@ type ConfirmRequest struct {
 }
 
 // ConfirmAnswer is the person's answer. Reject is a value, not an error.
+// Its form is the one every consent in Loom takes: the page's confirm
+// card and the server's reading of a typed reply both send
+// {"accept": …, "note": …}.
 type ConfirmAnswer struct {
-	Accept bool   `json:"accept"`
-	Reason string `json:"reason,omitempty"`
+	Accept bool `json:"accept"`
+	// Note is what the person added: on a refusal, the reason the model
+	// is told.
+	Note string `json:"note,omitempty"`
 }
 
 // ConfirmRequest checks the arguments and builds the request to confirm a

@@ -137,3 +137,16 @@ func TestContextTools(t *testing.T) {
 		t.Fatalf("description = %q", tl.Description())
 	}
 }
+
+// The page's confirm card and the server's reading of a typed reply send
+// {"accept", "note"}: the note reaches the refusal the model is told.
+func TestConfirmAnswerReadsTheNote(t *testing.T) {
+	var ans ConfirmAnswer
+	if err := json.Unmarshal([]byte(`{"accept":false,"note":"D4 is being painted"}`), &ans); err != nil {
+		t.Fatal(err)
+	}
+	req := ConfirmRequest{Summary: "book D4"}
+	if got := req.Rejected(ans.Note); ans.Accept || !strings.Contains(got, "D4 is being painted") {
+		t.Errorf("answer %+v gives %q, want a refusal with the note", ans, got)
+	}
+}
