@@ -368,10 +368,10 @@ func (a *Agent) validate(ctx context.Context, s State) (State, error) {
 			a.log.Warn("report: comparing with the upload", "err", err)
 		} else {
 			s.Turn.SSIM = res.SSIM
-			if !res.Passes(a.cfg.SSIM) {
-				msg := fmt.Sprintf("the rendering looks too unlike the uploaded form: SSIM %.2f over the form, below %.2f; the %s differs most", res.SSIM, a.cfg.SSIM, worst)
-				if res.SSIM >= a.cfg.SSIM {
-					msg = fmt.Sprintf("part of the uploaded form is missing from the rendering: the %s of the form scores below %.2f", worst, a.cfg.SSIM/2)
+			if threshold := a.ssim(ctx); !res.Passes(threshold) {
+				msg := fmt.Sprintf("the rendering looks too unlike the uploaded form: SSIM %.2f over the form, below %.2f; the %s differs most", res.SSIM, threshold, worst)
+				if res.SSIM >= threshold {
+					msg = fmt.Sprintf("part of the uploaded form is missing from the rendering: the %s of the form scores below %.2f", worst, threshold/2)
 				}
 				ps = append(ps, jrxml.Problem{Element: "jasperReport", Line: 1, Severity: jrxml.Error, Check: "ssim",
 					Message: msg, Hint: "draw every part of the form (its title, labels and tables) where the form has it"})

@@ -69,6 +69,15 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
+// Settings is what an assistant, or a run's config.configurable or
+// context, may set for the report designer on Loom's server. Only the
+// similarity threshold is a run's: the correction budget (MaxRetry) is
+// the bound of the graph's loop, fixed when the graph is compiled, so it
+// is the server's (loom serve --report-max-retry) for every run.
+type Settings struct {
+	SSIM float64 `json:"ssim,omitempty" jsonschema:"minimum=0,maximum=1,description=the similarity (SSIM) a template drawn from an uploaded picture must reach against it (default: the server's\\, 0.35)"`
+}
+
 // ServerAgent returns the agent as the server registers it, under the
 // name "report". On the server's database its uploads, versions and past
 // corrections live beside the checkpoints; its endpoints are served under
@@ -80,6 +89,7 @@ func ServerAgent(opts ServerOptions) server.Agent {
 		DescriptionZh: "在对话中设计 JasperReports 报表模板（JRXML）：可以从文字描述、上传的表单图片、电子表格、PDF 或已有模板开始，带校验、自动修正、预览和版本管理（上传、撤销、预览和导出无需模型）",
 		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
+		ConfigSchema:  server.ConfigSchemaFor[Settings](),
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			return build(ctx, opts, db)
 		},
@@ -474,4 +484,14 @@ func DetectKind(data []byte) string {
 		return KindJRXML
 	}
 	return ""
+}
+
+// ssim is the similarity threshold of the run ctx belongs to: its
+// configuration's (see Settings), else the agent's.
+func (a *Agent) ssim(ctx context.Context) float64 {
+	set := Settings{SSIM: a.cfg.SSIM}
+	if err := server.RunConfig(ctx, &set); err != nil || set.SSIM <= 0 {
+		return a.cfg.SSIM
+	}
+	return set.SSIM
 }
