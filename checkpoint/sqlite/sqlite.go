@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,8 +53,17 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	PRIMARY KEY (thread, seq)
 ) STRICT, WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_id ON checkpoints (thread, id);
-CREATE INDEX IF NOT EXISTS checkpoints_full ON checkpoints (thread, seq) WHERE full = 1;
 `
+
+// dropFullIndex drops the index of full rows that files made before it
+// was dropped have. The reads find a thread's last full row by walking
+// the primary key back from the newest row, which passes the at most
+// about 64 deltas since it (see stored.DeltaCache): the rows they read
+// anyway. Without it a put writes two b-tree pages, not three when its
+// state is full (a third of the steps of a small state). The schema
+// version stays: a saver that expects the index reads the same rows
+// without it.
+const dropFullIndex = `DROP INDEX IF EXISTS checkpoints_full`
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
 // thread that has no rows, or when its parent is the row at seq - 1. Since
@@ -374,16 +384,18 @@ func (s *Saver) migrate(ctx context.Context) error {
 	}
 	switch v {
 	case schemaVersion:
-		return nil
+		if _, err := tx.ExecContext(ctx, dropFullIndex); err != nil {
+			return fmt.Errorf("drop the index of full rows: %w", err)
+		}
 	case 0:
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
 	default:
 		return fmt.Errorf("schema version %d, want %d", v, schemaVersion)
-	}
-	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return fmt.Errorf("create schema: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-		return fmt.Errorf("set schema version: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit schema: %w", err)
@@ -446,8 +458,11 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if delta {
 		full = 0
 	}
-	err = s.enqueue(&writeOp{cp: cp, args: []any{cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), full, blob, meta}})
-	if err != nil {
+	op := &writeOp{cp: cp}
+	for i, v := range [...]any{cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), full, blob, meta} {
+		op.args[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	if err := s.enqueue(op); err != nil {
 		return err
 	}
 	// A copy: the caller may reuse cp.State, and the cache must keep
@@ -457,13 +472,24 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 }
 
 // writeOp is a write waiting for its group commit: a checkpoint put (cp
-// and the insert's args), or a function run in the transaction.
+// and the insert's args, as the driver takes them), or a function run in
+// the transaction.
 type writeOp struct {
 	cp   *checkpoint.Checkpoint
-	args []any
+	args [8]driver.NamedValue
 	ctx  context.Context
 	fn   func(ctx context.Context, tx *sql.Tx) error
-	done chan error
+	done chan error // where a writer that waits for the leader gets its result
+	err  error      // the leader's own result (done is nil)
+}
+
+// finish hands op its result.
+func (op *writeOp) finish(err error) {
+	if op.done == nil {
+		op.err = err
+		return
+	}
+	op.done <- err
 }
 
 // DB returns the saver's database, for reading what else lives in the
@@ -484,30 +510,38 @@ func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return s.enqueue(&writeOp{ctx: ctx, fn: fn})
 }
 
-// enqueue queues op, takes part in committing the queue, and returns op's
-// result.
+// enqueue commits op, or queues it for the leader's next batch, and
+// returns op's result (group commit): one writer at a time, the leader,
+// commits, so writes that arrive while one commit runs go together in
+// the next, in one transaction, and the others only wait for their
+// result. A writer that finds no leader becomes it: it commits its own
+// write at once, with no queue or channel in its way, and hands what
+// queued meanwhile to a goroutine of its own (lead), so no caller waits
+// for others' writes beyond its batch; the writes that queue while there
+// is a leader never contend for the write lock.
 func (s *Saver) enqueue(op *writeOp) error {
-	op.done = make(chan error, 1)
 	s.qmu.Lock()
-	s.queue = append(s.queue, op)
-	lead := !s.leading
-	s.leading = true
-	s.qmu.Unlock()
-	if lead {
-		s.lead(true)
+	if s.leading {
+		op.done = make(chan error, 1)
+		s.queue = append(s.queue, op)
+		s.qmu.Unlock()
+		return <-op.done
 	}
-	return <-op.done
+	s.leading = true // the queue is empty while no one leads
+	s.qmu.Unlock()
+	s.commit([]*writeOp{op})
+	s.qmu.Lock()
+	more := len(s.queue) > 0
+	s.leading = more
+	s.qmu.Unlock()
+	if more {
+		go s.lead()
+	}
+	return op.err
 }
 
-// lead commits the queue, batch after batch, until it is empty (group
-// commit): one writer at a time, the leader, takes the whole queue, so
-// writes that arrive while one commit runs go together in the next, in
-// one transaction, and the others only wait for their result. A caller
-// that became the leader commits one batch, its own write among it, and
-// hands what queued meanwhile to a goroutine of its own, so no caller
-// waits for others' writes beyond its batch; the writes that queue while
-// there is a leader never contend for the write lock.
-func (s *Saver) lead(caller bool) {
+// lead commits the queue, batch after batch, until it is empty.
+func (s *Saver) lead() {
 	for {
 		s.qmu.Lock()
 		batch := s.queue
@@ -519,19 +553,6 @@ func (s *Saver) lead(caller bool) {
 		}
 		s.qmu.Unlock()
 		s.commit(batch)
-		if !caller {
-			continue
-		}
-		s.qmu.Lock()
-		more := len(s.queue) > 0
-		if !more {
-			s.leading = false
-		}
-		s.qmu.Unlock()
-		if more {
-			go s.lead(false)
-		}
-		return
 	}
 }
 
@@ -543,7 +564,7 @@ func (s *Saver) commit(batch []*writeOp) {
 	defer s.wmu.Unlock()
 	failAll := func(what string, err error) {
 		for _, op := range batch {
-			op.done <- fmt.Errorf("checkpoint sqlite %s: %w", what, err)
+			op.finish(fmt.Errorf("checkpoint sqlite %s: %w", what, err))
 		}
 	}
 	if s.closed {
@@ -552,9 +573,9 @@ func (s *Saver) commit(batch []*writeOp) {
 	}
 	ctx := context.Background()
 	if len(batch) == 1 && batch[0].fn == nil {
-		res, err := s.wconn.ExecContext(ctx, insertSQL, batch[0].args...)
+		err := s.insert(ctx, batch[0])
 		s.committed()
-		batch[0].done <- putResult(batch[0].cp, res, err)
+		batch[0].finish(err)
 		return
 	}
 	tx, err := s.wconn.BeginTx(ctx, nil)
@@ -576,14 +597,13 @@ func (s *Saver) commit(batch []*writeOp) {
 		} else {
 			s.committed()
 		}
-		op.done <- err
+		op.finish(err)
 		return
 	}
 	results := make([]error, len(batch))
 	for i, op := range batch {
 		if op.fn == nil {
-			res, err := tx.ExecContext(ctx, insertSQL, op.args...)
-			results[i] = putResult(op.cp, res, err)
+			results[i] = s.insert(ctx, op)
 			continue
 		}
 		results[i] = runInSavepoint(op.ctx, tx, op.fn)
@@ -594,8 +614,22 @@ func (s *Saver) commit(batch []*writeOp) {
 	}
 	s.committed()
 	for i, op := range batch {
-		op.done <- results[i]
+		op.finish(results[i])
 	}
+}
+
+// insert runs op's checkpoint insert on the write connection, in the
+// transaction open on it if there is one. The arguments go to the
+// driver as they are, past database/sql's conversion of each, to the
+// statement the connection keeps prepared (see cachingConn).
+func (s *Saver) insert(ctx context.Context, op *writeOp) error {
+	var res driver.Result
+	err := s.wconn.Raw(func(dc any) error {
+		var err error
+		res, err = dc.(driver.ExecerContext).ExecContext(ctx, insertSQL, op.args[:])
+		return err
+	})
+	return putResult(op.cp, res, err)
 }
 
 // runFn runs a Write's function in tx, unless its context is done. The
@@ -631,7 +665,7 @@ func runInSavepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *s
 }
 
 // putResult turns the outcome of one insert into Put's error.
-func putResult(cp *checkpoint.Checkpoint, res sql.Result, err error) error {
+func putResult(cp *checkpoint.Checkpoint, res driver.Result, err error) error {
 	if err != nil {
 		var se *msqlite.Error
 		if errors.As(err, &se) {

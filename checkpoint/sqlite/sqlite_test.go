@@ -329,3 +329,58 @@ func TestWALFrames(t *testing.T) {
 		t.Errorf("after the WAL started over the index says %d frames in a file of %d bytes", n, fi.Size())
 	}
 }
+
+// TestOldFullIndexDropped opens a file made with the index of full rows
+// that files had before it was dropped: the saver drops it, and reads
+// the head and older checkpoints across full rows and deltas as before.
+func TestOldFullIndexDropped(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head *checkpoint.Checkpoint
+	var ids []string
+	for i := range 200 {
+		cp := checkpoint.Next("t", head, checkpoint.SourceStep)
+		cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat("x", 300), i)
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		head, ids = cp, append(ids, cp.ID)
+	}
+	s.Close()
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(ctx, `CREATE INDEX checkpoints_full ON checkpoints (thread, seq) WHERE full = 1`); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'checkpoints_full'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("index checkpoints_full still there after open")
+	}
+	fulls := 0
+	for _, r := range rows(t, db, "t") {
+		if r.Full {
+			fulls++
+		}
+	}
+	if fulls < 2 || fulls > 100 {
+		t.Fatalf("%d full rows of 200, want a few, the others deltas", fulls)
+	}
+	got, err := s.Get(ctx, "t", "")
+	if err != nil || got.ID != head.ID || string(got.State) != string(head.State) {
+		t.Fatalf("head: %v, %v; want %s", got, err, head.ID)
+	}
+	for _, i := range []int{0, 1, 63, 64, 65, 150, 199} {
+		got, err := s.Get(ctx, "t", ids[i])
+		want := fmt.Sprintf(`{"messages":["%s"],"step":%d}`, strings.Repeat("x", 300), i)
+		if err != nil || string(got.State) != want {
+			t.Errorf("checkpoint %d: %v, %v", i, got, err)
+		}
+	}
+}
