@@ -11,14 +11,21 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 )
 
-// kept is what a run keeps of the fan-out branches of the node it runs:
-// the results, as JSON, of the branches that finished, by branch name
-// ("node[i]"). A branch that finishes while others of its fan-out still
-// run is written to the thread at once (a checkpoint with source branch
-// and the same next node), so that after a crash only the unfinished
-// branches run again; the results of every finished branch go with the
-// node's questions when some branches asked. The node's end clears them.
+// kept is what a run with a saver keeps beside its steps: the saver
+// (which its subgraphs keep their checkpoints in), and the results, as
+// JSON, of the running node's fan-out branches that finished, by branch
+// name ("node[i]"). A branch that finishes while others of its fan-out
+// still run is written to the thread at once (a checkpoint with source
+// branch and the same next node), so that after a crash only the
+// unfinished branches run again; the results of every finished branch go
+// with the node's questions when some branches asked. The node's end
+// clears them.
 type kept struct {
+	saver checkpoint.Saver
+	// nest, in a subgraph's run, marks each checkpoint it writes (see
+	// checkpoint.Nest); nil otherwise.
+	nest func(*checkpoint.Checkpoint)
+
 	mu   sync.Mutex
 	done map[string]json.RawMessage
 	// write checkpoints the results so far; it is called under mu, which
@@ -90,7 +97,7 @@ func (r *runner[S]) keeper() *kept {
 	if r.c.saver == nil {
 		return nil
 	}
-	return &kept{write: r.writeBranches}
+	return &kept{saver: r.c.saver, write: r.writeBranches}
 }
 
 // writeBranches checkpoints the state the running node started from,

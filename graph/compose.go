@@ -71,28 +71,30 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 	defer cancel(nil)
 	rc := runOf(ctx)
 	rs := make([]R, n)
-	var (
+	// What the branches share, in one allocation.
+	var fan struct {
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
+		left  atomic.Int32 // branches not finished yet
+	}
+	var (
 		// The branches' run contexts, in one allocation; each branch
 		// writes only its own: its questions' state, and what it asked.
 		branches []branchCtx
 		keep     *kept
-		left     atomic.Int32 // branches not finished yet
 	)
 	if rc != nil {
 		branches = make([]branchCtx, n)
 		keep = rc.kept
 	}
-	left.Store(int32(n))
+	fan.left.Store(int32(n))
 	for i := range n {
-		bctx, name := ctx, ""
+		bctx := ctx
 		if rc != nil {
 			b := &branches[i]
 			b.rc = *rc
-			name = fmt.Sprintf("%s[%d]", rc.node, i)
-			b.rc.node = name
+			b.rc.node = fmt.Sprintf("%s[%d]", rc.node, i)
 			b.rc.ask = nil
 			if a := rc.ask; a != nil {
 				b.ask = askState{resumes: a.branches[b.rc.node], branch: b.rc.node, branches: a.branches}
@@ -100,13 +102,15 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 			}
 			bctx = context.WithValue(ctx, runKey{}, &b.rc)
 		}
-		wg.Go(func() {
-			if raw, ok := keep.result(name); ok {
-				if err := json.Unmarshal(raw, &rs[i]); err == nil {
-					left.Add(-1)
-					return
+		fan.wg.Go(func() {
+			if keep != nil { // so rc and branches are too
+				if raw, ok := keep.result(branches[i].rc.node); ok {
+					if err := json.Unmarshal(raw, &rs[i]); err == nil {
+						fan.left.Add(-1)
+						return
+					}
+					slog.WarnContext(bctx, "graph: a fan-out branch's kept result does not decode; running it again", "branch", branches[i].rc.node)
 				}
-				slog.WarnContext(bctx, "graph: a fan-out branch's kept result does not decode; running it again", "branch", name)
 			}
 			r, err := func() (r R, err error) {
 				defer func() {
@@ -116,11 +120,11 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 				}()
 				return f(bctx, i)
 			}()
-			others := left.Add(-1) > 0
+			others := fan.left.Add(-1) > 0
 			if err == nil {
 				rs[i] = r
 				if keep != nil {
-					keep.keep(bctx, name, r, others)
+					keep.keep(bctx, branches[i].rc.node, r, others)
 				}
 				return
 			}
@@ -130,15 +134,15 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 				branches[i].asks = ie.asks
 				return
 			}
-			once.Do(func() {
-				first = fmt.Errorf("branch %d: %w", i, err)
-				cancel(first)
+			fan.once.Do(func() {
+				fan.first = fmt.Errorf("branch %d: %w", i, err)
+				cancel(fan.first)
 			})
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, first
+	fan.wg.Wait()
+	if fan.first != nil {
+		return nil, fan.first
 	}
 	var all []question
 	for i := range branches {
@@ -198,11 +202,10 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 					return parent.emit(e)
 				}
 			}
-			if parent.saver != nil {
+			if parent.kept != nil {
 				withSaver := sub
 				c = &withSaver
-				c.saver = parent.saver
-				rc.saver = parent.saver
+				c.saver = parent.kept.saver
 				rc.thread = SubgraphThread(parent.thread, strings.TrimPrefix(parent.node, parent.prefix))
 			}
 		}
@@ -286,7 +289,7 @@ func (r *runner[S]) nest(key string, used int) {
 	a := r.rc.ask
 	base := a.asked
 	a.asked += used
-	r.rc.nest = func(cp *checkpoint.Checkpoint) {
+	r.rc.kept.nest = func(cp *checkpoint.Checkpoint) {
 		cp.Nest = &checkpoint.Nest{Step: key, Used: a.asked - base}
 	}
 }

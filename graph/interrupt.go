@@ -27,15 +27,8 @@ type runCtx struct {
 	prefix, keyBase string
 	// budgets is what Left reads; nil when the graph has none.
 	budgets budgetView
-	// kept holds the results of the running node's fan-out branches that
-	// finished; nil without a saver.
+	// kept is what the run keeps beside its steps; nil without a saver.
 	kept *kept
-	// saver is the run's saver, which its subgraphs keep their
-	// checkpoints in; nil without one.
-	saver checkpoint.Saver
-	// nest, in a subgraph's run with a saver, marks each checkpoint it
-	// writes (see checkpoint.Nest).
-	nest func(*checkpoint.Checkpoint)
 }
 
 // askState tracks a node's questions, or a fan-out branch's: the answers

@@ -187,7 +187,7 @@ func (c *Compiled[S]) exec(ctx context.Context, thread string, in Input[S], emit
 	if len(c.budgets) > 0 {
 		r.rc.budgets = r
 	}
-	r.rc.saver, r.rc.kept = c.saver, r.keeper()
+	r.rc.kept = r.keeper()
 	r.ctx = context.WithValue(ctx, runKey{}, r.rc)
 	if err := r.setDurability(in.Durability); err != nil {
 		return nil, err
@@ -250,8 +250,8 @@ func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func
 		cp.Next = []string{r.c.nodeName(next)}
 	}
 	cp.Counters = r.c.countersToMap(r.counters)
-	if r.rc.nest != nil {
-		r.rc.nest(cp)
+	if k := r.rc.kept; k != nil && k.nest != nil {
+		k.nest(cp)
 	}
 	if fill != nil {
 		fill(cp)
