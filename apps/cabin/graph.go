@@ -1120,7 +1120,7 @@ func (a *App) await(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	s.Text, s.FillSlots, s.Accept, s.Reason = ans.Text, ans.Slots, ans.Accept, ans.Reason
+	s.Text, s.FillSlots, s.Accept, s.Reason = ans.Text, ans.Slots, ans.Accept, ans.Note
 	return s, nil
 }
 

@@ -18,7 +18,7 @@ type State struct {
 	// Accept answers a pending confirmation directly: true confirms,
 	// false declines.
 	Accept *bool `json:"accept,omitempty"`
-	// Reason says why, with Accept (tool.ConfirmAnswer's reason).
+	// Reason says why, with Accept.
 	Reason string `json:"reason,omitempty"`
 	// SessionID, UserID, VehicleID and Channel say who is talking; they
 	// are kept in the session.
@@ -45,9 +45,9 @@ type Answer struct {
 	// Accept is a direct yes (true) or no (false) to a confirmation; the
 	// web page's confirm card sends it.
 	Accept *bool `json:"accept,omitempty"`
-	// Reason says why, with Accept; a no's reason is kept in the routing
-	// debug.
-	Reason string `json:"reason,omitempty"`
+	// Note says why, with Accept, as the page's card and every consent
+	// in Loom send it; a no's note is kept in the routing debug.
+	Note string `json:"note,omitempty"`
 }
 
 // Session statuses. A finished workflow is completed when a step of it

@@ -161,7 +161,7 @@ func TestConfirmReadTool(t *testing.T) {
 func TestConfirmRequest(t *testing.T) {
 	ctx := context.Background()
 	app := newApp(t, Options{})
-	for i, ans := range []tool.ConfirmAnswer{{Accept: false, Reason: "买错了也不退"}, {Accept: true}} {
+	for i, ans := range []tool.ConfirmAnswer{{Accept: false, Note: "买错了也不退"}, {Accept: true}} {
 		id := fmt.Sprint("c", i)
 		r, err := app.Chat(ctx, ChatRequest{SessionID: id, Text: "取消订单A123"})
 		if err != nil {
@@ -193,7 +193,7 @@ func TestConfirmRequest(t *testing.T) {
 		if ans.Accept != (o.Status == orderCancelled) || ans.Accept != (st.Status == stepDone) {
 			t.Errorf("answer %+v: step %s, order %s", ans, st.Status, o.Status)
 		}
-		if d := res.State.Reply.Debug.Continuation; !ans.Accept && !strings.Contains(d, ans.Reason) {
+		if d := res.State.Reply.Debug.Continuation; !ans.Accept && !strings.Contains(d, ans.Note) {
 			t.Errorf("continuation %q without the reason", d)
 		}
 	}

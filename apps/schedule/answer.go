@@ -58,7 +58,7 @@ func parseAnswer(text string) (Answer, error) {
 	t := strings.TrimSpace(text)
 	v := intent.ReadConsent(t)
 	accept := v.Consent == intent.Accepted
-	return Answer{ConfirmAnswer: tool.ConfirmAnswer{Accept: accept, Reason: v.Note}, Continue: accept, Message: v.Note, Text: t}, v.Err()
+	return Answer{ConfirmAnswer: tool.ConfirmAnswer{Accept: accept, Note: v.Note}, Continue: accept, Message: v.Note, Text: t}, v.Err()
 }
 
 // parseDays finds days of the week in a reply: 周三, 星期三, 礼拜三, 周末,

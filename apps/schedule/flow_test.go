@@ -281,13 +281,13 @@ func TestParseAnswer(t *testing.T) {
 	} {
 		a, err := parseAnswer(tc.text)
 		accept := tc.consent == intent.Accepted
-		if a.Accept != accept || a.Continue != accept || a.Reason != tc.reason || a.Text != tc.text || errors.Is(err, intent.ErrUnclear) != (tc.consent == intent.Unclear) {
+		if a.Accept != accept || a.Continue != accept || a.Note != tc.reason || a.Text != tc.text || errors.Is(err, intent.ErrUnclear) != (tc.consent == intent.Unclear) {
 			t.Errorf("parseAnswer(%q) = %+v, %v; want %s, reason %q", tc.text, a, err, tc.consent, tc.reason)
 		}
 		raw, err := chatAnswer(tc.text, &checkpoint.Interrupt{Payload: planCard})
 		var confirm struct {
 			Accept bool   `json:"accept"`
-			Reason string `json:"reason"`
+			Note   string `json:"note"`
 		}
 		if tc.consent == intent.Unclear {
 			if !errors.Is(err, intent.ErrUnclear) {

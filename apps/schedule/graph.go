@@ -309,8 +309,8 @@ func (a *Agent) resume(ctx context.Context, s State) (State, error) {
 		graph.Emit(ctx, graph.KindStatus, "计划已确认，开始执行")
 	case p.Kind == kindPlan:
 		s.Phase, s.Plan.Steps = phasePlanning, nil
-		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Reason))
-		a.noteAnswer(ctx, &s, ans.Reason)
+		s.Notes = append(s.Notes, "用户拒绝了上一个计划"+reasonText(ans.Note))
+		a.noteAnswer(ctx, &s, ans.Note)
 		graph.Emit(ctx, graph.KindStatus, "计划被拒绝，重新规划")
 	default:
 		s.Phase = phasePlanning
