@@ -61,8 +61,10 @@ type reset struct{ id, start int }
 type cnode[S any] struct {
 	name string
 	fn   NodeFunc[S]
+	jump JumpFunc[S] // instead of fn: the node chooses among targets
 	nodeSpec
-	to      int // fixed target, when route and decide are nil
+	memo    *memo[S] // the node's cache; nil without one
+	to      int      // fixed target, when route, decide and jump are nil
 	route   RouteFunc[S]
 	decide  DecideFunc[S]
 	targets []target
@@ -96,7 +98,7 @@ func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
 		cn := cnode[S]{name: name}
 		o := g.outs[name]
 		switch {
-		case o.route != nil || o.decide != nil:
+		case o.route != nil || o.decide != nil || o.jump:
 			cn.route, cn.decide = o.route, o.decide
 			for _, t := range o.targets {
 				cn.targets = append(cn.targets, target{name: t, idx: idx(t)})
@@ -137,7 +139,8 @@ func (g *Graph[S]) freeze(spec compileSpec) *Compiled[S] {
 	c.nodes = make([]cnode[S], len(g.nodes))
 	for i, n := range g.nodes {
 		cn := build(n.name)
-		cn.fn, cn.nodeSpec = n.fn, n.nodeSpec
+		cn.fn, cn.jump, cn.nodeSpec = n.fn, n.jump, n.nodeSpec
+		cn.memo = c.memoFor(n)
 		c.nodes[i] = cn
 	}
 	return c
@@ -153,12 +156,21 @@ func (c *Compiled[S]) Saver() checkpoint.Saver { return c.saver }
 // the budgets to counters: an edge a budget cannot pay for leads to the
 // budget's exit.
 func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int) (int, error) {
+	return c.follow(ctx, n, s, "", counters)
+}
+
+// follow is next for a node that may have chosen where it goes: chose is
+// what a Jump node returned.
+func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string, counters []int) (int, error) {
 	t := n.to
-	if n.route != nil || n.decide != nil {
+	if n.route != nil || n.decide != nil || n.jump != nil {
 		var name string
-		if n.route != nil {
+		switch {
+		case n.jump != nil:
+			name = chose
+		case n.route != nil:
 			name = n.route(s)
-		} else {
+		default:
 			var err error
 			if name, err = n.decide(ctx, s); err != nil {
 				return 0, fmt.Errorf("route from %s: %w", n.name, err)
@@ -170,6 +182,9 @@ func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int
 				t = tg.idx
 				break
 			}
+		}
+		if t == -2 && n.jump != nil {
+			return 0, fmt.Errorf("node %s chose %q, which is not among its declared targets (%s)", n.name, name, n.targetNames())
 		}
 		if t == -2 {
 			return 0, fmt.Errorf("route from %s returned %q, which is not among its declared targets", n.name, name)

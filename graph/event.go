@@ -18,6 +18,8 @@ type Kind string
 //   - KindInterrupt: *checkpoint.Interrupt, one event per question
 //   - KindExpired: *checkpoint.Interrupt, a question whose deadline
 //     passed unanswered, now answered with its default
+//   - KindCached: the cache key (string) of a step whose result came
+//     from the node's cache (see Cache)
 //   - KindError: nil; the error is in Err
 //   - anything else: whatever the node passed to Emit
 const (

@@ -84,11 +84,16 @@ type nodeSpec struct {
 	retry   *RetryPolicy
 	pure    bool
 	sub     Runner // the graph the node runs, when added with Graph.Subgraph
+	// cache is the node's cache policy and cacheKey its key function
+	// (a func(S) string), when set with Cache and CacheKey.
+	cache    *CachePolicy
+	cacheKey any
 }
 
 type node[S any] struct {
 	name string
 	fn   NodeFunc[S]
+	jump JumpFunc[S] // instead of fn, for a node added with Jump
 	nodeSpec
 }
 
@@ -97,7 +102,8 @@ type out[S any] struct {
 	to      string // fixed edge target
 	route   RouteFunc[S]
 	decide  DecideFunc[S]
-	targets []string // declared targets of route or decide
+	targets []string // declared targets of route, decide or jump
+	jump    bool     // the node chooses among targets (Graph.Jump)
 }
 
 // Graph is a graph under construction. Its methods record declarations and
@@ -129,7 +135,7 @@ func (g *Graph[S]) errorf(format string, args ...any) {
 
 // Node adds a node.
 func (g *Graph[S]) Node(name string, fn NodeFunc[S], opts ...NodeOption) *Graph[S] {
-	g.addNode(name, fn, opts)
+	g.addNode(name, fn, nil, opts)
 	return g
 }
 
@@ -142,27 +148,27 @@ func (g *Graph[S]) Subgraph(name string, sub Nested[S], opts ...NodeOption) *Gra
 		g.errorf("subgraph %q: no graph; make it with Nest", name)
 		return g
 	}
-	if n := g.addNode(name, sub.fn, opts); n != nil {
+	if n := g.addNode(name, sub.fn, nil, opts); n != nil {
 		n.sub = sub.inner
 	}
 	return g
 }
 
-// addNode adds a node and returns it, or records why it cannot and
-// returns nil.
-func (g *Graph[S]) addNode(name string, fn NodeFunc[S], opts []NodeOption) *node[S] {
+// addNode adds a node that runs fn, or jump, and returns it, or records
+// why it cannot and returns nil.
+func (g *Graph[S]) addNode(name string, fn NodeFunc[S], jump JumpFunc[S], opts []NodeOption) *node[S] {
 	switch {
 	case name == "" || name == Start || name == End:
 		g.errorf("node %q: reserved or empty name", name)
 		return nil
-	case fn == nil:
+	case fn == nil && jump == nil:
 		g.errorf("node %q: nil function", name)
 		return nil
 	case g.node(name) != nil:
 		g.errorf("node %q: duplicate name", name)
 		return nil
 	}
-	n := &node[S]{name: name, fn: fn}
+	n := &node[S]{name: name, fn: fn, jump: jump}
 	for _, o := range opts {
 		o(&n.nodeSpec)
 	}
@@ -215,7 +221,11 @@ func (g *Graph[S]) Decide(from string, fn DecideFunc[S], targets ...string) *Gra
 }
 
 func (g *Graph[S]) setOut(from string, o *out[S]) *Graph[S] {
-	if _, dup := g.outs[from]; dup {
+	if had, dup := g.outs[from]; dup {
+		if had.jump || o.jump {
+			g.errorf("node %q chooses where it goes (Jump): it takes no Edge or Route", from)
+			return g
+		}
 		g.errorf("node %q: more than one Edge or Route out of it", from)
 		return g
 	}
@@ -251,7 +261,7 @@ func (g *Graph[S]) Loop(from, to string, max int, exit string) *Graph[S] {
 
 // targets lists where a declared way out may lead.
 func (o *out[S]) targetList() []string {
-	if o.route != nil || o.decide != nil {
+	if o.route != nil || o.decide != nil || o.jump {
 		return o.targets
 	}
 	return []string{o.to}
@@ -308,6 +318,7 @@ func (g *Graph[S]) Compile(opts ...CompileOption) (*Compiled[S], error) {
 		}
 	}
 	errs = g.checkBudgets(errs, known)
+	errs = g.checkCaches(errs)
 	errs = g.checkVersions(errs)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("compile graph %q: %w", g.name, errors.Join(errs...))

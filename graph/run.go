@@ -394,7 +394,7 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		if c.saver != nil || r.rc.emit != nil {
 			began = time.Now()
 		}
-		out, err := c.call(r.ctx, r.rc, n, r.state)
+		out, to, err := r.call(n)
 		if err != nil {
 			r.rc.step--
 			if ie := (*interruptError)(nil); errors.As(err, &ie) {
@@ -407,7 +407,7 @@ func (r *runner[S]) loop(cur int) (*Result[S], error) {
 		}
 		r.state = out
 		r.steps++
-		next, err := c.next(r.ctx, n, r.state, r.counters)
+		next, err := c.follow(r.ctx, n, r.state, to, r.counters)
 		if err != nil {
 			return r.result(""), fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
 		}
@@ -493,8 +493,9 @@ func (r *runner[S]) interrupt(n *cnode[S], out S, ie *interruptError) (*Result[S
 	return r.result(StatusInterrupted), nil
 }
 
-// call runs node n on s with its timeout and retry policy.
-func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S, error) {
+// call runs node n on s with its timeout and retry policy; a Jump node
+// also returns where it chose to go.
+func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S, string, error) {
 	attempts, wait := 1, time.Duration(0)
 	if n.retry != nil {
 		attempts, wait = n.retry.Attempts, n.retry.Backoff
@@ -506,15 +507,15 @@ func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S
 		if rc.ask != nil && rc.prefix == "" {
 			rc.ask.asked = 0
 		}
-		out, err := tryNode(ctx, n, s)
+		out, to, err := tryNode(ctx, n, s)
 		if err == nil || IsInterrupt(err) {
-			return out, err
+			return out, to, err
 		}
 		if try >= attempts || ctx.Err() != nil || (n.retry.If != nil && !n.retry.If(err)) {
 			if try > 1 {
-				return out, fmt.Errorf("node %s (try %d of %d): %w", n.name, try, attempts, err)
+				return out, "", fmt.Errorf("node %s (try %d of %d): %w", n.name, try, attempts, err)
 			}
-			return out, fmt.Errorf("node %s: %w", n.name, err)
+			return out, "", fmt.Errorf("node %s: %w", n.name, err)
 		}
 		if wait > 0 {
 			// Full jitter: wait a random time up to the backoff.
@@ -522,7 +523,7 @@ func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return out, fmt.Errorf("node %s: waiting to retry: %w", n.name, ctx.Err())
+				return out, "", fmt.Errorf("node %s: waiting to retry: %w", n.name, ctx.Err())
 			case <-t.C:
 			}
 			wait *= 2
@@ -534,20 +535,20 @@ func (c *Compiled[S]) call(ctx context.Context, rc *runCtx, n *cnode[S], s S) (S
 }
 
 // tryNode runs one try of n, turning a panic into an error.
-func tryNode[S any](ctx context.Context, n *cnode[S], s S) (out S, err error) {
+func tryNode[S any](ctx context.Context, n *cnode[S], s S) (out S, to string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = s, recovered(ctx, n.name, p)
+			out, to, err = s, "", recovered(ctx, n.name, p)
 		}
 	}()
 	if n.timeout <= 0 {
-		return n.fn(ctx, s)
+		return n.invoke(ctx, s)
 	}
 	tctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
-	out, err = n.fn(tctx, s)
+	out, to, err = n.invoke(tctx, s)
 	if err != nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
 		err = fmt.Errorf("timed out after %s: %w", n.timeout, err)
 	}
-	return out, err
+	return out, to, err
 }

@@ -61,7 +61,8 @@ type Reset struct {
 type Edge struct {
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Conditional marks a route target (as opposed to a plain edge).
+	// Conditional marks a route target, or one a Jump node may choose
+	// (as opposed to a plain edge).
 	Conditional bool `json:"conditional,omitempty"`
 	// Max is the bound of a bounded loop edge, or of the first budget
 	// that counts the edge.
@@ -113,7 +114,7 @@ func (c *Compiled[S]) Spec() Spec {
 	for _, f := range from {
 		o := g.outs[f]
 		for _, to := range o.targetList() {
-			e := Edge{From: f, To: to, Conditional: o.route != nil || o.decide != nil}
+			e := Edge{From: f, To: to, Conditional: o.route != nil || o.decide != nil || o.jump}
 			var notes []string
 			for _, b := range g.budgets {
 				u := b.counts(f, to)
@@ -226,13 +227,14 @@ func (c *Compiled[S]) Subgraphs() map[string]Runner {
 func (c *Compiled[S]) Mermaid() string { return c.Spec().Mermaid() }
 
 // Mermaid returns the graph as a Mermaid flowchart: plain edges solid,
-// route targets dashed, bounded loop edges labelled with their bound and
-// their exits with the count after which they are taken. Start and End
-// are the nodes __start__ and __end__, as in the LangGraph API's drawing
-// (a node id "end" is a Mermaid keyword); the others are n0, n1, … in the
-// order they were added, labelled with their names. A node that runs a
-// subgraph is drawn as a subroutine, [[name]]; its graph is drawn on its
-// own, from Subgraphs.
+// route targets and the targets a Jump node chooses among dashed,
+// bounded loop edges labelled with their bound and their exits with the
+// count after which they are taken. Start and End are the nodes
+// __start__ and __end__, as in the LangGraph API's drawing (a node id
+// "end" is a Mermaid keyword); the others are n0, n1, … in the order they
+// were added, labelled with their names. A node that runs a subgraph is
+// drawn as a subroutine, [[name]]; its graph is drawn on its own, from
+// Subgraphs.
 func (sp Spec) Mermaid() string {
 	ids := map[string]string{Start: "__start__", End: "__end__"}
 	var b strings.Builder
