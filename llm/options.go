@@ -23,6 +23,9 @@ type Tool struct {
 // applies. Options round-trip through JSON so that exchanges can be
 // recorded.
 type Options struct {
+	// Model names the provider's model for this call, in place of the one
+	// the implementation was made with.
+	Model string `json:"model,omitempty"`
 	// Temperature is the sampling temperature.
 	Temperature *float64 `json:"temperature,omitempty"`
 	// MaxTokens caps the tokens of the answer.
@@ -70,6 +73,10 @@ func WithOptions(o Options) Option {
 		*dst = c
 	}
 }
+
+// WithModel names the provider's model for the call (e.g. "deepseek-chat"),
+// in place of the one the implementation was made with.
+func WithModel(name string) Option { return func(o *Options) { o.Model = name } }
 
 // WithTemperature sets the sampling temperature.
 func WithTemperature(t float64) Option { return func(o *Options) { o.Temperature = &t } }

@@ -17,6 +17,9 @@ import (
 // params builds the request body for msgs and o.
 func (m *Model) params(msgs []llm.Message, o llm.Options, stream bool) (oa.ChatCompletionNewParams, error) {
 	p := oa.ChatCompletionNewParams{Model: m.cfg.Model}
+	if o.Model != "" {
+		p.Model = o.Model
+	}
 	for i, msg := range msgs {
 		wire, err := m.message(msg)
 		if err != nil {

@@ -280,6 +280,7 @@ func TestRequestBody(t *testing.T) {
 		absent   []string       // fields that must not be
 	}{
 		{name: "temperature", opts: []llm.Option{llm.WithTemperature(0.2)}, want: map[string]any{"temperature": 0.2}},
+		{name: "model", opts: []llm.Option{llm.WithModel("deepseek-reasoner")}, want: map[string]any{"model": "deepseek-reasoner"}},
 		{name: "max tokens", opts: []llm.Option{llm.WithMaxTokens(300)}, want: map[string]any{"max_tokens": 300.0}, absent: []string{"max_completion_tokens"}},
 		{name: "max tokens openai", provider: openai.ProviderOpenAI, opts: []llm.Option{llm.WithMaxTokens(300)},
 			want: map[string]any{"max_completion_tokens": 300.0}, absent: []string{"max_tokens"}},
@@ -307,7 +308,7 @@ func TestRequestBody(t *testing.T) {
 		{name: "extra overrides thinking", provider: openai.ProviderQwen,
 			opts: []llm.Option{llm.WithThinking(false), llm.WithExtra("enable_thinking", true)},
 			want: map[string]any{"enable_thinking": true}},
-		{name: "defaults", absent: []string{"temperature", "max_tokens", "response_format", "stop", "tools", "tool_choice", "stream"}},
+		{name: "defaults", want: map[string]any{"model": "test-model"}, absent: []string{"temperature", "max_tokens", "response_format", "stop", "tools", "tool_choice", "stream"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
