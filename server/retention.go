@@ -246,12 +246,15 @@ WHERE t.updated + x.ttl_ms <= ? AND t.updated > x.done LIMIT 1000`), ms(now))
 			}
 		}
 	}
-	for _, q := range []string{
-		`DELETE FROM loom_thread_ttl WHERE thread NOT IN (SELECT id FROM loom_threads)`,
-		`DELETE FROM loom_run_assistants WHERE NOT EXISTS (SELECT 1 FROM loom_runs r WHERE r.id = loom_run_assistants.run)`,
-		`DELETE FROM loom_webhooks WHERE state IN ('delivered', 'failed') AND updated < ?`,
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`DELETE FROM loom_thread_ttl WHERE thread NOT IN (SELECT id FROM loom_threads)`, nil},
+		{`DELETE FROM loom_run_assistants WHERE NOT EXISTS (SELECT 1 FROM loom_runs r WHERE r.id = loom_run_assistants.run)`, nil},
+		{`DELETE FROM loom_webhooks WHERE state IN ('delivered', 'failed') AND updated < ?`, []any{ms(now.Add(-webhookHistory))}},
 	} {
-		if _, err := s.records.exec(ctx, q, ms(now.Add(-webhookHistory))); err != nil && !errors.Is(err, context.Canceled) {
+		if _, err := s.records.exec(ctx, q.sql, q.args...); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, fmt.Errorf("sweep: %w", err))
 		}
 	}
