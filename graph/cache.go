@@ -98,6 +98,7 @@ type memo[S any] struct {
 	ttl    time.Duration
 	key    func(S) string // nil: a hash of the state's JSON
 	prefix string         // "graph@version/node/"
+	jump   bool           // a Jump node's: entries keep its choice
 }
 
 // memoFor returns node n's cache, or nil when it has none.
@@ -106,7 +107,7 @@ func (c *Compiled[S]) memoFor(n *node[S]) *memo[S] {
 	if p == nil {
 		return nil
 	}
-	m := &memo[S]{store: p.Store, ttl: p.TTL,
+	m := &memo[S]{store: p.Store, ttl: p.TTL, jump: n.jump != nil,
 		prefix: c.name + "@" + strconv.Itoa(max(c.src.version, 1)) + "/" + n.name + "/"}
 	if m.store == nil {
 		size := p.Size
@@ -119,8 +120,8 @@ func (c *Compiled[S]) memoFor(n *node[S]) *memo[S] {
 	return m
 }
 
-// cacheEntry is a cached result: the state the node returned and, for a
-// Jump node, where it chose to go.
+// cacheEntry is a Jump node's cached result: the state it returned and
+// where it chose to go. A plain node's is the state's JSON alone.
 type cacheEntry struct {
 	State json.RawMessage `json:"state"`
 	Next  string          `json:"next,omitempty"`
@@ -157,7 +158,9 @@ func (m *memo[S]) keyOf(s S) (string, error) {
 		return "", fmt.Errorf("encode state: %w", err)
 	}
 	sum := sha256.Sum256(b)
-	return m.prefix + hex.EncodeToString(sum[:]), nil
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return m.prefix + string(h[:]), nil
 }
 
 func (m *memo[S]) get(ctx context.Context, key string) (out S, to string, ok bool) {
@@ -169,24 +172,27 @@ func (m *memo[S]) get(ctx context.Context, key string) (out S, to string, ok boo
 	if !ok {
 		return out, "", false
 	}
-	var e cacheEntry
-	err = json.Unmarshal(b, &e)
+	var next string
+	if m.jump {
+		var e cacheEntry
+		err = json.Unmarshal(b, &e)
+		b, next = e.State, e.Next
+	}
 	if err == nil {
-		err = json.Unmarshal(e.State, &out)
+		err = json.Unmarshal(b, &out)
 	}
 	if err != nil {
 		slog.WarnContext(ctx, "graph: node cache holds what is not this node's result; running the node", "key", key, "err", err)
 		var zero S
 		return zero, "", false
 	}
-	return out, e.Next, true
+	return out, next, true
 }
 
 func (m *memo[S]) put(ctx context.Context, key string, out S, to string) {
-	state, err := json.Marshal(out)
-	var b []byte
-	if err == nil {
-		b, err = json.Marshal(cacheEntry{State: state, Next: to})
+	b, err := json.Marshal(out)
+	if err == nil && m.jump {
+		b, err = json.Marshal(cacheEntry{State: b, Next: to})
 	}
 	if err == nil {
 		err = m.store.Set(ctx, key, b, m.ttl)
