@@ -77,8 +77,8 @@ func (g *Graph[S]) budgetNamed(name string) *budget[S] {
 	return nil
 }
 
-// Count makes the edge from → to (a plain Edge, or one of from's route
-// targets) spend cost units (0: a check that spends nothing).
+// Count makes the edge from → to (a plain Edge, or one of the targets of
+// from's route or Jump) spend cost units (0: a check that spends nothing).
 func (b *Budget[S]) Count(from, to string, cost int) *Budget[S] {
 	if cost < 0 {
 		b.g.errorf("budget %s: edge %s → %s: cost %d is negative", b.b.name, from, to, cost)

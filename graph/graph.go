@@ -186,7 +186,7 @@ func (g *Graph[S]) node(name string) *node[S] {
 }
 
 // Edge makes the run go from node from to node to. A node has exactly one
-// way out: one Edge or one Route.
+// way out: one Edge or one Route (a node added with Jump chooses its own).
 func (g *Graph[S]) Edge(from, to string) *Graph[S] {
 	return g.setOut(from, &out[S]{to: to})
 }
@@ -233,13 +233,14 @@ func (g *Graph[S]) setOut(from string, o *out[S]) *Graph[S] {
 	return g
 }
 
-// Loop bounds the edge from → to (a plain Edge, or one of from's route
-// targets): it is taken at most max times in a row; when the route would
-// take it again, the run goes to exit instead. "In a row" means the count
-// starts again whenever the run enters to by another edge (coming into the
-// loop from outside it), and when a new run starts on the thread; it
-// survives interrupts and crashes, as it is checkpointed. Every cycle in a
-// graph must contain a bounded edge, so no run loops forever by accident.
+// Loop bounds the edge from → to (a plain Edge, or one of the targets of
+// from's route or Jump): it is taken at most max times in a row; when
+// the run would take it again, it goes to exit instead. "In a row" means
+// the count starts again whenever the run enters to by another edge
+// (coming into the loop from outside it), and when a new run starts on
+// the thread; it survives interrupts and crashes, as it is checkpointed.
+// Every cycle in a graph must contain a bounded edge, so no run loops
+// forever by accident.
 //
 // A Loop is a Budget named "from>to" that counts its one edge; declare a
 // Budget when a bound spans several edges, weighs them, or starts again
