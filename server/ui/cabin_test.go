@@ -21,7 +21,10 @@ import (
 // slot question is answered by typing. The assistant's replies show as
 // bubbles, with its large state folded away. The page is in English and
 // sends its language as the run's locale, which the cabin takes: the
-// Chinese message is answered in English.
+// Chinese messages are answered in English, the typed answer to the slot
+// question too (it goes through /v1/chat/completions with the same
+// locale). Switched to Chinese, the page's next run and typed answer are
+// answered in Chinese.
 func TestBrowserCabin(t *testing.T) {
 	needChromium(t)
 	base := startCabin(t)
@@ -70,10 +73,29 @@ func TestBrowserCabin(t *testing.T) {
 	b.send("去公司")
 	b.do("wait for the answer", chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)))
 	replies := eval[[]string](b, `[...document.querySelectorAll('.bubble.reply')].map(b => b.textContent)`)
-	if len(replies) != 2 || !strings.Contains(replies[1], "开始导航去公司") {
+	if len(replies) != 2 || !strings.Contains(replies[1], "Navigating to 公司") {
 		t.Errorf("reply bubbles %q", replies)
 	}
 	b.shot("cabin-3-slot.png")
+
+	// On the Chinese page, in a new thread (this one knows where the
+	// last trip went), the question and the typed answer's reply are in
+	// Chinese.
+	b.do("switch to Chinese", chromedp.Click(chromedp.CSS(`#lang`)))
+	b.do("new thread", chromedp.Click(chromedp.CSS(`#new-thread`)))
+	b.send("导航")
+	b.do("wait for the question in Chinese", chromedp.WaitVisible(chromedp.CSS(pending)),
+		chromedp.WaitReady(chromedp.CSS(`body[data-run="waiting"]`)))
+	if q := b.text(pending + ` .question`); !strings.Contains(q, "去哪里") {
+		t.Errorf("the slot question on the Chinese page is %q", q)
+	}
+	b.send("去机场")
+	b.do("wait for the answer in Chinese", chromedp.WaitReady(chromedp.CSS(`body[data-run="done"]`)))
+	replies = eval[[]string](b, `[...document.querySelectorAll('.bubble.reply')].map(b => b.textContent)`)
+	if len(replies) != 1 || !strings.Contains(replies[0], "开始导航去机场") {
+		t.Errorf("reply bubbles after switching to Chinese %q", replies)
+	}
+	b.shot("cabin-4-slot-zh.png")
 	b.checkConsole()
 }
 
