@@ -134,7 +134,7 @@ func (r *runner[S]) call(n *cnode[S]) (S, string, error) {
 	if m == nil {
 		return r.c.call(r.ctx, r.rc, n, r.state)
 	}
-	key, err := m.keyOf(r.state)
+	key, err := m.keyOf(r.ctx, n.name, r.state)
 	if err != nil {
 		return r.state, "", fmt.Errorf("node %s: cache key: %w", n.name, err)
 	}
@@ -149,8 +149,15 @@ func (r *runner[S]) call(n *cnode[S]) (S, string, error) {
 	return out, to, err
 }
 
-func (m *memo[S]) keyOf(s S) (string, error) {
+// keyOf returns the cache key of state s for node name: a panic in the
+// key function fails the run, as one in the node would.
+func (m *memo[S]) keyOf(ctx context.Context, name string, s S) (key string, err error) {
 	if m.key != nil {
+		defer func() {
+			if p := recover(); p != nil {
+				err = recovered(ctx, name, p)
+			}
+		}()
 		return m.prefix + m.key(s), nil
 	}
 	b, err := json.Marshal(s)

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -214,5 +215,18 @@ func BenchmarkCache(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A key function that panics fails the run with the panic, as a node
+// would.
+func TestCacheKeyPanics(t *testing.T) {
+	var calls atomic.Int32
+	c := squareGraph(t, &calls, graph.Cache(graph.CachePolicy{TTL: time.Hour}),
+		graph.CacheKey(func(s squareState) string { panic("no key for " + s.Tag) }))
+	_, err := c.Invoke(context.Background(), "a", func(s *squareState) { s.Tag = "this" })
+	var pe *graph.PanicError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "node square: cache key: panic: no key for this") || calls.Load() != 0 {
+		t.Errorf("error %v after %d calls; want the key's panic, no call", err, calls.Load())
 	}
 }
