@@ -167,3 +167,30 @@ func TestJumpEdgeSpendsABudget(t *testing.T) {
 		t.Errorf("Spec draws no exit triage → give_up for budget fixes: %+v", c.Spec().Edges)
 	}
 }
+
+// A Jump node that asks a person stops the run; the resume runs it again
+// and the run goes where it chose with the answer.
+func TestJumpAsks(t *testing.T) {
+	ask := func(ctx context.Context, s triageState) (triageState, string, error) {
+		to, err := graph.Ask[string](ctx, "fix or ship?")
+		if err != nil {
+			return s, "", err
+		}
+		s.Log = append(s.Log, "asked")
+		return s, to, nil
+	}
+	c := must(graph.New[triageState]("ask").
+		Jump("ask", ask, []string{"fix", "ship"}).
+		Node("fix", logNode("fix")).Node("ship", logNode("ship")).
+		Edge(graph.Start, "ask").Edge("fix", graph.End).Edge("ship", graph.End).
+		Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+	ctx := context.Background()
+	res := must(c.Invoke(ctx, "t", nil))(t)
+	if res.Status != graph.StatusInterrupted {
+		t.Fatalf("status %s, want interrupted", res.Status)
+	}
+	res = must(c.Resume(ctx, "t", "ship"))(t)
+	if got := strings.Join(res.State.Log, " "); res.Status != graph.StatusDone || got != "asked ship" {
+		t.Errorf("after the answer: %s, ran %q; want done after asked ship", res.Status, got)
+	}
+}
