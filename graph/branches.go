@@ -12,9 +12,9 @@ import (
 )
 
 // kept is what a run with a saver keeps beside its steps: the saver
-// (which its subgraphs keep their checkpoints in), and the results, as
-// JSON, of the running node's fan-out branches that finished, by branch
-// name ("node[i]"). A branch that finishes while others of its fan-out
+// (which its subgraphs keep their checkpoints in), its durability (which
+// they follow), and the results, as JSON, of the running node's fan-out
+// branches that finished, by branch name ("node[i]"). A branch that finishes while others of its fan-out
 // still run is written to the thread at once (a checkpoint with source
 // branch and the same next node), so that after a crash only the
 // unfinished branches run again; the results of every finished branch go
@@ -22,6 +22,7 @@ import (
 // clears them.
 type kept struct {
 	saver checkpoint.Saver
+	dur   Durability
 	// nest, in a subgraph's run, marks each checkpoint it writes (see
 	// checkpoint.Nest); nil otherwise.
 	nest func(*checkpoint.Checkpoint)

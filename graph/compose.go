@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,19 +217,28 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 		}
 		rc.kept = r.keeper()
 		r.ctx = context.WithValue(ctx, runKey{}, rc)
+		if rc.kept != nil {
+			if err := r.setDurability(parent.kept.dur); err != nil {
+				return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
+			}
+		}
 		first, done, err := r.enter(func() T { return in(s) })
 		if err != nil {
 			return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
 		}
 		if !done {
-			if _, err := r.loop(first); err != nil {
-				if done := rc.kept.all(); done != nil && IsInterrupt(err) {
+			_, err = r.loop(first)
+			if IsInterrupt(err) && !(r.dur.exit && r.unsaved != "") {
+				if done := rc.kept.all(); done != nil {
 					// The inner fan-out's finished branches wait with
-					// the question.
+					// the question (with exit durability, settle
+					// writes them with the step before it).
 					if werr := r.writeBranches(done); werr != nil {
-						return s, fmt.Errorf("subgraph %s: %w", sub.name, werr)
+						err = fmt.Errorf("%w (and: %w)", err, werr)
 					}
 				}
+			}
+			if _, err = r.settle(nil, err); err != nil {
 				return s, fmt.Errorf("subgraph %s: %w", sub.name, err)
 			}
 		}
@@ -238,6 +249,30 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 // SubgraphThread is the thread on which a subgraph run by node of thread
 // keeps its checkpoints: thread, "|" and node ("t1|review").
 func SubgraphThread(thread, node string) string { return thread + "|" + node }
+
+// SubgraphThreads returns the threads on which the subgraphs of r keep
+// their checkpoints for thread: one for each node added with
+// Graph.Subgraph, followed by those of the subgraphs nested in it
+// ("t1|mid", "t1|mid|bottom"), nodes in name order. Deleting a thread
+// deletes these too. A subgraph that a plain node or a fan-out branch runs
+// (the NodeFunc of Subgraph) is not known to r, and its thread is not
+// listed.
+func SubgraphThreads(r Runner, thread string) []string {
+	var out []string
+	var walk func(r Runner, thread string)
+	walk = func(r Runner, thread string) {
+		subs := r.Subgraphs()
+		for _, node := range slices.Sorted(maps.Keys(subs)) {
+			t := SubgraphThread(thread, node)
+			out = append(out, t)
+			walk(subs[node], t)
+		}
+	}
+	if r != nil {
+		walk(r, thread)
+	}
+	return out
+}
 
 // enter readies a subgraph's run: the node it runs first, or done when
 // it had finished in this outer step. Without a saver it starts on
@@ -276,6 +311,11 @@ func (r *runner[S]) enter(fresh func() S) (first int, done bool, err error) {
 	if c.saver != nil {
 		r.nest(key, 0)
 		r.rc.step = 0
+		if r.dur.exit && first != endIndex {
+			// The outer node's state gives the input again: what the
+			// subgraph needs to continue is written where it stops.
+			return first, false, nil
+		}
 		err = r.save(checkpoint.SourceInput, "", first, func(cp *checkpoint.Checkpoint) { cp.Step = 0 })
 	}
 	return first, false, err

@@ -64,10 +64,11 @@ type durable[S any] struct {
 	ctx context.Context
 	// exit: only the input and the end are written. The step taken last
 	// and not written (runner.unsaved) is kept here: its state, its step
-	// number and the node after it, for the end to write.
-	exit       bool
-	state      S
-	step, next int
+	// number, the node after it and, in a subgraph, the outer node's
+	// answers taken by then (see runner.nest), for the end to write.
+	exit              bool
+	state             S
+	step, next, asked int
 	// async: the run's checkpoints are written behind it by w, started
 	// with the first.
 	async bool
@@ -75,7 +76,7 @@ type durable[S any] struct {
 }
 
 // setDurability picks the run's durability: in's, else the compiled
-// graph's.
+// graph's (a subgraph's run is given its outer run's).
 func (r *runner[S]) setDurability(d Durability) error {
 	if d == "" {
 		d = r.c.durability
@@ -87,6 +88,9 @@ func (r *runner[S]) setDurability(d Durability) error {
 		return nil
 	}
 	r.dur.ctx = context.WithoutCancel(r.ctx)
+	if r.rc.kept != nil {
+		r.rc.kept.dur = d
+	}
 	switch d {
 	case DurabilityExit:
 		r.dur.exit = true
@@ -105,6 +109,7 @@ func (r *runner[S]) setDurability(d Durability) error {
 func (r *runner[S]) keep(next int) {
 	if r.dur.exit {
 		r.dur.state, r.dur.step, r.dur.next = r.state, r.rc.step, next
+		r.dur.asked = r.rc.ask.asked
 	}
 }
 
@@ -127,7 +132,8 @@ func (r *runner[S]) put(cp *checkpoint.Checkpoint) error {
 
 // settle finishes the run's writing once the run returned. With exit
 // durability, a run that failed, was cancelled or stopped after steps it
-// did not write now writes the last of them; with async durability it
+// did not write (a subgraph's run also one that asked) now writes the
+// last of them; with async durability it
 // waits for the writes behind the run. A write that fails fails the run;
 // the result then names the last checkpoint written.
 func (r *runner[S]) settle(res *Result[S], err error) (*Result[S], error) {
@@ -138,14 +144,14 @@ func (r *runner[S]) settle(res *Result[S], err error) (*Result[S], error) {
 	}
 	switch {
 	case r.dur.exit && err != nil && r.unsaved != "":
-		cur := r.state
-		r.state = r.dur.state
+		cur, asked := r.state, r.rc.ask.asked
+		r.state, r.rc.ask.asked = r.dur.state, r.dur.asked
 		werr = r.save(checkpoint.SourceStep, r.unsaved, r.dur.next, func(cp *checkpoint.Checkpoint) {
 			// The fan-out branches that finished in the node that
-			// failed go with it.
+			// failed (or asked) go with it.
 			cp.Step, cp.Done = r.dur.step, r.rc.kept.all()
 		})
-		r.state = cur
+		r.state, r.rc.ask.asked = cur, asked
 		r.unsaved = ""
 		if r.head != nil {
 			last = r.head.ID

@@ -1,0 +1,107 @@
+package graph_test
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/loomkit/loom/graph"
+)
+
+// SubgraphThreads lists the thread of every subgraph node, nested ones
+// under theirs; a graph without subgraph nodes has none.
+func TestSubgraphThreads(t *testing.T) {
+	if got, want := graph.SubgraphThreads(nestedGraphs(t), "t1"), []string{"t1|mid", "t1|mid|bottom"}; !slices.Equal(got, want) {
+		t.Errorf("SubgraphThreads = %q, want %q", got, want)
+	}
+	if got := graph.SubgraphThreads(must(chain(2).Compile())(t), "t1"); got != nil {
+		t.Errorf("SubgraphThreads of a graph without subgraphs = %q, want none", got)
+	}
+	if got := graph.SubgraphThreads(nil, "t1"); got != nil {
+		t.Errorf("SubgraphThreads(nil) = %q, want none", got)
+	}
+}
+
+// A subgraph writes its checkpoints as the outer run's durability says:
+// with exit, only where it stops (the step before the node that asked,
+// or its end); with sync and async, every step. Either way each question
+// gets its own answer, and the run ends the same.
+func TestSubgraphFollowsDurability(t *testing.T) {
+	want := map[graph.Durability]string{
+		graph.DurabilitySync:  "input::0 step:prep:1 step:one:2 step:two:3 input::0 step:prep:1",
+		graph.DurabilityAsync: "input::0 step:prep:1 step:one:2 step:two:3 input::0 step:prep:1",
+		graph.DurabilityExit:  "step:prep:1 step:one:2 step:two:3 step:prep:1",
+	}
+	for _, s := range savers {
+		for _, d := range durabilities {
+			t.Run(s.name+"/"+string(d), func(t *testing.T) {
+				ctx := t.Context()
+				saver := s.open(t)
+				var preps atomic.Int32
+				c := outerOf(t, askTwice(t, &preps), saver)
+				res := must(c.Run(ctx, "t", graph.Input[counter]{Update: func(s *counter) { s.N = 5 }, Durability: d}))(t)
+				for _, answer := range []string{"yes", "no"} {
+					if res.Status != graph.StatusInterrupted {
+						t.Fatalf("before answer %q: %s, want a question", answer, res.Status)
+					}
+					res = must(c.Run(ctx, "t", graph.Input[counter]{Resume: answer, Durability: d}))(t)
+				}
+				if res.Status != graph.StatusInterrupted || res.Interrupt == nil || string(res.Interrupt.Payload) != `"one?"` {
+					t.Fatalf("after two answers: %s with %+v; want the second visit of sub asking one", res.Status, res.Interrupt)
+				}
+				if want := []string{"one=yes", "two=no", "after"}; !slices.Equal(res.State.Log, want) || res.State.N != 7 {
+					t.Errorf("log %v, N = %d; want %v and 7", res.State.Log, res.State.N, want)
+				}
+				if n := preps.Load(); n != 2 {
+					t.Errorf("prep ran %d times, want 2", n)
+				}
+				if got := describe(lineOf(t, saver, graph.SubgraphThread("t", "sub"))); got != want[d] {
+					t.Errorf("the subgraph's checkpoints:\n%s\nwant\n%s", got, want[d])
+				}
+			})
+		}
+	}
+}
+
+// Nested subgraphs follow the outer run's durability too: with exit,
+// each level writes one checkpoint when the innermost asks, the step
+// before the node that asked; the answer then resumes inside both.
+func TestNestedSubgraphsFollowExit(t *testing.T) {
+	for _, tt := range []struct {
+		d              graph.Durability
+		mid, bottom    string
+		midEnd, botEnd string
+	}{
+		{graph.DurabilitySync, "input::0 step:before:1", "input::0 step:double:1",
+			"input::0 step:before:1 step:bottom:2", "input::0 step:double:1 step:ask:2"},
+		{graph.DurabilityExit, "step:before:1", "step:double:1",
+			"step:before:1 step:bottom:2", "step:double:1 step:ask:2"},
+	} {
+		t.Run(string(tt.d), func(t *testing.T) {
+			ctx := t.Context()
+			c := nestedGraphs(t)
+			saver := c.Saver()
+			res := must(c.Run(ctx, "t", graph.Input[counter]{Update: func(s *counter) { s.N = 5 }, Durability: tt.d}))(t)
+			if res.Status != graph.StatusInterrupted {
+				t.Fatalf("%s, want the question", res.Status)
+			}
+			mid, bottom := graph.SubgraphThread("t", "mid"), graph.SubgraphThread(graph.SubgraphThread("t", "mid"), "bottom")
+			if got := describe(lineOf(t, saver, mid)); got != tt.mid {
+				t.Errorf("mid at the question: %s, want %s", got, tt.mid)
+			}
+			if got := describe(lineOf(t, saver, bottom)); got != tt.bottom {
+				t.Errorf("bottom at the question: %s, want %s", got, tt.bottom)
+			}
+			res = must(c.Run(ctx, "t", graph.Input[counter]{Resume: "yes", Durability: tt.d}))(t)
+			if res.Status != graph.StatusDone || res.State.N != 13 {
+				t.Errorf("%s, N = %d; want done and 13", res.Status, res.State.N)
+			}
+			if got := describe(lineOf(t, saver, mid)); got != tt.midEnd {
+				t.Errorf("mid at the end: %s, want %s", got, tt.midEnd)
+			}
+			if got := describe(lineOf(t, saver, bottom)); got != tt.botEnd {
+				t.Errorf("bottom at the end: %s, want %s", got, tt.botEnd)
+			}
+		})
+	}
+}
