@@ -164,15 +164,10 @@ func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int
 func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string, counters []int) (int, error) {
 	t := n.to
 	if n.route != nil || n.decide != nil || n.jump != nil {
-		var name string
-		switch {
-		case n.jump != nil:
-			name = chose
-		case n.route != nil:
-			name = n.route(s)
-		default:
+		name := chose
+		if n.jump == nil {
 			var err error
-			if name, err = n.decide(ctx, s); err != nil {
+			if name, err = n.choose(ctx, s); err != nil {
 				return 0, fmt.Errorf("route from %s: %w", n.name, err)
 			}
 		}
@@ -315,4 +310,18 @@ func (c *Compiled[S]) StateSchema() json.RawMessage {
 		return nil
 	}
 	return s.JSON()
+}
+
+// choose calls n's route or decision on s, turning a panic into an error
+// that fails the run, as a node's panic does.
+func (n *cnode[S]) choose(ctx context.Context, s S) (name string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = recovered(ctx, "route from "+n.name, p)
+		}
+	}()
+	if n.route != nil {
+		return n.route(s), nil
+	}
+	return n.decide(ctx, s)
 }

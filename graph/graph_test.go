@@ -815,3 +815,46 @@ func TestResumeWithTheWrongShape(t *testing.T) {
 		t.Errorf("after a proper answer: %+v", res)
 	}
 }
+
+// A route that panics fails the run with the panic and its stack, as a
+// node's panic does, instead of taking the process down.
+func TestRoutePanicFailsTheRun(t *testing.T) {
+	g := graph.New[int]("p").
+		Node("a", func(_ context.Context, s int) (int, error) { return s + 1, nil }).
+		Node("b", func(_ context.Context, s int) (int, error) { return s, nil }).
+		Edge(graph.Start, "a").
+		Route("a", func(s int) string { panic("no way out of " + fmt.Sprint(s)) }, "b", graph.End).
+		Edge("b", graph.End)
+	c, err := g.Compile(graph.WithSaver(checkpoint.NewMemory()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Invoke(context.Background(), "t", nil)
+	var pe *graph.PanicError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "route from a") || !strings.Contains(err.Error(), "no way out of 1") {
+		t.Fatalf("err %v, want a PanicError from the route", err)
+	}
+}
+
+// A thread whose state was sealed, read by a saver without the keys,
+// fails with an error that says so rather than a JSON decoding error.
+func TestSealedStateWithoutKeys(t *testing.T) {
+	saver := checkpoint.NewMemory()
+	cp := checkpoint.Next("t", nil, checkpoint.SourceInput)
+	cp.State = json.RawMessage(`"sealed:aes256gcm:k1:AAAA"`)
+	cp.Next = []string{"a"}
+	if err := saver.Put(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	c, err := graph.New[int]("s").
+		Node("a", func(_ context.Context, s int) (int, error) { return s, nil }).
+		Edge(graph.Start, "a").Edge("a", graph.End).
+		Compile(graph.WithSaver(saver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Continue(context.Background(), "t")
+	if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), "sealed") || !strings.Contains(err.Error(), "LOOM_ENCRYPTION_KEYS") {
+		t.Fatalf("err %v, want one saying the state is sealed and naming the keys' variable", err)
+	}
+}

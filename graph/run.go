@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/seal"
 )
 
 // Errors that callers branch on. Conflicts between two writers of one
@@ -230,6 +231,9 @@ func (r *runner[S]) load() error {
 		return fmt.Errorf("graph %s: thread %s: %w", r.c.name, r.rc.thread, err)
 	}
 	if err := json.Unmarshal(cp.State, &r.state); err != nil {
+		if seal.IsSealed(cp.State) {
+			return fmt.Errorf("graph %s: thread %s checkpoint %s: the state is sealed (encrypted at rest) and this saver cannot open it: give it the keys that sealed it (%s): %w", r.c.name, cp.Thread, cp.ID, seal.EnvKeys, checkpoint.ErrCorrupt)
+		}
 		return fmt.Errorf("graph %s: thread %s checkpoint %s: decode state: %w: %w", r.c.name, cp.Thread, cp.ID, checkpoint.ErrCorrupt, err)
 	}
 	r.head = cp
