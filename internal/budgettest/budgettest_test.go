@@ -29,7 +29,8 @@ func TestCounters(t *testing.T) {
 		ByName  map[string]step
 		Skipped skipped
 		Loops   [2]struct{ Stretch uint8 }
-		hidden  struct{ Tries int }
+		//lint:ignore U1000 an unexported field, which the walk must skip
+		hidden struct{ Tries int }
 	}
 	got := Counters(reflect.TypeFor[state](), Counter(), reflect.TypeFor[skipped]())
 	want := []string{"state.Steps.SQLTries", "state.Loops.Stretch"}
