@@ -154,7 +154,7 @@ func TestAssistantRefused(t *testing.T) {
 		{"unknown field", map[string]any{"graph_id": "tone", "config": map[string]any{"configurable": map[string]any{"volume": 3}}}, `\"volume\"`},
 		{"wrong value", map[string]any{"graph_id": "tone", "context": map[string]any{"tone": "angry"}}, "tone"},
 		{"config beside configurable", map[string]any{"graph_id": "tone", "config": map[string]any{"recursion_limit": 3}}, "config.recursion_limit"},
-		{"agent without configuration", map[string]any{"graph_id": "demo", "context": map[string]any{"tone": "loud"}}, "takes no configuration"},
+		{"agent without configuration of its own", map[string]any{"graph_id": "demo", "context": map[string]any{"tone": "loud"}}, `\"tone\"`},
 		{"unknown graph", map[string]any{"graph_id": "nope"}, "nope"},
 		{"unknown request field", map[string]any{"graph_id": "tone", "colour": "red"}, `\"colour\"`},
 		{"bad id", map[string]any{"graph_id": "tone", "assistant_id": "../x"}, "assistant_id"},

@@ -58,18 +58,19 @@ func ConfigSchemaFor[T any]() json.RawMessage {
 	return s.JSON()
 }
 
-// configSchemas caches each agent's compiled ConfigSchema, by name.
-var configSchemas sync.Map // agent name → *schema.Schema
+// configSchemas caches the agents' compiled ConfigSchemas, by their text:
+// an agent's differs between servers with different Options.Models.
+var configSchemas sync.Map // schema text → *schema.Schema
 
 func (a *builtAgent) configSchema() (*schema.Schema, error) {
-	if v, ok := configSchemas.Load(a.Name); ok {
+	if v, ok := configSchemas.Load(string(a.ConfigSchema)); ok {
 		return v.(*schema.Schema), nil
 	}
 	s, err := schema.Parse(a.ConfigSchema)
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: config schema: %w", a.Name, err)
 	}
-	configSchemas.Store(a.Name, s)
+	configSchemas.Store(string(a.ConfigSchema), s)
 	return s, nil
 }
 
@@ -117,7 +118,7 @@ func contextObject(what string, ctx json.RawMessage) (map[string]json.RawMessage
 
 // mergeConfig checks layers (config.configurable and context of an
 // assistant, then of a run, each over the ones before) against agent a's
-// ConfigSchema and returns them merged into one JSON object: nil when
+// ConfigSchema, the model settings included, and returns them merged into one JSON object: nil when
 // none sets anything. A field the agent does not take, or a value that
 // does not fit, is a 422 that names it.
 func mergeConfig(a *builtAgent, layers ...map[string]json.RawMessage) (json.RawMessage, error) {
@@ -128,15 +129,15 @@ func mergeConfig(a *builtAgent, layers ...map[string]json.RawMessage) (json.RawM
 	if len(merged) == 0 {
 		return nil, nil
 	}
-	if a.ConfigSchema == nil {
-		return nil, errorf(http.StatusUnprocessableEntity, "invalid_config", "agent %s takes no configuration, not %q", a.Name, slices.Sorted(maps.Keys(merged))[0])
-	}
 	b, err := json.Marshal(merged)
 	if err != nil {
 		return nil, fmt.Errorf("merge the run's configuration: %w", err)
 	}
 	if field, known := unknownField(a.ConfigSchema, b); field != "" {
 		return nil, errorf(http.StatusUnprocessableEntity, "invalid_config", "configuration field %q is not one of agent %s's: %s", field, a.Name, strings.Join(known, ", "))
+	}
+	if err := checkModelSettings(b, a.models); err != nil {
+		return nil, err
 	}
 	s, err := a.configSchema()
 	if err != nil {

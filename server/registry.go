@@ -35,10 +35,13 @@ type Agent struct {
 	// ConfigSchema, when set, is the JSON schema of the agent's
 	// configuration (ConfigSchemaFor makes one from a Go struct): what an
 	// assistant's and a run's config.configurable and context may set,
-	// such as the locale, a model or a limit. A run's settings, merged
+	// such as the locale, a data source or a limit. A run's settings, merged
 	// over its assistant's, are checked against it before the run starts
 	// (422 naming a wrong field), and the graph's nodes read them with
-	// RunConfig. Nil: the agent takes no configuration.
+	// RunConfig. Besides its own fields every agent takes the model
+	// settings, model and temperature, which the server adds and RunModel
+	// applies; the schema may not declare them. Nil: the agent takes only
+	// those.
 	ConfigSchema json.RawMessage
 	// Build compiles the agent's graph on the server's database: it
 	// checkpoints on db.Saver() and keeps the agent's own tables beside

@@ -119,6 +119,12 @@ type Options struct {
 	// Retention bounds the checkpoints kept of each thread, and how
 	// often the sweeper runs (see Retention).
 	Retention Retention
+	// Models are the names of the provider's models a run may choose with
+	// the model setting every agent's configuration takes (configurable or
+	// context "model", see RunModel), the default model among them; loom
+	// serve lists LOOM_MODEL and LOOM_MODELS. Another name is a 422 that
+	// lists these; with none, a run may not choose a model.
+	Models []string
 	// Embedder, when set, ranks the long-term store's searches by the
 	// cosine of embeddings (see memory.Options); without one by BM25.
 	Embedder llm.Embedder
@@ -153,6 +159,7 @@ type builtAgent struct {
 	Agent
 	runner graph.Runner
 	schema *schema.Schema // nil: any object
+	models []string       // the models a run may choose (Options.Models)
 }
 
 // Server serves Loom's agents over HTTP. Make one with New, run it with
@@ -237,7 +244,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.items = memory.New(s.db, memory.Options{Embedder: opts.Embedder})
 	for _, a := range opts.Agents.All() {
-		ba := &builtAgent{Agent: a}
+		ba := &builtAgent{Agent: a, models: opts.Models}
+		if ba.ConfigSchema, err = withModelSettings(a.ConfigSchema, opts.Models); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: agent %s: %w", a.Name, err)
+		}
 		if err := s.db.Migrate(ctx, a.Name, a.Migrations); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("server: agent %s: %w", a.Name, err)

@@ -62,8 +62,11 @@ test("run fields the server does not act on are refused, naming them", async () 
   await rejectsWith(client.runs.create(null, "cabin", { input: { text: "hi" }, _langsmithTracer: { projectName: "x" } }), 422, /langsmith_tracer/);
   await rejectsWith(client.runs.wait(null, "cabin", { input: { text: "hi" }, config: { tags: ["x"] } }), 422, /config\.tags/);
   await rejectsWith(client.runs.wait(null, "cabin", { input: { text: "hi" }, context: { mood: "x" } }), 422, /mood/);
-  await rejectsWith(client.runs.wait(null, "demo", { input: { title: "x" }, context: { locale: "en" } }), 422, /no configuration/);
+  await rejectsWith(client.runs.wait(null, "demo", { input: { title: "x" }, context: { locale: "en" } }), 422, /locale.* is not one of agent demo.s: model, temperature/);
   await rejectsWith(client.runs.wait(null, "cabin", { input: { text: "hi" }, durability: "never" }), 422, /durability/);
+  // Every agent takes the model settings; this server lists no models.
+  await rejectsWith(client.runs.wait(null, "cabin", { input: { text: "hi" }, config: { configurable: { temperature: 3 } } }), 422, /temperature must be from 0 to 2/);
+  await rejectsWith(client.runs.wait(null, "demo", { input: { title: "x" }, context: { model: "gpt-x" } }), 422, /gpt-x.*no model configured/);
   // What it does anyway may be asked for.
   const ok = await client.runs.wait(null, "cabin", { input: { text: "open the window" }, durability: "sync", streamResumable: true, context: { locale: "en" } });
   assert.ok(!hasHan(ok.reply.message), ok.reply.message);
