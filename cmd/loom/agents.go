@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,22 @@ func configFromEnv() config {
 	}
 }
 
+// modelNames are the models a run may choose (server.Options.Models):
+// LOOM_MODEL, then the others LOOM_MODELS lists (comma separated) on the
+// same endpoint; none when no model is configured.
+func modelNames() []string {
+	if m, err := openai.NewFromEnv(); m == nil || err != nil {
+		return nil
+	}
+	names := []string{os.Getenv("LOOM_MODEL")}
+	for _, n := range strings.Split(os.Getenv("LOOM_MODELS"), ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // agentsFor returns every agent, configured by cfg.
 func agentsFor(cfg config) *server.Registry {
 	// A model if OPENAI_* and LOOM_MODEL configure one; the agents work
@@ -93,6 +110,9 @@ func agentsFor(cfg config) *server.Registry {
 	if err != nil {
 		slog.Warn("no model: the agents run without one", "err", err)
 	}
+	// A run may choose another of the models (see modelNames) and a
+	// temperature in its configuration.
+	model = server.RunModel(model)
 	embedder, err := openai.NewEmbedderFromEnv()
 	if err != nil {
 		slog.Warn("no embeddings: recall runs on words alone", "err", err)

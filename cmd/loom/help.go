@@ -93,7 +93,10 @@ separated); without keys serve answers on loopback only.
 LOOM_ENCRYPTION_KEYS (id:base64key,… of 32-byte keys; the first seals)
 encrypts checkpoints and store items at rest for serve and run. A model
 is used when LOOM_MODEL and OPENAI_API_KEY (or OPENAI_BASE_URL for a
-local endpoint) name one; every agent works without.
+local endpoint) name one; every agent works without. A run of serve may
+choose another model of the same endpoint that LOOM_MODELS lists (comma
+separated), and a temperature, with config.configurable (or context)
+model and temperature.
 `)
 	return b.String()
 }

@@ -121,6 +121,7 @@ func serve(ctx context.Context, args []string, out io.Writer) error {
 		Retention:      keep,
 		Embedder:       embedder,
 		Codec:          codec,
+		Models:         modelNames(),
 	})
 	if err != nil {
 		return err
