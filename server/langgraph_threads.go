@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/graph"
 )
 
 // This file serves the LangGraph API's threads: create, read, search, copy, delete (see langgraph.go).
@@ -326,10 +327,23 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, owner stri
 	return nil
 }
 
-// removeThread deletes a thread's record, runs and checkpoints.
+// removeThread deletes a thread's record, runs and checkpoints, with
+// the checkpoints its agent's subgraphs kept (see graph.SubgraphThreads):
+// theirs first, so that a deletion that fails leaves the thread to be
+// deleted again.
 func (s *Server) removeThread(ctx context.Context, id string) error {
-	if err := s.saver.DeleteThread(ctx, id); err != nil {
+	threads := []string{id}
+	t, err := s.records.thread(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("delete thread %s: %w", publicID(id), err)
+	}
+	if t != nil && s.agents[t.Agent] != nil {
+		threads = append(graph.SubgraphThreads(s.agents[t.Agent].runner, id), id)
+	}
+	for _, thread := range threads {
+		if err := s.saver.DeleteThread(ctx, thread); err != nil {
+			return fmt.Errorf("delete thread %s: %w", publicID(id), err)
+		}
 	}
 	return s.records.deleteThread(ctx, id)
 }
