@@ -1,10 +1,13 @@
 package graph_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
 
+	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/graph"
 )
 
@@ -103,5 +106,54 @@ func TestNestedSubgraphsFollowExit(t *testing.T) {
 				t.Errorf("bottom at the end: %s, want %s", got, tt.botEnd)
 			}
 		})
+	}
+}
+
+// A subgraph's fan-out whose branches finish while another asks keeps
+// their results with the question under every durability: on the answer
+// only the branch that asked runs again. With "prep" before the fan-out,
+// exit durability writes them with prep's step; without, on their own.
+func TestSubgraphFanOutAsksUnderEveryDurability(t *testing.T) {
+	for _, prep := range []bool{true, false} {
+		for _, d := range durabilities {
+			t.Run(fmt.Sprintf("prep=%v/%s", prep, d), func(t *testing.T) {
+				ctx := t.Context()
+				var done atomic.Int32
+				finish := func(_ context.Context, s counter) (counter, error) { done.Add(1); s.N++; return s, nil }
+				ask := func(ctx context.Context, s counter) (counter, error) {
+					a, err := graph.Ask[string](ctx, "go?")
+					s.Log = append(s.Log, "asked="+a)
+					return s, err
+				}
+				join := func(s counter, rs []counter) (counter, error) {
+					for _, r := range rs {
+						s.Log = append(s.Log, r.Log...)
+					}
+					return s, nil
+				}
+				g := graph.New[counter]("inner").Node("fan", graph.Parallel(join, finish, ask))
+				if prep {
+					g.Node("prep", inc("prep")).Edge(graph.Start, "prep").Edge("prep", "fan")
+				} else {
+					g.Edge(graph.Start, "fan")
+				}
+				inner := must(g.Edge("fan", graph.End).Compile())(t)
+				c := must(graph.New[counter]("outer").
+					Subgraph("sub", graph.Nest(inner, func(s counter) counter { return s }, func(_ counter, r counter) counter { return r })).
+					Edge(graph.Start, "sub").Edge("sub", graph.End).
+					Compile(graph.WithSaver(checkpoint.NewMemory())))(t)
+				res := must(c.Run(ctx, "t", graph.Input[counter]{Update: func(s *counter) { s.N = 1 }, Durability: d}))(t)
+				if res.Status != graph.StatusInterrupted {
+					t.Fatalf("%s, want the branch's question", res.Status)
+				}
+				res = must(c.Run(ctx, "t", graph.Input[counter]{Resume: "yes", Durability: d}))(t)
+				if res.Status != graph.StatusDone || !slices.Contains(res.State.Log, "asked=yes") {
+					t.Fatalf("%s, log %v; want done with the answer", res.Status, res.State.Log)
+				}
+				if n := done.Load(); n != 1 {
+					t.Errorf("the branch that finished ran %d times, want once", n)
+				}
+			})
+		}
 	}
 }
