@@ -165,11 +165,13 @@ func fanOut[R any](ctx context.Context, n int, f func(ctx context.Context, i int
 // With a saver, the subgraph keeps its own checkpoints, in the outer
 // graph's saver, on the thread SubgraphThread(thread, node) (for a
 // subgraph nested in a subgraph, derived from the middle one's thread
-// again). When the outer node runs again in the same step — on resume,
-// after a crash — the subgraph continues at its last checkpoint, on the
-// state kept there: the inner node that asked runs again, the inner nodes
-// before it do not, and a subgraph that had finished gives its final
-// state without running. Its checkpoints belong to the outer step (see
+// again), written as the outer run's durability says (with
+// DurabilityExit, only where the subgraph stops: its end, or the step
+// before the node that asked or failed). When the outer node runs again
+// in the same step — on resume, after a crash — the subgraph continues at
+// its last checkpoint, on the state kept there: the inner node that asked
+// runs again, the inner nodes before it do not, and a subgraph that had
+// finished gives its final state without running. Its checkpoints belong to the outer step (see
 // checkpoint.Nest): once the outer node has finished, the next visit of
 // the node starts the subgraph afresh, and the old checkpoints are only
 // history. A node runs a given subgraph once per step. Without a saver,
