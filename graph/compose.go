@@ -234,8 +234,13 @@ func Subgraph[S, T any](inner *Compiled[T], in func(S) T, out func(S, T) S) Node
 				if done := rc.kept.all(); done != nil {
 					// The inner fan-out's finished branches wait with
 					// the question (with exit durability, settle
-					// writes them with the step before it).
-					if werr := r.writeBranches(done); werr != nil {
+					// writes them with the step before it). They are
+					// written as from inside the node, whose step the
+					// loop took back.
+					rc.step++
+					werr := r.writeBranches(done)
+					rc.step--
+					if werr != nil {
 						err = fmt.Errorf("%w (and: %w)", err, werr)
 					}
 				}

@@ -153,6 +153,10 @@ func TestSubgraphFanOutAsksUnderEveryDurability(t *testing.T) {
 				if n := done.Load(); n != 1 {
 					t.Errorf("the branch that finished ran %d times, want once", n)
 				}
+				hist := lineOf(t, c.Saver(), graph.SubgraphThread("t", "sub"))
+				if last, want := hist[len(hist)-1], map[bool]int{true: 2, false: 1}[prep]; last.Meta.Node != "fan" || last.Step != want {
+					t.Errorf("the subgraph's checkpoints %s end with %s:%d, want fan:%d", describe(hist), last.Meta.Node, last.Step, want)
+				}
 			})
 		}
 	}
