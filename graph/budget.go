@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -155,15 +156,24 @@ func Left(ctx context.Context, name string) (int, bool) {
 	return rc.budgets.left(name)
 }
 
-// budgetView is what Left reads: the running graph's budgets and counts.
+// budgetView is what Left and Bound read: the running graph's budgets and
+// counts.
 type budgetView interface {
 	left(name string) (int, bool)
+	bound(name string) (int, bool)
 }
 
-func (c *Compiled[S]) budgetLeft(counters []int, name string) (int, bool) {
+func (c *Compiled[S]) budgetLeft(counters tally, name string) (int, bool) {
+	if id, ok := c.budgetID(name); ok {
+		return max(counters.max[id]-counters.used[id], 0), true
+	}
+	return 0, false
+}
+
+func (c *Compiled[S]) budgetID(name string) (int, bool) {
 	for id, b := range c.budgets {
 		if b.name == name {
-			return max(b.max-counters[id], 0), true
+			return id, true
 		}
 	}
 	return 0, false
@@ -171,6 +181,97 @@ func (c *Compiled[S]) budgetLeft(counters []int, name string) (int, bool) {
 
 // left implements budgetView for the run.
 func (r *runner[S]) left(name string) (int, bool) { return r.c.budgetLeft(r.counters, name) }
+
+// bound implements budgetView for the run.
+func (r *runner[S]) bound(name string) (int, bool) {
+	if id, ok := r.c.budgetID(name); ok {
+		return r.counters.max[id], true
+	}
+	return 0, false
+}
+
+// Bound returns the bound of the budget named name in the run ctx
+// belongs to: its declared max, or less when the run lowered it (see
+// Input.Budgets); and whether the graph has such a budget. With Left it
+// says how much the run has spent.
+func Bound(ctx context.Context, name string) (int, bool) {
+	rc := runOf(ctx)
+	if rc == nil || rc.budgets == nil {
+		return 0, false
+	}
+	return rc.budgets.bound(name)
+}
+
+// tally is a run's budgets, by id: what each has spent, and its bound
+// for the run, the declared max unless Input.Budgets lowered it.
+type tally struct{ used, max []int }
+
+// boundKey is the prefix of the checkpoint's counter that keeps the
+// bound of a budget a run lowered: ">" and the budget's name, which no
+// budget name starts with.
+const boundKey = ">"
+
+// countersToMap keys the budgets' counts by name for the checkpoint (a
+// Loop's name is "from>to"), with the bounds the run lowered.
+func (c *Compiled[S]) countersToMap(counters tally) map[string]int {
+	var m map[string]int
+	put := func(k string, v int) {
+		if m == nil {
+			m = make(map[string]int, len(counters.used))
+		}
+		m[k] = v
+	}
+	for id, v := range counters.used {
+		if v > 0 {
+			put(c.budgets[id].name, v)
+		}
+		if bound := counters.max[id]; bound != c.budgets[id].max {
+			put(boundKey+c.budgets[id].name, bound)
+		}
+	}
+	return m
+}
+
+// countersFromMap reads what countersToMap wrote. A bound above the
+// declared max (the graph's bound was lowered since) is the declared max.
+func (c *Compiled[S]) countersFromMap(m map[string]int) tally {
+	if len(c.budgets) == 0 {
+		return tally{}
+	}
+	t := tally{used: make([]int, len(c.budgets)), max: make([]int, len(c.budgets))}
+	for id, b := range c.budgets {
+		t.used[id] = m[b.name]
+		t.max[id] = b.max
+		if bound, ok := m[boundKey+b.name]; ok && bound >= 0 && bound < b.max {
+			t.max[id] = bound
+		}
+	}
+	return t
+}
+
+// lower lowers the run's bounds as limits says (budget name → bound). A
+// budget the graph does not declare, or a bound below zero or above the
+// declared max, is an error that names it.
+func (c *Compiled[S]) lower(t tally, limits map[string]int) error {
+	for _, name := range slices.Sorted(maps.Keys(limits)) {
+		id, ok := c.budgetID(name)
+		if !ok && len(c.budgets) == 0 {
+			return fmt.Errorf("budget %q: the graph declares no budget", name)
+		}
+		if !ok {
+			names := make([]string, len(c.budgets))
+			for i, b := range c.budgets {
+				names[i] = b.name
+			}
+			return fmt.Errorf("budget %q: no such budget (the graph's: %s)", name, strings.Join(names, ", "))
+		}
+		if v, declared := limits[name], c.budgets[id].max; v < 0 || v > declared {
+			return fmt.Errorf("budget %s: bound %d is not between 0 and the declared %d", name, v, declared)
+		}
+		t.max[id] = limits[name]
+	}
+	return nil
+}
 
 // checkBudgets adds to errs what is wrong with the graph's budgets.
 func (g *Graph[S]) checkBudgets(errs []error, known func(string) bool) []error {

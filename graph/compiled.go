@@ -155,13 +155,13 @@ func (c *Compiled[S]) Saver() checkpoint.Saver { return c.saver }
 // next returns the index of the node that follows n for state s, applying
 // the budgets to counters: an edge a budget cannot pay for leads to the
 // budget's exit.
-func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters []int) (int, error) {
+func (c *Compiled[S]) next(ctx context.Context, n *cnode[S], s S, counters tally) (int, error) {
 	return c.follow(ctx, n, s, "", counters)
 }
 
 // follow is next for a node that may have chosen where it goes: chose is
 // what a Jump node returned.
-func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string, counters []int) (int, error) {
+func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string, counters tally) (int, error) {
 	t := n.to
 	if n.route != nil || n.decide != nil || n.jump != nil {
 		name := chose
@@ -197,12 +197,12 @@ func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string
 		// One budget at a fixed cost (every Loop): no need to pay all or
 		// none.
 		ch := &r.charges[0]
-		b := &c.budgets[ch.id]
-		if used := counters[ch.id]; used < b.max && used+ch.cost <= b.max {
-			counters[ch.id] = used + ch.cost
+		bound := counters.max[ch.id]
+		if used := counters.used[ch.id]; used < bound && used+ch.cost <= bound {
+			counters.used[ch.id] = used + ch.cost
 			break
 		}
-		t = b.exit
+		t = c.budgets[ch.id].exit
 		if r = n.rule(t); r == nil {
 			return t, nil
 		}
@@ -216,14 +216,14 @@ func (c *Compiled[S]) follow(ctx context.Context, n *cnode[S], s S, chose string
 		}
 	}
 	for _, rs := range r.resets {
-		counters[rs.id] = rs.start
+		counters.used[rs.id] = rs.start
 	}
 	return t, nil
 }
 
 // pay spends the charges of an edge from counters, all or none: when one
 // budget cannot pay, it returns that budget's exit and spent true.
-func (c *Compiled[S]) pay(charges []charge[S], s S, counters []int) (exit int, spent bool) {
+func (c *Compiled[S]) pay(charges []charge[S], s S, counters tally) (exit int, spent bool) {
 	var buf [8]int
 	costs := buf[:0]
 	for _, ch := range charges {
@@ -231,14 +231,14 @@ func (c *Compiled[S]) pay(charges []charge[S], s S, counters []int) (exit int, s
 		if ch.costFn != nil {
 			cost = max(ch.costFn(s), 1)
 		}
-		b := &c.budgets[ch.id]
-		if used := counters[ch.id]; used >= b.max || used+cost > b.max {
-			return b.exit, true
+		bound := counters.max[ch.id]
+		if used := counters.used[ch.id]; used >= bound || used+cost > bound {
+			return c.budgets[ch.id].exit, true
 		}
 		costs = append(costs, cost)
 	}
 	for i, ch := range charges {
-		counters[ch.id] += costs[i]
+		counters.used[ch.id] += costs[i]
 	}
 	return 0, false
 }
@@ -272,32 +272,6 @@ func (c *Compiled[S]) nodeName(i int) string {
 		return End
 	}
 	return c.nodes[i].name
-}
-
-// countersToMap keys the budgets' counts by name for the checkpoint (a
-// Loop's name is "from>to").
-func (c *Compiled[S]) countersToMap(counters []int) map[string]int {
-	var m map[string]int
-	for id, v := range counters {
-		if v > 0 {
-			if m == nil {
-				m = make(map[string]int, len(counters))
-			}
-			m[c.budgets[id].name] = v
-		}
-	}
-	return m
-}
-
-func (c *Compiled[S]) countersFromMap(m map[string]int) []int {
-	if len(c.budgets) == 0 {
-		return nil
-	}
-	counters := make([]int, len(c.budgets))
-	for id, b := range c.budgets {
-		counters[id] = m[b.name]
-	}
-	return counters
 }
 
 // StateSchema returns the JSON schema of the graph's state S, generated

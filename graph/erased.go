@@ -48,11 +48,14 @@ type JSONInput struct {
 	// Durability is the run's durability (see Input); "": the compiled
 	// graph's.
 	Durability Durability `json:"durability,omitempty"`
+	// Budgets, with Update, lowers budgets' bounds for the run (see
+	// Input.Budgets).
+	Budgets map[string]int `json:"budgets,omitempty"`
 }
 
 // StreamJSON implements Runner.
 func (c *Compiled[S]) StreamJSON(ctx context.Context, thread string, in JSONInput) iter.Seq2[Event, error] {
-	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, Goto: in.Goto, Durability: in.Durability}
+	typed := Input[S]{Run: in.Run, InterruptBefore: in.InterruptBefore, InterruptAfter: in.InterruptAfter, Goto: in.Goto, Durability: in.Durability, Budgets: in.Budgets}
 	switch {
 	case in.Update != nil:
 		var check S

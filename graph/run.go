@@ -78,6 +78,13 @@ type Input[S any] struct {
 	// Durability, when set, says when this run writes its checkpoints
 	// instead of the compiled graph's (see WithDurability).
 	Durability Durability
+	// Budgets, with Update, lowers declared budgets' bounds for this run:
+	// budget name (a Loop's is "from>to") → its bound, from 0 up to the
+	// declared max. An unknown name or a bound out of range refuses the
+	// run before anything is written. The bounds are checkpointed: a
+	// resume or continue of the run keeps them, and the next new run
+	// starts from the declared ones.
+	Budgets map[string]int
 }
 
 // Result is how a run ended.
@@ -167,7 +174,7 @@ type runner[S any] struct {
 	rc       *runCtx
 	state    S
 	head     *checkpoint.Checkpoint
-	counters []int
+	counters tally
 	steps    int  // steps of this run
 	nested   bool // a subgraph's run: interrupts go up to the outer node
 	// before and after are the run's breakpoints by node index;
@@ -275,6 +282,13 @@ func (r *runner[S]) save(src checkpoint.Source, node string, next int, fill func
 
 func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	c := r.c
+	if in.Budgets != nil && in.Update == nil {
+		return nil, fmt.Errorf("graph %s: thread %s: budgets without an update (a resume or continue keeps its run's)", c.name, r.rc.thread)
+	}
+	fresh := c.countersFromMap(nil)
+	if err := c.lower(fresh, in.Budgets); err != nil {
+		return nil, fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+	}
 	if c.saver != nil {
 		if err := r.load(); err != nil {
 			return nil, err
@@ -298,7 +312,7 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	switch {
 	case in.Update != nil:
 		in.Update(&r.state)
-		r.counters = c.countersFromMap(nil)
+		r.counters = fresh
 		var next int
 		if in.Goto != "" {
 			i, ok := c.index[in.Goto]

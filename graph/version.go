@@ -251,7 +251,7 @@ func (ch *Change) apply(cp *checkpoint.Checkpoint) error {
 		}
 		branch := func(k string) string { return renamePrefix(k, ch.old, ch.new) }
 		cp.Answers, cp.Done = renameKeys(cp.Answers, branch), renameKeys(cp.Done, branch)
-		cp.Counters = renameKeys(cp.Counters, func(k string) string {
+		cp.Counters = renameKeys(cp.Counters, bounds(func(k string) string {
 			// A Loop's count is kept under "from>to".
 			if rest, ok := strings.CutPrefix(k, ch.old+">"); ok {
 				k = ch.new + ">" + rest
@@ -260,14 +260,14 @@ func (ch *Change) apply(cp *checkpoint.Checkpoint) error {
 				k = rest + ">" + ch.new
 			}
 			return k
-		})
+		}))
 	case "budget":
-		cp.Counters = renameKeys(cp.Counters, func(k string) string {
+		cp.Counters = renameKeys(cp.Counters, bounds(func(k string) string {
 			if k == ch.old {
 				return ch.new
 			}
 			return k
-		})
+		}))
 	default:
 		state, err := ch.state(bytes.Clone(cp.State))
 		if err != nil {
@@ -285,6 +285,17 @@ func renamePrefix(s, old, new string) string {
 		return new + rest
 	}
 	return s
+}
+
+// bounds makes f, a rename of the budgets' counters, rename the bounds
+// a run lowered too (kept under boundKey and the budget's name).
+func bounds(f func(string) string) func(string) string {
+	return func(k string) string {
+		if name, ok := strings.CutPrefix(k, boundKey); ok {
+			return boundKey + f(name)
+		}
+		return f(k)
+	}
 }
 
 // renameKeys returns m with its keys passed through f.
