@@ -43,6 +43,12 @@ type Agent struct {
 	// applies; the schema may not declare them. Nil: the agent takes only
 	// those.
 	ConfigSchema json.RawMessage
+	// Budgets, when set, turns a run's configuration (as RunConfig reads
+	// it; nil for none) into bounds for the graph's budgets, for a run
+	// that starts (see graph.Input.Budgets): budget name → a bound no
+	// higher than the declared max, which ConfigSchema should say. Nil or
+	// an empty map keeps the declared bounds.
+	Budgets func(config json.RawMessage) map[string]int
 	// Build compiles the agent's graph on the server's database: it
 	// checkpoints on db.Saver() and keeps the agent's own tables beside
 	// the checkpoints (db.Migrate, db.SQL, db.Write), so that every

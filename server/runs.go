@@ -183,6 +183,8 @@ func (s *Server) runFrom(r *run, head *checkpoint.Checkpoint, tr *runTrace, publ
 		in = graph.JSONInput{Run: r.id, Durability: r.input.Durability}
 	} else if err := s.prepare(r); err != nil {
 		return failed(err), false, 0, err
+	} else if a := s.agents[r.agent]; a.Budgets != nil && in.Update != nil {
+		in.Budgets = a.Budgets(r.config) // the bounds its configuration sets
 	}
 	return s.drive(r, in, continuing, tr, publish, stop)
 }

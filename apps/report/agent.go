@@ -310,13 +310,16 @@ func (a *Agent) correctionCost(s State) int {
 	return 1
 }
 
-// retriesSpent is how much of the retries the turn's corrections spent.
-func (a *Agent) retriesSpent(ctx context.Context) int {
+// retries returns how much of the retries the turn's corrections spent,
+// and their bound for the run: MaxRetry, or less when the run lowered it
+// (a server run's max_retry).
+func (a *Agent) retries(ctx context.Context) (spent, bound int) {
 	left, ok := graph.Left(ctx, budgetRetries)
 	if !ok {
-		return 0
+		return 0, a.cfg.MaxRetry
 	}
-	return a.cfg.MaxRetry - left
+	bound, _ = graph.Bound(ctx, budgetRetries)
+	return bound - left, bound
 }
 
 const (

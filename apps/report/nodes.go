@@ -435,8 +435,8 @@ func (a *Agent) correct(ctx context.Context, s State) (State, error) {
 		s.Turn.LastError = &errorCase{Error: firstProblem(s.Turn.Problems), Fix: s.Turn.Explanation}
 		s.JRXML = fixed
 	}
-	spent := min(a.retriesSpent(ctx)+a.correctionCost(s), a.cfg.MaxRetry)
-	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (%d of %d retries spent)", s.Turn.Corrections, spent, a.cfg.MaxRetry))
+	spent, bound := a.retries(ctx)
+	graph.Emit(ctx, graph.KindStatus, fmt.Sprintf("correction %d (%d of %d retries spent)", s.Turn.Corrections, min(spent+a.correctionCost(s), bound), bound))
 	return s, nil
 }
 
@@ -456,7 +456,8 @@ func (a *Agent) finalize(ctx context.Context, s State) (State, error) {
 		}
 	default:
 		if t.Status == statusFail {
-			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: a.retriesSpent(ctx), Corrections: t.Corrections}
+			spent, _ := a.retries(ctx)
+			s.PendingFailure = &FailureContext{Error: problemText(t.Problems), JRXML: s.JRXML, Retry: spent, Corrections: t.Corrections}
 		} else {
 			s.Final = s.JRXML
 			if t.LastError != nil && t.Corrections > 0 {

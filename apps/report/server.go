@@ -70,12 +70,38 @@ type ServerOptions struct {
 }
 
 // Settings is what an assistant, or a run's config.configurable or
-// context, may set for the report designer on Loom's server. Only the
-// similarity threshold is a run's: the correction budget (MaxRetry) is
-// the bound of the graph's loop, fixed when the graph is compiled, so it
-// is the server's (loom serve --report-max-retry) for every run.
+// context, may set for the report designer on Loom's server. MaxRetry
+// lowers the correction budget for the run: the server's (loom serve
+// --report-max-retry) is the graph's declared bound and the most a run
+// may ask for.
 type Settings struct {
-	SSIM float64 `json:"ssim,omitempty" jsonschema:"minimum=0,maximum=1,description=the similarity (SSIM) a template drawn from an uploaded picture must reach against it (default: the server's\\, 0.35)"`
+	SSIM     float64 `json:"ssim,omitempty" jsonschema:"minimum=0,maximum=1,description=the similarity (SSIM) a template drawn from an uploaded picture must reach against it (default: the server's\\, 0.35)"`
+	MaxRetry int     `json:"max_retry,omitempty" jsonschema:"minimum=1,description=the corrections a turn may spend on a template that fails validation (default and most: the server's)"`
+}
+
+// settingsSchema is Settings' schema with max_retry at most maxRetry,
+// the graph's bound.
+func settingsSchema(maxRetry int) json.RawMessage {
+	var s map[string]any
+	if err := json.Unmarshal(server.ConfigSchemaFor[Settings](), &s); err != nil {
+		panic(fmt.Sprintf("report: settings schema: %v", err))
+	}
+	s["properties"].(map[string]any)["max_retry"].(map[string]any)["maximum"] = maxRetry
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("report: settings schema: %v", err))
+	}
+	return b
+}
+
+// budgets turns a run's settings into the bound of its correction
+// budget: the run's max_retry, when it sets one.
+func budgets(config json.RawMessage) map[string]int {
+	var s Settings
+	if len(config) == 0 || json.Unmarshal(config, &s) != nil || s.MaxRetry <= 0 {
+		return nil
+	}
+	return map[string]int{budgetRetries: s.MaxRetry}
 }
 
 // ServerAgent returns the agent as the server registers it, under the
@@ -83,13 +109,18 @@ type Settings struct {
 // corrections live beside the checkpoints; its endpoints are served under
 // /api/v1/report/.
 func ServerAgent(opts ServerOptions) server.Agent {
+	maxRetry := opts.MaxRetry
+	if maxRetry <= 0 {
+		maxRetry = DefaultMaxRetry
+	}
 	return server.Agent{
 		Name:          agentName,
 		Description:   "designs JasperReports templates (JRXML) in conversation: from a description, an uploaded form image, spreadsheet, PDF or template, with validation, correction, preview and versions (uploads, undo, preview and export work without a model)",
 		DescriptionZh: "在对话中设计 JasperReports 报表模板（JRXML）：可以从文字描述、上传的表单图片、电子表格、PDF 或已有模板开始，带校验、自动修正、预览和版本管理（上传、撤销、预览和导出无需模型）",
 		Panel:         panel.Files,
 		InputSchema:   server.InputSchemaFor[Input](),
-		ConfigSchema:  server.ConfigSchemaFor[Settings](),
+		ConfigSchema:  settingsSchema(maxRetry),
+		Budgets:       budgets,
 		Build: func(ctx context.Context, db *store.DB) (graph.Runner, error) {
 			return build(ctx, opts, db)
 		},
