@@ -238,7 +238,9 @@ func (c *Compiled[S]) countersFromMap(m map[string]int) tally {
 	if len(c.budgets) == 0 {
 		return tally{}
 	}
-	t := tally{used: make([]int, len(c.budgets)), max: make([]int, len(c.budgets))}
+	n := len(c.budgets)
+	both := make([]int, 2*n)
+	t := tally{used: both[:n:n], max: both[n:]}
 	for id, b := range c.budgets {
 		t.used[id] = m[b.name]
 		t.max[id] = b.max
@@ -253,6 +255,9 @@ func (c *Compiled[S]) countersFromMap(m map[string]int) tally {
 // budget the graph does not declare, or a bound below zero or above the
 // declared max, is an error that names it.
 func (c *Compiled[S]) lower(t tally, limits map[string]int) error {
+	if len(limits) == 0 {
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
 		id, ok := c.budgetID(name)
 		if !ok && len(c.budgets) == 0 {

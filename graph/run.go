@@ -285,9 +285,12 @@ func (r *runner[S]) run(in Input[S]) (*Result[S], error) {
 	if in.Budgets != nil && in.Update == nil {
 		return nil, fmt.Errorf("graph %s: thread %s: budgets without an update (a resume or continue keeps its run's)", c.name, r.rc.thread)
 	}
-	fresh := c.countersFromMap(nil)
-	if err := c.lower(fresh, in.Budgets); err != nil {
-		return nil, fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+	var fresh tally // a new run's budgets
+	if in.Update != nil {
+		fresh = c.countersFromMap(nil)
+		if err := c.lower(fresh, in.Budgets); err != nil {
+			return nil, fmt.Errorf("graph %s: thread %s: %w", c.name, r.rc.thread, err)
+		}
 	}
 	if c.saver != nil {
 		if err := r.load(); err != nil {
