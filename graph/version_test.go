@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/loomkit/loom/checkpoint"
-	"github.com/loomkit/loom/checkpoint/sqlite"
 	"github.com/loomkit/loom/graph"
 )
 
@@ -88,15 +86,9 @@ func renames() []graph.Change {
 
 // eachSaver runs f on the memory saver and on SQLite.
 func eachSaver(t *testing.T, f func(t *testing.T, s checkpoint.Saver)) {
-	t.Run("memory", func(t *testing.T) { f(t, checkpoint.NewMemory()) })
-	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "threads.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		f(t, s)
-	})
+	for _, sv := range savers {
+		t.Run(sv.name, func(t *testing.T) { f(t, sv.open(t)) })
+	}
 }
 
 func TestVersionMigratesStoredThread(t *testing.T) {
