@@ -357,7 +357,7 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 				}
 			}
 		}
-		job, err := json.Marshal(spec)
+		job, err := encodeSpec(j.s.records.codec, spec)
 		if err != nil {
 			return fmt.Errorf("encode run %s: %w", r.id, err)
 		}
@@ -556,7 +556,7 @@ func (j *jobs) view(ctx context.Context, rec *RunRecord) (*run, error) {
 		return nil, fmt.Errorf("read run %s: %w", rec.ID, err)
 	}
 	var spec jobSpec
-	_ = json.Unmarshal(raw, &spec) // a run recorded by SQLite mode has none
+	_ = decodeSpec(j.s.records.codec, raw, &spec) // a run recorded by SQLite mode has none
 	return &run{id: rec.ID, thread: rec.Thread, agent: rec.Agent, owner: spec.Owner, strategy: rec.Strategy, metadata: rec.Metadata,
 		created: rec.Created, input: spec.Input, from: spec.From, rollbackID: spec.Rollback, temp: spec.Temp, modes: spec.Modes, config: spec.Config, webhook: spec.Webhook, user: spec.User, assistant: spec.Assistant,
 		status: rec.Status, feed: j.feed(rec.ID)}, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/loomkit/loom/checkpoint"
+	"github.com/loomkit/loom/seal"
 )
 
 // This file keeps runs on SQLite as safe as River keeps them on Postgres:
@@ -18,7 +19,7 @@ import (
 // acceptRun records run r as pending, with spec, the input and options it
 // runs with.
 func (s *records) acceptRun(ctx context.Context, r *RunRecord, spec jobSpec) error {
-	job, err := json.Marshal(spec)
+	job, err := encodeSpec(s.codec, spec)
 	if err != nil {
 		return fmt.Errorf("encode run %s: %w", r.ID, err)
 	}
@@ -82,7 +83,7 @@ func (s *records) unfinishedRuns(ctx context.Context) ([]unfinishedRun, error) {
 			return nil, fmt.Errorf("read unfinished runs: %w", err)
 		}
 		u.rec.Metadata, u.rec.Created, u.rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
-		switch err := json.Unmarshal(job, &u.spec); {
+		switch err := decodeSpec(s.codec, job, &u.spec); {
 		case len(job) == 0:
 			u.why = "it was accepted by a version of Loom that did not record runs' inputs"
 		case err != nil:
@@ -201,4 +202,28 @@ func headID(head *checkpoint.Checkpoint) string {
 		return ""
 	}
 	return head.ID
+}
+
+// encodeSpec is what a run's record keeps of spec: its JSON, sealed by c
+// when the server seals what it stores, since the input a person typed is
+// as private as the state it becomes.
+func encodeSpec(c seal.Codec, spec jobSpec) ([]byte, error) {
+	b, err := json.Marshal(spec)
+	if err != nil || c == nil {
+		return b, err
+	}
+	return c.Seal(b)
+}
+
+// decodeSpec reads into spec what a run's record keeps, opening it with c
+// when it was sealed (a record kept before sealing was turned on reads as
+// it is).
+func decodeSpec(c seal.Codec, raw []byte, spec *jobSpec) error {
+	if c != nil && len(raw) > 0 {
+		var err error
+		if raw, err = c.Open(raw); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(raw, spec)
 }

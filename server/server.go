@@ -242,6 +242,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.records.codec = opts.Codec
 	s.items = memory.New(s.db, memory.Options{Embedder: opts.Embedder})
 	for _, a := range opts.Agents.All() {
 		ba := &builtAgent{Agent: a, models: opts.Models}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loomkit/loom/memory"
+	"github.com/loomkit/loom/seal"
 	"github.com/loomkit/loom/store"
 )
 
@@ -193,6 +194,9 @@ const runCols = `id, thread, agent, status, strategy, metadata, error, created, 
 type records struct {
 	db *store.DB
 	d  store.Dialect
+	// codec, when set, seals what a run's record keeps of its input and
+	// options (see encodeSpec).
+	codec seal.Codec
 	// ready is the last readiness check (see ready.go).
 	ready readiness
 }

@@ -83,7 +83,7 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 		}
 		rec.Metadata, rec.Created, rec.Updated = json.RawMessage(meta), fromMS(created), fromMS(updated)
 		var spec jobSpec
-		_ = json.Unmarshal(raw, &spec)
+		_ = decodeSpec(j.s.records.codec, raw, &spec)
 		if rec.Status == runRunning && rescuedSince(job.Errors, rec.Updated) {
 			failed, done, err := j.recovering(ctx, job, &rec, &spec, recoveries, recoveredFrom)
 			switch {
