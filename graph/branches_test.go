@@ -19,15 +19,6 @@ import (
 	"github.com/loomkit/loom/graph"
 )
 
-// The branch crash test runs this test binary again as a child that
-// fans out over three items and kills itself in the third branch once
-// the first two are written. init sends the child there before TestMain.
-func init() {
-	if db := os.Getenv("LOOM_BRANCH_CHILD_DB"); db != "" {
-		branchChild(db, os.Getenv("LOOM_BRANCH_CHILD_CALLS"))
-	}
-}
-
 type fanState struct {
 	Items []string `json:"items"`
 	Out   []string `json:"out,omitempty"`

@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(envDurabilityDB); db != "" {
 		durabilityChild(db) // ends the process
 	}
+	if db := os.Getenv("LOOM_BRANCH_CHILD_DB"); db != "" {
+		// A child that fans out over three items and kills itself in the
+		// third branch once the first two are written.
+		branchChild(db, os.Getenv("LOOM_BRANCH_CHILD_CALLS")) // ends the process
+	}
 	os.Exit(m.Run())
 }
 
