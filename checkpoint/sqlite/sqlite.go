@@ -35,13 +35,24 @@ import (
 )
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+const schemaVersion = 2
 
-// The table holds one row per checkpoint. A row's state is the full state
-// (full = 1) or a stored.Diff delta against the state of the row with
-// seq - 1; meta holds the remaining fields as JSON (see metaDoc).
+// The table holds one row per checkpoint, in the order they were written
+// (n). A row's state is the full state (full = 1) or a stored.Diff delta
+// against the state of the row with seq - 1; meta holds the remaining
+// fields as JSON (see metaDoc).
+//
+// Rows go in at the table's end, whatever their thread: the puts of many
+// threads that one group commit writes share a few pages there, where a
+// table kept in thread order has each of them write a page of its own
+// (a WAL frame of 4 KiB, and two system calls, for a row of a few hundred
+// bytes). checkpoints_seq finds a thread's rows in order, and its
+// uniqueness is what refuses the second of two puts on one parent.
+// checkpoints_id finds a row by id; ids are UUIDv7s (checkpoint.NewID),
+// which grow with time, so its new entries go to its end too.
 const schema = `
 CREATE TABLE IF NOT EXISTS checkpoints (
+	n         INTEGER PRIMARY KEY,
 	thread    TEXT    NOT NULL,
 	seq       INTEGER NOT NULL,
 	id        TEXT    NOT NULL,
@@ -49,21 +60,24 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	step      INTEGER NOT NULL,
 	full      INTEGER NOT NULL,
 	state     BLOB    NOT NULL,
-	meta      BLOB    NOT NULL,
-	PRIMARY KEY (thread, seq)
-) STRICT, WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_id ON checkpoints (thread, id);
+	meta      BLOB    NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_seq ON checkpoints (thread, seq);
+CREATE INDEX IF NOT EXISTS checkpoints_id ON checkpoints (id);
 `
 
-// dropFullIndex drops the index of full rows that files made before it
-// was dropped have. The reads find a thread's last full row by walking
-// the primary key back from the newest row, which passes the at most
-// about 64 deltas since it (see stored.DeltaCache): the rows they read
-// anyway. Without it a put writes two b-tree pages, not three when its
-// state is full (a third of the steps of a small state). The schema
-// version stays: a saver that expects the index reads the same rows
-// without it.
-const dropFullIndex = `DROP INDEX IF EXISTS checkpoints_full`
+// migrateV1 moves the rows of a file made before schema version 2, whose
+// table was kept in thread order (primary key thread, seq, with a unique
+// index of thread and id), into the table above, thread by thread.
+const migrateV1 = `
+ALTER TABLE checkpoints RENAME TO checkpoints_v1;
+DROP INDEX IF EXISTS checkpoints_id;
+DROP INDEX IF EXISTS checkpoints_full;
+` + schema + `
+INSERT INTO checkpoints (thread, seq, id, parent_id, step, full, state, meta)
+SELECT thread, seq, id, parent_id, step, full, state, meta FROM checkpoints_v1 ORDER BY thread, seq;
+DROP TABLE checkpoints_v1;
+`
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
 // thread that has no rows, or when its parent is the row at seq - 1. Since
@@ -113,6 +127,15 @@ WHERE thread = ?1
                        AND seq <= (SELECT max(seq) FROM checkpoints WHERE thread = ?1) - ?2 + 1), 0)
 ORDER BY seq`
 
+	// headRowSQL reads a thread's newest row alone, which is all a read
+	// of the head needs when its state is full or cached (see Get).
+	headRowSQL = `
+SELECT seq, id, parent_id, step, full, state, meta, 1
+FROM checkpoints
+WHERE thread = ?1
+ORDER BY seq DESC
+LIMIT 1`
+
 	deleteSQL = `DELETE FROM checkpoints WHERE thread = ?1`
 )
 
@@ -137,7 +160,7 @@ type Saver struct {
 	wconn  *sql.Conn  // keeps its statements prepared (see cachingConn)
 	closed bool
 
-	head, byID, listAll, listLast *sql.Stmt
+	head, headRow, byID, listAll, listLast *sql.Stmt
 
 	cache stored.DeltaCache
 
@@ -246,7 +269,7 @@ const walHardCap = 2 * walCap * 4096
 // walCheckEvery is how many commits go between the writer's looks at the
 // WAL's size; each adds a few pages, so the WAL passes walHardCap by at
 // most about a megabyte.
-const walCheckEvery = 64
+const walCheckEvery = 32
 
 // committed counts a commit and wakes the checkpointer when due. It is
 // called with the write lock held: when the WAL has passed walHardCap,
@@ -364,6 +387,7 @@ func (s *Saver) init(ctx context.Context) (err error) {
 		}
 	}
 	prep(&s.head, headSQL)
+	prep(&s.headRow, headRowSQL)
 	prep(&s.byID, byIDSQL)
 	prep(&s.listAll, listAllSQL)
 	prep(&s.listLast, listLastSQL)
@@ -384,12 +408,14 @@ func (s *Saver) migrate(ctx context.Context) error {
 	}
 	switch v {
 	case schemaVersion:
-		if _, err := tx.ExecContext(ctx, dropFullIndex); err != nil {
-			return fmt.Errorf("drop the index of full rows: %w", err)
+		return nil
+	case 0, 1:
+		ddl := schema
+		if v == 1 {
+			ddl = migrateV1
 		}
-	case 0:
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
-			return fmt.Errorf("create schema: %w", err)
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("create schema version %d from %d: %w", schemaVersion, v, err)
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 			return fmt.Errorf("set schema version: %w", err)
@@ -420,7 +446,7 @@ func (s *Saver) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.byID, s.listAll, s.listLast} {
+	for _, st := range []*sql.Stmt{s.head, s.headRow, s.byID, s.listAll, s.listLast} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -669,11 +695,9 @@ func putResult(cp *checkpoint.Checkpoint, res driver.Result, err error) error {
 	if err != nil {
 		var se *msqlite.Error
 		if errors.As(err, &se) {
-			switch se.Code() {
-			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			// The unique key is (thread, seq): another put took the seq.
+			if se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
 				return fmt.Errorf("checkpoint put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
-			case sqlite3.SQLITE_CONSTRAINT_UNIQUE:
-				return fmt.Errorf("checkpoint put %s/%s: id already used in the thread", cp.Thread, cp.ID)
 			}
 		}
 		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
@@ -694,6 +718,9 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 	var rows *sql.Rows
 	var err error
 	if id == "" {
+		if cp, err := s.cachedHead(ctx, thread); cp != nil || err != nil {
+			return cp, err
+		}
 		rows, err = s.head.QueryContext(context.WithoutCancel(ctx), thread)
 	} else {
 		rows, err = s.byID.QueryContext(context.WithoutCancel(ctx), thread, id)
@@ -710,6 +737,44 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, checkpoint.ErrNotFound)
 	}
 	return cp, nil
+}
+
+// cachedHead reads thread's head from its row alone, when the row holds
+// its full state or the delta cache holds the state it makes: a put
+// remembers what it wrote, so the head that a run reads back on its
+// thread's next turn is nearly always at hand, and its read skips the
+// rows back to the last full state and their deltas. It returns nil and
+// no error when the rows before the head are needed.
+func (s *Saver) cachedHead(ctx context.Context, thread string) (*checkpoint.Checkpoint, error) {
+	rows, err := s.headRow.QueryContext(context.WithoutCancel(ctx), thread)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
+		}
+		return nil, fmt.Errorf("checkpoint get %s: %w", thread, checkpoint.ErrNotFound)
+	}
+	rw, err := scanRow(rows)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
+	}
+	chain := 0
+	if !rw.Full {
+		var ok bool
+		if rw.State, chain, ok = s.cache.Cached(thread, rw.ID); !ok {
+			return nil, nil
+		}
+		rw.Full = true // as far as the resolver goes: the state is whole
+	}
+	r := &stored.Resolver{Thread: thread}
+	if err := r.Add(&rw); err != nil {
+		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
+	}
+	r.Chain = chain
+	return r.Last(&s.cache, true), nil
 }
 
 // List implements checkpoint.Saver.
@@ -788,13 +853,11 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 func resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
 	r := &stored.Resolver{Thread: thread}
-	var rw stored.Row
-	var full, keep int64
 	for rows.Next() {
-		if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &full, (*sql.RawBytes)(&rw.State), (*sql.RawBytes)(&rw.Meta), &keep); err != nil {
-			return nil, fmt.Errorf("read row after seq %d: %w: %w", r.LastSeq(), checkpoint.ErrCorrupt, err)
+		rw, err := scanRow(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read row after seq %d: %w", r.LastSeq(), err)
 		}
-		rw.Full, rw.Keep = full != 0, keep != 0
 		if err := r.Add(&rw); err != nil {
 			return nil, err
 		}
@@ -803,4 +866,16 @@ func resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// scanRow reads the row rows is at, as the read queries return it; its
+// State and Meta point into the driver's buffers until the next row.
+func scanRow(rows *sql.Rows) (stored.Row, error) {
+	var rw stored.Row
+	var full, keep int64
+	if err := rows.Scan(&rw.Seq, &rw.ID, &rw.Parent, &rw.Step, &full, (*sql.RawBytes)(&rw.State), (*sql.RawBytes)(&rw.Meta), &keep); err != nil {
+		return rw, fmt.Errorf("%w: %w", checkpoint.ErrCorrupt, err)
+	}
+	rw.Full, rw.Keep = full != 0, keep != 0
+	return rw, nil
 }

@@ -330,57 +330,162 @@ func TestWALFrames(t *testing.T) {
 	}
 }
 
-// TestOldFullIndexDropped opens a file made with the index of full rows
-// that files had before it was dropped: the saver drops it, and reads
-// the head and older checkpoints across full rows and deltas as before.
-func TestOldFullIndexDropped(t *testing.T) {
+// v1Schema is the table that files had before schema version 2: kept in
+// thread order, with a unique index of thread and id (and, in some, one
+// of full rows).
+const v1Schema = `
+CREATE TABLE checkpoints (
+	thread    TEXT    NOT NULL,
+	seq       INTEGER NOT NULL,
+	id        TEXT    NOT NULL,
+	parent_id TEXT    NOT NULL,
+	step      INTEGER NOT NULL,
+	full      INTEGER NOT NULL,
+	state     BLOB    NOT NULL,
+	meta      BLOB    NOT NULL,
+	PRIMARY KEY (thread, seq)
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX checkpoints_id ON checkpoints (thread, id);
+CREATE INDEX checkpoints_full ON checkpoints (thread, seq) WHERE full = 1;
+PRAGMA user_version = 1;`
+
+// TestSchemaV1Migrated opens a file made before schema version 2, whose
+// rows (full states and deltas, two threads) were written in thread
+// order: the saver moves them to the table kept in the order rows are
+// written, and reads every checkpoint as before, and the threads go on
+// with the compare-and-set intact.
+func TestSchemaV1Migrated(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "cp.db")
-	s, err := sqlite.Open(ctx, path)
+	dir := t.TempDir()
+	src, err := sqlite.Open(ctx, filepath.Join(dir, "src.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var head *checkpoint.Checkpoint
-	var ids []string
-	for i := range 200 {
-		cp := checkpoint.Next("t", head, checkpoint.SourceStep)
-		cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat("x", 300), i)
-		if err := s.Put(ctx, cp); err != nil {
-			t.Fatal(err)
+	want := map[string][]*checkpoint.Checkpoint{}
+	for _, thread := range []string{"a", "b"} {
+		var head *checkpoint.Checkpoint
+		for i := range 150 {
+			cp := checkpoint.Next(thread, head, checkpoint.SourceStep)
+			cp.State = fmt.Appendf(nil, `{"messages":["%s"],"step":%d}`, strings.Repeat(thread, 300), i)
+			cp.Next = []string{"n"}
+			if err := src.Put(ctx, cp); err != nil {
+				t.Fatal(err)
+			}
+			head, want[thread] = cp, append(want[thread], cp)
 		}
-		head, ids = cp, append(ids, cp.ID)
 	}
-	s.Close()
+	src.Close()
+	path := filepath.Join(dir, "v1.db")
 	db := rawDB(t, path)
-	if _, err := db.ExecContext(ctx, `CREATE INDEX checkpoints_full ON checkpoints (thread, seq) WHERE full = 1`); err != nil {
+	if _, err := db.ExecContext(ctx, v1Schema); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, path)
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name = 'checkpoints_full'`).Scan(&n); err != nil {
+	if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS src`, filepath.Join(dir, "src.db")); err != nil {
 		t.Fatal(err)
 	}
-	if n != 0 {
-		t.Errorf("index checkpoints_full still there after open")
+	if _, err := db.ExecContext(ctx, `INSERT INTO checkpoints SELECT thread, seq, id, parent_id, step, full, state, meta FROM src.checkpoints`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DETACH DATABASE src`); err != nil {
+		t.Fatal(err)
 	}
 	fulls := 0
-	for _, r := range rows(t, db, "t") {
+	for _, r := range rows(t, db, "a") {
 		if r.Full {
 			fulls++
 		}
 	}
-	if fulls < 2 || fulls > 100 {
-		t.Fatalf("%d full rows of 200, want a few, the others deltas", fulls)
+	if fulls < 2 || fulls > 75 {
+		t.Fatalf("%d full rows of 150, want a few, the others deltas", fulls)
 	}
-	got, err := s.Get(ctx, "t", "")
-	if err != nil || got.ID != head.ID || string(got.State) != string(head.State) {
-		t.Fatalf("head: %v, %v; want %s", got, err, head.ID)
+
+	s := open(t, path)
+	var version, n int
+	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		t.Fatal(err)
 	}
-	for _, i := range []int{0, 1, 63, 64, 65, 150, 199} {
-		got, err := s.Get(ctx, "t", ids[i])
-		want := fmt.Sprintf(`{"messages":["%s"],"step":%d}`, strings.Repeat("x", 300), i)
-		if err != nil || string(got.State) != want {
-			t.Errorf("checkpoint %d: %v, %v", i, got, err)
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name IN ('checkpoints_v1', 'checkpoints_full')`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if version != 2 || n != 0 {
+		t.Errorf("after open: schema version %d, %d old tables or indexes left; want 2 and 0", version, n)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM checkpoints WHERE n > 0`).Scan(&n); err != nil || n != 300 {
+		t.Errorf("rows numbered in the new table: %d, %v; want 300", n, err)
+	}
+	for thread, cps := range want {
+		got, err := s.Get(ctx, thread, "")
+		if last := cps[len(cps)-1]; err != nil || got.ID != last.ID || string(got.State) != string(last.State) {
+			t.Fatalf("head of %s: %v, %v; want %s", thread, got, err, last.ID)
 		}
+		for _, i := range []int{0, 1, 63, 64, 65, 120, 149} {
+			got, err := s.Get(ctx, thread, cps[i].ID)
+			if err != nil || string(got.State) != string(cps[i].State) || got.Seq != int64(i) {
+				t.Errorf("checkpoint %d of %s: %v, %v", i, thread, got, err)
+			}
+		}
+		list, err := s.List(ctx, thread, 0)
+		if err != nil || len(list) != 150 || list[149].ID != cps[0].ID {
+			t.Errorf("list of %s: %d checkpoints, %v", thread, len(list), err)
+		}
+		// The thread goes on; a put on a parent that is no longer the
+		// head is refused as before.
+		next := checkpoint.Next(thread, cps[len(cps)-1], checkpoint.SourceStep)
+		if err := s.Put(ctx, next); err != nil {
+			t.Fatalf("put after the migration on %s: %v", thread, err)
+		}
+		stale := checkpoint.Next(thread, cps[len(cps)-1], checkpoint.SourceStep)
+		if err := s.Put(ctx, stale); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Errorf("put on %s on a parent that is no longer the head: %v, want ErrConflict", thread, err)
+		}
+	}
+}
+
+// BenchmarkPutConcurrent puts checkpoints from 200 writers at once, each
+// on a thread of its own that already holds 50 checkpoints, as a server's
+// conversations do: the puts share group commits, and their rows land
+// all over the table. ns/op is the wall time per put across all writers.
+func BenchmarkPutConcurrent(b *testing.B) {
+	const writers, history = 200, 50
+	s := open(b, filepath.Join(b.TempDir(), "cp.db"))
+	ctx := context.Background()
+	heads := make([]*checkpoint.Checkpoint, writers)
+	put := func(w int) error {
+		cp := checkpoint.Next(fmt.Sprintf("thread-%03d", w), heads[w], checkpoint.SourceStep)
+		cp.State = fmt.Appendf(nil, `{"messages":[{"role":"user","content":"What is the weather in Paris?"}],"step":%d}`, cp.Seq)
+		cp.Next = []string{"agent"}
+		if err := s.Put(ctx, cp); err != nil {
+			return err
+		}
+		heads[w] = cp
+		return nil
+	}
+	for range history {
+		for w := range writers {
+			if err := put(w); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b, cpuTime())
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := put(w); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
 	}
 }
