@@ -53,6 +53,10 @@ import (
 // table and needs nothing beyond the database the replicas share.
 
 const (
+	// riverInsertTopic is the topic of River's insert notifications, on
+	// the channel "SCHEMA.river_insert", which wake its fetchers.
+	riverInsertTopic = "river_insert"
+
 	queueName      = "loom"
 	eventRetention = time.Hour // events of ended runs are kept this long for late readers
 	eventBatch     = 512       // events read at once
@@ -82,6 +86,22 @@ func (threadJob) InsertOpts() river.InsertOpts {
 	}}}
 }
 
+// quietInserts is River's driver for inserts that send no notification
+// in their transaction: Postgres serialises the commits of notifying
+// transactions, WAL flush included, so the runs submitted at once would
+// each wait for the others' flushes. Submit wakes the replicas' fetchers
+// after its commit instead (jobs.wakeFetchers); a notification that is
+// lost costs a fetch poll.
+type quietInserts struct{ *riverpgxv5.Driver }
+
+// SupportsListenNotify implements riverdriver.Driver: inserts notify
+// nothing.
+func (quietInserts) SupportsListenNotify() bool { return false }
+
+// SupportsListener implements riverdriver.Driver: the client of inserts
+// listens to nothing.
+func (quietInserts) SupportsListener() bool { return false }
+
 // pruneJob deletes the events of runs that ended over eventRetention ago.
 type pruneJob struct{}
 
@@ -106,12 +126,19 @@ type jobSpec struct {
 
 // jobs executes runs as River jobs.
 type jobs struct {
-	s       *Server
-	pool    *pgxpool.Pool
-	client  *river.Client[pgx.Tx]
+	s      *Server
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	// inserts inserts the jobs of submitted runs without River's
+	// notification in their transaction (see quietInserts).
+	inserts *river.Client[pgx.Tx]
 	channel string // the LISTEN/NOTIFY channel of this schema
-	hub     *hub
-	notes   *notifier
+	// fetchers is River's insert channel, whose notifications wake the
+	// replicas' fetchers; woken is when submit last sent one (Unix ns).
+	fetchers string
+	woken    atomic.Int64
+	hub      *hub
+	notes    *notifier
 
 	stopHub  context.CancelFunc
 	hubDone  chan struct{}
@@ -121,6 +148,10 @@ type jobs struct {
 	mu       sync.Mutex
 	running  map[string]*run   // runs this replica executes now
 	attempts map[int64]attempt // the jobs it works, for the heartbeat
+	// unclaimed are the runs asked to cancel that this replica did not
+	// execute then, with when: one it was about to register takes its
+	// cancel from here (see execute). Kept a minute.
+	unclaimed map[string]time.Time
 }
 
 // currentSchema returns the schema the pool's connections create tables
@@ -189,6 +220,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	}
 	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}, attempts: map[int64]attempt{}}
 	j.notes = startNotifier(pool, j.channel, s.log)
+	j.fetchers = schema + "." + riverInsertTopic
 	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	j.stopHub, j.hubDone = stopHub, make(chan struct{})
@@ -225,6 +257,13 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(10*time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return pruneJob{}, nil }, nil), tickPeriodic(s, workers)},
 	})
+	if err == nil {
+		j.inserts, err = river.NewClient[pgx.Tx](quietInserts{riverpgxv5.New(pool)}, &river.Config{
+			Workers: workers,
+			Schema:  schema,
+			Logger:  slog.New(quiet{s.log.Handler()}),
+		})
+	}
 	if err == nil {
 		err = j.client.Start(context.WithoutCancel(ctx))
 	}
@@ -275,15 +314,7 @@ func (j *jobs) feed(id string) feed { return &pgFeed{j: j, run: id} }
 // lockThread locks the thread's row to the end of tx: submitting,
 // finishing and cancelling runs of one thread go one at a time.
 func lockThread(ctx context.Context, tx pgx.Tx, thread string) error {
-	var one int
-	err := tx.QueryRow(ctx, "SELECT 1 FROM loom_threads WHERE id = $1 FOR UPDATE", thread).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("thread %s: %w", publicID(thread), ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("lock thread %s: %w", thread, err)
-	}
-	return nil
+	return scanLock(tx.QueryRow(ctx, lockThreadSQL, thread), thread)
 }
 
 // unfinishedSQL selects a thread's pending and running runs, oldest first.
@@ -300,6 +331,11 @@ func unfinished(ctx context.Context, q querier, thread string) ([]*RunRecord, er
 	if err != nil {
 		return nil, fmt.Errorf("runs of thread %s: %w", thread, err)
 	}
+	return scanRuns(rows, thread)
+}
+
+// scanRuns reads the rows of unfinishedSQL and closes them.
+func scanRuns(rows pgx.Rows, thread string) ([]*RunRecord, error) {
 	defer rows.Close()
 	var out []*RunRecord
 	for rows.Next() {
@@ -314,7 +350,10 @@ func unfinished(ctx context.Context, q querier, thread string) ([]*RunRecord, er
 
 // submit implements executor: it records r and inserts its thread's job,
 // in one transaction; on a busy thread it first does what r's strategy
-// says.
+// says. The transaction takes three round trips: its locks and reads go
+// out with its BEGIN, the job's insert on its own (River's), and the
+// run's record with its COMMIT, followed in that batch by the
+// notification that wakes the replicas' fetchers (see wakeFetchers).
 func (j *jobs) submit(ctx context.Context, r *run) error {
 	if j.draining.Load() {
 		return ErrClosing
@@ -324,21 +363,43 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 	if err != nil {
 		return err
 	}
+	// Its end is waited for from now, so that a wait for it need not read
+	// before the run can have ended (see pgFeed.end).
+	if f, ok := r.feed.(*pgFeed); ok {
+		f.armed = j.hub.waitEnd(r.id)
+	}
 	var notes []string
-	err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		notes = nil
-		if err := holdLock(ctx, tx, r.thread); err != nil { // waits for a turn (HoldThread)
+	err = inBatchTx(ctx, j.pool, func(tx *batchTx) error {
+		var busy []*RunRecord
+		var answered, moved bool
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(holdLockSQL, r.thread) // waits for a turn (HoldThread)
+		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread) })
+		b.Queue(unfinishedSQL, r.thread).Query(func(rows pgx.Rows) error {
+			var err error
+			busy, err = scanRuns(rows, r.thread)
 			return err
+		})
+		if r.input.Interrupt != "" {
+			b.Queue(answeredSQL, r.thread, r.input.Interrupt).QueryRow(func(row pgx.Row) error { return row.Scan(&answered) })
+			b.Queue(movedSQL, r.thread, seq).QueryRow(func(row pgx.Row) error { return row.Scan(&moved) })
 		}
-		if err := lockThread(ctx, tx, r.thread); err != nil {
-			return err
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return fmt.Errorf("run on thread %s: %w", publicID(r.thread), err)
 		}
-		busy, err := unfinished(ctx, tx, r.thread)
-		if err != nil {
-			return err
-		}
-		if err := j.checkAnswering(ctx, tx, r, len(busy) > 0, seq); err != nil {
-			return err
+		// A resume whose question another run answers, or answered, is
+		// refused: with runs busy, one of them names the same interrupt;
+		// without, no run holds the thread, so its head must still be the
+		// one, of sequence number seq, on which the question was found
+		// pending before the transaction (the head is read outside it: the
+		// saver's reads take connections of their own, which submits
+		// waiting on the lock could leave none of).
+		if refused := (len(busy) > 0 && answered) || (len(busy) == 0 && moved); r.input.Interrupt != "" && refused {
+			return errAnswered(r)
 		}
 		if len(busy) > 0 {
 			switch r.strategy {
@@ -361,51 +422,78 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		if err != nil {
 			return fmt.Errorf("encode run %s: %w", r.id, err)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO loom_runs (`+runCols+`, job) VALUES ($1, $2, $3, $4, $5, $6, '', $7, $7, $8)`,
-			r.id, r.thread, r.agent, runPending, r.strategy, string(orEmptyObject(r.metadata)), ms(r.created), job)
-		if err != nil {
-			return fmt.Errorf("record run %s: %w", r.id, err)
-		}
-		_, err = tx.Exec(ctx, `UPDATE loom_threads SET status = $2, agent = $3, updated = $4 WHERE id = $1`, r.thread, StatusBusy, r.agent, ms(r.created))
-		if err != nil {
-			return fmt.Errorf("record run %s: %w", r.id, err)
-		}
-		if _, err := j.client.InsertTx(ctx, tx, threadJob{Thread: r.thread}, nil); err != nil {
+		if _, err := j.inserts.InsertTx(ctx, tx, threadJob{Thread: r.thread}, nil); err != nil {
 			return fmt.Errorf("queue run %s: %w", r.id, err)
+		}
+		b = &pgx.Batch{}
+		b.Queue(`INSERT INTO loom_runs (`+runCols+`, job) VALUES ($1, $2, $3, $4, $5, $6, '', $7, $7, $8)`,
+			r.id, r.thread, r.agent, runPending, r.strategy, string(orEmptyObject(r.metadata)), ms(r.created), job)
+		b.Queue(`UPDATE loom_threads SET status = $2, agent = $3, updated = $4 WHERE id = $1`, r.thread, StatusBusy, r.agent, ms(r.created))
+		b.Queue("COMMIT")
+		j.wakeFetchers(b)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("record run %s: %w", r.id, err)
 		}
 		return nil
 	})
 	if err != nil {
+		j.hub.forget(r.id)
 		return err
 	}
 	j.notify(ctx, notes...)
 	return nil
 }
 
-// checkAnswering, in a transaction that holds r's thread's lock, refuses
-// a resume whose question another run answers, or answered: with busy, a
-// pending or running run names the same interrupt; without, no run holds
-// the thread, so its head must still be the one, of sequence number
-// seq, on which the question was found pending before the transaction
-// (the head is read outside it: the saver's reads take connections of
-// their own, which submits waiting on the lock could leave none of).
-func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool, seq int64) error {
-	if r.input.Interrupt == "" {
+// wakeFetchers queues in b, after its COMMIT, River's notification that
+// a job of the server's queue was inserted, at most once a fetchCooldown
+// (as River's inserts do): it runs in a transaction of its own that
+// writes nothing, so it waits for no WAL flush, and none waits for it.
+// A notification that fails is logged, not the submit's error (the run
+// was committed); its job waits for the next fetch poll.
+func (j *jobs) wakeFetchers(b *pgx.Batch) {
+	now, last := time.Now().UnixNano(), j.woken.Load()
+	if now-last < int64(fetchCooldown) || !j.woken.CompareAndSwap(last, now) {
+		return
+	}
+	q := b.Queue(`SELECT pg_notify($1, $2)`, j.fetchers, `{"queue": "`+queueName+`"}`)
+	q.Fn = func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			j.s.log.Warn("notify the job fetchers", "channel", j.fetchers, "err", err)
+		}
 		return nil
 	}
-	var refused bool
-	var err error
-	if busy {
-		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
-			AND convert_from(job, 'UTF8')::jsonb -> 'input' ->> 'interrupt' = $2)`, r.thread, r.input.Interrupt).Scan(&refused)
-	} else {
-		err = tx.QueryRow(ctx, `SELECT coalesce(max(seq), -1) <> $2 FROM loom_checkpoints WHERE thread = $1`, r.thread, seq).Scan(&refused)
+}
+
+// lockThreadSQL locks a thread's row (see lockThread).
+const lockThreadSQL = "SELECT 1 FROM loom_threads WHERE id = $1 FOR UPDATE"
+
+// holdLockSQL takes a thread's turn lock (see holdLock).
+const holdLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
+
+// answeredSQL says whether a pending or running run of thread $1
+// answers interrupt $2.
+const answeredSQL = `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
+	AND convert_from(job, 'UTF8')::jsonb -> 'input' ->> 'interrupt' = $2)`
+
+// movedSQL says whether thread $1's head is no longer the checkpoint of
+// sequence number $2.
+const movedSQL = `SELECT coalesce(max(seq), -1) <> $2 FROM loom_checkpoints WHERE thread = $1`
+
+// errAnswered is the error of a run that answers a question another run
+// answers, or answered.
+func errAnswered(r *run) error {
+	return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
+}
+
+// scanLock reads the row of lockThreadSQL.
+func scanLock(row pgx.Row, thread string) error {
+	var one int
+	err := row.Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("thread %s: %w", publicID(thread), ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("resume thread %s: %w", publicID(r.thread), err)
-	}
-	if refused {
-		return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
+		return fmt.Errorf("lock thread %s: %w", thread, err)
 	}
 	return nil
 }
@@ -415,7 +503,7 @@ func (j *jobs) checkAnswering(ctx context.Context, tx pgx.Tx, r *run, busy bool,
 // first, so that submits wait for turns. It is not the thread's row lock,
 // because the turn itself updates the row.
 func holdLock(ctx context.Context, tx pgx.Tx, thread string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, thread); err != nil {
+	if _, err := tx.Exec(ctx, holdLockSQL, thread); err != nil {
 		return fmt.Errorf("hold thread %s: %w", thread, err)
 	}
 	return nil
@@ -508,9 +596,23 @@ func (j *jobs) cancelIn(ctx context.Context, tx pgx.Tx, id, why string) (string,
 }
 
 // cancelLocal stops run id if this replica executes it.
+// A run it is about to register (marked running, not registered yet)
+// finds the cancel kept in unclaimed.
 func (j *jobs) cancelLocal(id string) {
 	j.mu.Lock()
 	r := j.running[id]
+	if r == nil {
+		now := time.Now()
+		for k, at := range j.unclaimed {
+			if now.Sub(at) > time.Minute {
+				delete(j.unclaimed, k)
+			}
+		}
+		if j.unclaimed == nil {
+			j.unclaimed = map[string]time.Time{}
+		}
+		j.unclaimed[id] = now
+	}
 	j.mu.Unlock()
 	if r != nil {
 		r.cancel(errCancelled)
@@ -520,16 +622,25 @@ func (j *jobs) cancelLocal(id string) {
 // settleThread sets a thread's status after one of its runs ended: busy
 // while others are pending or running, else st.
 func settleThread(ctx context.Context, tx pgx.Tx, thread, st, errText string, at time.Time) error {
-	_, err := tx.Exec(ctx, `
-UPDATE loom_threads SET
-	status = CASE WHEN EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')) THEN 'busy' ELSE $2 END,
-	error = $3, updated = $4
-WHERE id = $1`, thread, st, errText, ms(at))
+	_, err := tx.Exec(ctx, settleThreadSQL, thread, st, errText, ms(at))
 	if err != nil {
 		return fmt.Errorf("update thread %s: %w", thread, err)
 	}
 	return nil
 }
+
+// settleThreadSQL sets thread $1's status after one of its runs ended
+// (see settleThread).
+const settleThreadSQL = `
+UPDATE loom_threads SET
+	status = CASE WHEN EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')) THEN 'busy' ELSE $2 END,
+	error = $3, updated = $4
+WHERE id = $1`
+
+// insertEndSQL writes run $1's terminal event $2 after its others.
+const insertEndSQL = `
+INSERT INTO loom_run_events (run_id, seq, terminal, body)
+SELECT $1, coalesce(max(seq), 0) + 1, true, $2 FROM loom_run_events WHERE run_id = $1`
 
 // insertEnd writes a run's terminal event after its others.
 func (j *jobs) insertEnd(ctx context.Context, tx pgx.Tx, id string, end event) error {
@@ -537,9 +648,7 @@ func (j *jobs) insertEnd(ctx context.Context, tx pgx.Tx, id string, end event) e
 	if err != nil {
 		return fmt.Errorf("encode end of run %s: %w", id, err)
 	}
-	_, err = tx.Exec(ctx, `
-INSERT INTO loom_run_events (run_id, seq, terminal, body)
-SELECT $1, coalesce(max(seq), 0) + 1, true, $2 FROM loom_run_events WHERE run_id = $1`, id, body)
+	_, err = tx.Exec(ctx, insertEndSQL, id, body)
 	if err != nil {
 		return fmt.Errorf("record end of run %s: %w", id, err)
 	}
@@ -622,6 +731,11 @@ WHERE t.owner = $1 AND r.status IN ('pending', 'running')`, owner, thread).Scan(
 type pgFeed struct {
 	j   *jobs
 	run string
+	// armed, set before the run was submitted, is closed when its end is
+	// notified: the first wait for the end waits for it before it reads,
+	// as the run cannot have ended before (waited says it did).
+	armed  <-chan struct{}
+	waited atomic.Bool
 }
 
 // closedChan is a channel that is always ready.
@@ -667,6 +781,14 @@ func (f *pgFeed) since(ctx context.Context, after int) ([]event, <-chan struct{}
 // the table once per NOTIFY of an end, not once per batch of events.
 func (f *pgFeed) end(ctx context.Context) (event, error) {
 	var down time.Time
+	if f.armed != nil && !f.waited.Swap(true) {
+		select {
+		case <-f.armed:
+		case <-time.After(outage / 2): // in case the notification was lost
+		case <-ctx.Done():
+			return event{}, ctx.Err()
+		}
+	}
 	for {
 		wake := f.j.hub.waitEnd(f.run)
 		var seq int

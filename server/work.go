@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,9 +52,22 @@ func withoutDeadline(parent context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel(nil) }
 }
 
-// nextSQL selects a thread's oldest unfinished run, with its job spec
-// and its recoveries (see maxRecoveries).
-const nextSQL = `SELECT ` + runCols + `, job, recoveries, recovered_from FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1`
+// takeNextSQL selects thread $1's oldest unfinished run, with its job
+// spec, its recoveries (see maxRecoveries) and its cancel flag, and marks
+// it running (at $3) when it is pending and of an agent this replica
+// serves ($2): started says so. A run it does not start (one that ran
+// before, on this replica or another) execute starts.
+const takeNextSQL = `
+WITH next AS (
+	SELECT id, status FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1 FOR UPDATE
+), started AS (
+	UPDATE loom_runs r SET status = 'running', updated = $3 FROM next
+	WHERE r.id = next.id AND next.status = 'pending' AND r.agent = ANY($2::text[])
+	RETURNING r.id
+)
+SELECT r.id, r.thread, r.agent, r.status, r.strategy, r.metadata, r.error, r.created, r.updated, r.job, r.recoveries, r.recovered_from,
+	started.id IS NOT NULL, r.cancel
+FROM next JOIN loom_runs r ON r.id = next.id LEFT JOIN started ON true`
 
 // Work implements river.Worker.
 func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) error {
@@ -63,6 +78,7 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 	defer stop(nil)
 	defer j.working(job.ID, job.Attempt, stop)()
 	lease := time.Now().Add(j.s.opts.Lease)
+	served := slices.Sorted(maps.Keys(j.s.agents))
 	for {
 		var rec RunRecord
 		var raw []byte
@@ -70,7 +86,19 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 		var created, updated int64
 		var recoveries int
 		var recoveredFrom string
-		err := j.pool.QueryRow(ctx, nextSQL, job.Args.Thread).Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw, &recoveries, &recoveredFrom)
+		var st start
+		// The start commits without waiting for its WAL flush: what the
+		// run writes after it (checkpoints, events, its end) waits for a
+		// flush, which takes the start with it; a database that stops
+		// before then loses the start alone, and the run is pending as it
+		// was.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+		b.Queue(takeNextSQL, job.Args.Thread, served, ms(time.Now())).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw, &recoveries, &recoveredFrom,
+				&st.started, &st.cancelled)
+		})
+		err := j.pool.SendBatch(ctx, b).Close()
 		if errors.Is(err, pgx.ErrNoRows) {
 			done, err := j.complete(ctx, job)
 			if err != nil || done {
@@ -95,7 +123,7 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 				continue
 			}
 		}
-		handBack, done, err := j.execute(ctx, job, &rec, &spec, lease)
+		handBack, done, err := j.execute(ctx, job, &rec, &spec, lease, st)
 		switch {
 		case err != nil:
 			return err
@@ -107,6 +135,13 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 			return river.JobSnooze(0) // more runs wait: another lease
 		}
 	}
+}
+
+// start is how takeNextSQL left a run: started marks it running, from
+// pending, with its cancel flag as it was.
+type start struct {
+	started   bool
+	cancelled string
 }
 
 // rescuedSince reports whether River's rescuer took the job back from
@@ -156,29 +191,49 @@ func (j *jobs) recovering(ctx context.Context, job *river.Job[threadJob], rec *R
 // after it gets a new job.
 func (j *jobs) complete(ctx context.Context, job *river.Job[threadJob]) (bool, error) {
 	done := false
-	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		if err := lockThread(ctx, tx, job.Args.Thread); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
+	err := inBatchTx(ctx, j.pool, func(tx *batchTx) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(lockThreadSQL, job.Args.Thread).QueryRow(func(row pgx.Row) error {
+			if err := scanLock(row, job.Args.Thread); !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return nil
+		})
+		more := queueMore(b, job.Args.Thread)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
 		}
 		var err error
-		done, err = completeIfIdle(ctx, tx, job)
+		done, err = completeIfIdle(ctx, tx, job, *more)
 		return err
 	})
 	return done, err
 }
 
+// queueMore queues in b the query whether thread has an unfinished run,
+// which completeIfIdle takes: the pointer is set once b's results are
+// read.
+func queueMore(b *pgx.Batch, thread string) *bool {
+	more := new(bool)
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`, thread).
+		QueryRow(func(row pgx.Row) error { return row.Scan(more) })
+	return more
+}
+
 // completeIfIdle, in a transaction that holds the thread's lock, marks
-// the job completed when the thread has no unfinished run.
-func completeIfIdle(ctx context.Context, tx pgx.Tx, job *river.Job[threadJob]) (bool, error) {
-	var more bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`, job.Args.Thread).Scan(&more)
-	if err != nil || more {
-		return false, err
+// the job completed when the thread has no unfinished run (more says
+// whether it has, read in the transaction by queueMore), and commits.
+func completeIfIdle(ctx context.Context, tx pgx.Tx, job *river.Job[threadJob], more bool) (bool, error) {
+	if !more {
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return false, fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
+		}
 	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-		return false, fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("complete job of thread %s: commit: %w", job.Args.Thread, err)
 	}
-	return true, nil
+	return !more, nil
 }
 
 // execute runs rec until it ends, or until the lease is over: it then
@@ -187,7 +242,7 @@ func completeIfIdle(ctx context.Context, tx pgx.Tx, job *river.Job[threadJob]) (
 // error means the attempt failed for a reason outside the run (the
 // database, a timeout, a shutdown): the job is tried again later, and the
 // run goes on from its last checkpoint.
-func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunRecord, spec *jobSpec, lease time.Time) (handBack, done bool, err error) {
+func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunRecord, spec *jobSpec, lease time.Time, st start) (handBack, done bool, err error) {
 	s := j.s
 	if _, ok := s.agents[rec.Agent]; !ok {
 		return false, false, fmt.Errorf("run %s: agent %s is not served by this replica", rec.ID, rec.Agent)
@@ -198,6 +253,8 @@ func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunR
 	defer r.cancel(nil)
 	j.mu.Lock()
 	j.running[r.id] = r
+	_, asked := j.unclaimed[r.id]
+	delete(j.unclaimed, r.id)
 	j.mu.Unlock()
 	defer func() {
 		j.mu.Lock()
@@ -206,27 +263,28 @@ func (j *jobs) execute(ctx context.Context, job *river.Job[threadJob], rec *RunR
 	}()
 
 	// Registered first, then marked: a cancel either sees it running and
-	// notifies us, or we see its flag here.
-	// The start commits without waiting for its WAL flush: what the run
-	// writes after it (checkpoints, events, its end) waits for a flush,
-	// which takes the start with it; a database that stops before then
-	// loses the start alone, and the run is pending as it was.
-	var was, cancelled string
-	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-	b.Queue(`
+	// notifies us, or we see its flag here. A run takeNextSQL marked
+	// before it was registered has its flag as it was then, and a cancel
+	// that came between was kept for it (asked; see cancelLocal). The
+	// start commits without waiting for its WAL flush (see Work).
+	was, cancelled := runPending, st.cancelled
+	if !st.started {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
+		b.Queue(`
 UPDATE loom_runs r SET status = $2, updated = $3
 FROM (SELECT id, status FROM loom_runs WHERE id = $1 FOR UPDATE) old
 WHERE r.id = old.id AND old.status IN ('pending', 'running')
 RETURNING old.status, r.cancel`, r.id, runRunning, ms(time.Now())).QueryRow(func(row pgx.Row) error { return row.Scan(&was, &cancelled) })
-	err = j.pool.SendBatch(ctx, b).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, false, nil // it ended meanwhile: cancelled before it started
+		err = j.pool.SendBatch(ctx, b).Close()
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, false, nil // it ended meanwhile: cancelled before it started
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("start run %s: %w", r.id, err)
+		}
 	}
-	if err != nil {
-		return false, false, fmt.Errorf("start run %s: %w", r.id, err)
-	}
-	if cancelled != "" {
+	if cancelled != "" || asked {
 		r.cancel(errCancelled)
 	}
 	// A run that was running already may have started on a replica that
@@ -322,35 +380,37 @@ func (j *jobs) restoreStepEnd(ctx context.Context, pub *publisher, head *checkpo
 
 // finish records how r ended, its events not written yet (rest), its
 // terminal event and its thread's status, in one transaction, which also
-// completes the thread's job when no run of it is left (done).
+// completes the thread's job when no run of it is left (done). The
+// transaction takes two round trips, three with the job's completion:
+// its writes go out with its BEGIN.
 func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, rest []event, end event, runStatus, threadStatus string) (bool, error) {
 	threadErr := ""
 	if threadStatus == StatusError {
 		threadErr = end.Err
 	}
+	body, err := json.Marshal(end)
+	if err != nil {
+		return false, fmt.Errorf("finish run %s: encode its end: %w", r.id, err)
+	}
 	done := false
-	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-		if err := lockThread(ctx, tx, r.thread); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE loom_runs SET status = $2, error = $3, updated = $4, cancel = '' WHERE id = $1`,
+	err = inBatchTx(ctx, j.pool, func(tx *batchTx) error {
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread) })
+		b.Queue(`UPDATE loom_runs SET status = $2, error = $3, updated = $4, cancel = '' WHERE id = $1`,
 			r.id, runStatus, end.Err, ms(end.Time))
-		if err != nil {
-			return fmt.Errorf("record run %s: %w", r.id, err)
-		}
 		if len(rest) > 0 {
 			seqs, bodies := encodeEvents(rest)
-			if _, err := tx.Exec(ctx, insertEventsSQL, r.id, seqs, bodies); err != nil {
-				return fmt.Errorf("record events %d… of run %s: %w", seqs[0], r.id, err)
-			}
+			b.Queue(insertEventsSQL, r.id, seqs, bodies)
 		}
-		if err := j.insertEnd(ctx, tx, r.id, end); err != nil {
+		b.Queue(insertEndSQL, r.id, body)
+		b.Queue(settleThreadSQL, r.thread, threadStatus, threadErr, ms(end.Time))
+		more := queueMore(b, r.thread)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-		if err := settleThread(ctx, tx, r.thread, threadStatus, threadErr, end.Time); err != nil {
-			return err
-		}
-		done, err = completeIfIdle(ctx, tx, job)
+		var err error
+		done, err = completeIfIdle(ctx, tx, job, *more)
 		return err
 	})
 	if err != nil {
