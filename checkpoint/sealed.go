@@ -20,49 +20,92 @@ import (
 // before. A field added to Checkpoint later is sealed unless it is added
 // to that list.
 //
-// s never sees a state in the clear, so it cannot store a state as a
-// delta against its parent's (sealed values differ in every byte): each
-// checkpoint costs its whole state, a third larger for base64.
-// Checkpoints that were stored before sealing was turned on are read as
-// they are. The Saver returned has Close, which closes s when s has one.
-// A nil c returns s itself.
+// When s is a BlobSealer (the SQLite, PostgreSQL and Redis savers are),
+// Sealed calls its SealBlobs(c) and hands it that value in the clear: s
+// makes the delta against the parent's value as it does for any state,
+// and seals what it stores, the delta or the whole value. A step that
+// appends a message stores about the message, sealed (a third larger for
+// base64, and about 60 bytes more). A delta is read with the checkpoint it
+// applies to, so reading a checkpoint needs the keys that sealed the
+// rows back to the last whole one: keep old keys listed at least until
+// each thread has been written since the rotation. On any other saver
+// (Memory) the value is sealed here, whole, and each checkpoint costs its
+// whole state.
+//
+// Checkpoints stored before sealing was turned on are read as they are,
+// and so are those sealed whole (before savers sealed their deltas). The
+// Saver returned has Close, which closes s when s has one. A nil c
+// returns s itself.
 func Sealed(s Saver, c seal.Codec) Saver {
 	if c == nil {
 		return s
 	}
+	if b, ok := s.(BlobSealer); ok {
+		b.SealBlobs(c)
+		return &sealedSaver{s: s, c: c, inner: true}
+	}
 	return &sealedSaver{s: s, c: c}
 }
 
-type sealedSaver struct {
-	s Saver
-	c seal.Codec
+// BlobSealer is a Saver that seals what it stores of each checkpoint's
+// state itself, so that it can still store states as deltas against
+// their parents' (see Sealed). SealBlobs gives it the codec; it is called
+// once, before the saver is used, and from then on the saver seals every
+// state or delta it writes with c and opens every one it reads (those
+// not sealed are read as they are). Its Get and List then return states
+// in the clear: Sealed wraps it so that only the envelope Sealed makes,
+// never a plain state, reaches it.
+type BlobSealer interface {
+	Saver
+	SealBlobs(c seal.Codec)
 }
 
-// envelopeVersion starts the plain text of a sealed checkpoint. No JSON
-// value starts with this byte, so a state stored before sealing (which
-// the codec opens as it is) is told apart.
-const envelopeVersion = 1
+type sealedSaver struct {
+	s     Saver
+	c     seal.Codec
+	inner bool // s seals what it stores (BlobSealer): hand it the envelope
+}
+
+// The plain text of a sealed checkpoint (its envelope) starts with a
+// version byte. No JSON value starts with these, so a state stored before
+// sealing (which the codec opens as it is) is told apart.
+//
+// Version 1, which Sealed wrote before savers sealed their deltas: the
+// state's length (uvarint), the state, then the hidden fields as JSON.
+// Version 2, written now: the state, the hidden fields as JSON (nothing
+// when none is set), then that JSON's length as 4 bytes, big-endian.
+// The state's length, which changes at every step, is left out, so that
+// two envelopes share what their states share: a delta (one changed
+// span, see stored.Diff) between two envelopes is what changed in the
+// state, plus the hidden fields when they changed.
+const (
+	envelopeV1 = 1
+	envelopeV2 = 2
+)
 
 // seal returns what s stores for cp: its clear fields, and State the
-// sealed envelope of the rest. The envelope is envelopeVersion, the
-// state's length (uvarint), the state, and when any other field is set,
-// the checkpoint holding only those as JSON.
+// envelope of the rest (see envelopeV2), sealed unless s seals it.
 func (w *sealedSaver) seal(cp *Checkpoint) (*Checkpoint, error) {
 	out := &Checkpoint{Thread: cp.Thread, ID: cp.ID, ParentID: cp.ParentID, Seq: cp.Seq, Step: cp.Step,
 		Next: cp.Next, Counters: cp.Counters, Meta: cp.Meta}
 	hidden := *cp
 	hidden.Thread, hidden.ID, hidden.ParentID, hidden.Seq, hidden.Step = "", "", "", 0, 0
 	hidden.Next, hidden.Counters, hidden.Meta, hidden.State = nil, nil, Meta{}, nil
-	plain := make([]byte, 0, 1+binary.MaxVarintLen64+len(cp.State))
-	plain = append(plain, envelopeVersion)
-	plain = binary.AppendUvarint(plain, uint64(len(cp.State)))
-	plain = append(plain, cp.State...)
+	var rest []byte
 	if !reflect.ValueOf(hidden).IsZero() {
-		rest, err := json.Marshal(&hidden)
-		if err != nil {
+		var err error
+		if rest, err = json.Marshal(&hidden); err != nil {
 			return nil, fmt.Errorf("encode questions and answers: %w", err)
 		}
-		plain = append(plain, rest...)
+	}
+	plain := make([]byte, 0, 1+len(cp.State)+len(rest)+4)
+	plain = append(plain, envelopeV2)
+	plain = append(plain, cp.State...)
+	plain = append(plain, rest...)
+	plain = binary.BigEndian.AppendUint32(plain, uint32(len(rest)))
+	if w.inner {
+		out.State = plain
+		return out, nil
 	}
 	var err error
 	if out.State, err = w.c.Seal(plain); err != nil {
@@ -78,16 +121,27 @@ func (w *sealedSaver) open(cp *Checkpoint) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s/%s: %w", cp.Thread, cp.ID, err)
 	}
-	if len(plain) == 0 || plain[0] != envelopeVersion {
+	if len(plain) == 0 || plain[0] != envelopeV1 && plain[0] != envelopeV2 {
 		return cp, nil // stored in the clear, before sealing was turned on
 	}
-	n, k := binary.Uvarint(plain[1:])
-	if k <= 0 || n > uint64(len(plain)-1-k) {
-		return nil, fmt.Errorf("checkpoint %s/%s: %w: sealed state length unreadable", cp.Thread, cp.ID, ErrCorrupt)
+	var state, rest []byte
+	if plain[0] == envelopeV1 {
+		n, k := binary.Uvarint(plain[1:])
+		if k <= 0 || n > uint64(len(plain)-1-k) {
+			return nil, fmt.Errorf("checkpoint %s/%s: %w: sealed state length unreadable", cp.Thread, cp.ID, ErrCorrupt)
+		}
+		state, rest = plain[1+k:1+k+int(n)], plain[1+k+int(n):]
+	} else {
+		body := plain[1:]
+		if len(body) < 4 || uint64(binary.BigEndian.Uint32(body[len(body)-4:])) > uint64(len(body)-4) {
+			return nil, fmt.Errorf("checkpoint %s/%s: %w: sealed fields' length unreadable", cp.Thread, cp.ID, ErrCorrupt)
+		}
+		n := int(binary.BigEndian.Uint32(body[len(body)-4:]))
+		body = body[:len(body)-4]
+		state, rest = body[:len(body)-n], body[len(body)-n:]
 	}
-	state := plain[1+k : 1+k+int(n)]
 	out := &Checkpoint{}
-	if rest := plain[1+k+int(n):]; len(rest) > 0 {
+	if len(rest) > 0 {
 		if err := json.Unmarshal(rest, out); err != nil {
 			return nil, fmt.Errorf("checkpoint %s/%s: %w: decode sealed fields: %v", cp.Thread, cp.ID, ErrCorrupt, err)
 		}

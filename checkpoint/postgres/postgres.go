@@ -23,7 +23,9 @@
 // state is stored as a delta against its parent's state when the saver has
 // the parent's state at hand (see stored.DeltaCache), with a full state
 // every so often, so a step that appends a message to a long conversation
-// stores about the size of the message.
+// stores about the size of the message. Wrapped in checkpoint.Sealed, the
+// saver makes its deltas in the clear and seals each state or delta it
+// stores (see SealBlobs).
 package postgres
 
 import (
@@ -38,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/internal/stored"
+	"github.com/loomkit/loom/seal"
 )
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
@@ -113,9 +116,16 @@ type Saver struct {
 	pool  *pgxpool.Pool
 	own   bool // Close closes pool
 	cache stored.DeltaCache
+	codec seal.Codec // seals the states and deltas stored (see SealBlobs)
 }
 
-var _ checkpoint.Saver = (*Saver)(nil)
+var _ checkpoint.BlobSealer = (*Saver)(nil)
+
+// SealBlobs makes the saver seal every state and delta it stores with c,
+// and open each one it reads (those stored in the clear are read as they
+// are); checkpoint.Sealed calls it. Call it once, before the saver is
+// used.
+func (s *Saver) SealBlobs(c seal.Codec) { s.codec = c }
 
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string, as pgx takes) and applies any migrations the database
@@ -174,6 +184,9 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 		state = []byte{} // nil would be SQL NULL
 	}
 	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+	if blob, err = stored.SealBlob(s.codec, blob); err != nil {
+		return fmt.Errorf("checkpoint postgres put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
 	args := []any{cp.Thread, cp.Seq, cp.ID, cp.ParentID, int64(cp.Step), !delta, blob, meta}
 	var tag pgconn.CommandTag
 	if with, ok := ctx.Value(withKey{}).(With); ok {
@@ -268,7 +281,7 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint postgres get %s/%s: %w", thread, id, err)
 	}
-	r, err := resolveRows(thread, rows)
+	r, err := s.resolveRows(thread, rows)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint postgres get %s/%s: %w", thread, id, err)
 	}
@@ -291,7 +304,7 @@ func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoi
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint postgres list %s: %w", thread, err)
 	}
-	r, err := resolveRows(thread, rows)
+	r, err := s.resolveRows(thread, rows)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint postgres list %s: %w", thread, err)
 	}
@@ -330,6 +343,10 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 		return 0, err
 	}
 	oldest := kept[len(kept)-1]
+	full, err := stored.SealBlob(s.codec, oldest.State)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint postgres trim %s: %w", thread, err)
+	}
 	var n int64
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var lo pgtype.Int8
@@ -340,7 +357,7 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 			return nil // nothing older, or the thread is gone
 		}
 		if _, err := tx.Exec(ctx, `UPDATE loom_checkpoints SET is_full = true, state = $4 WHERE thread = $1 AND seq = $2 AND id = $3`,
-			thread, oldest.Seq, oldest.ID, []byte(oldest.State)); err != nil {
+			thread, oldest.Seq, oldest.ID, full); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM loom_checkpoints WHERE thread = $1 AND seq < $2`, thread, oldest.Seq)
@@ -354,9 +371,9 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 }
 
 // resolveRows feeds the rows of a read query to a resolver.
-func resolveRows(thread string, rows pgx.Rows) (*stored.Resolver, error) {
+func (s *Saver) resolveRows(thread string, rows pgx.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
-	r := &stored.Resolver{Thread: thread}
+	r := &stored.Resolver{Thread: thread, Codec: s.codec}
 	var rw stored.Row
 	var state, meta pgtype.DriverBytes
 	for rows.Next() {

@@ -15,7 +15,9 @@
 // last full state up to the wanted checkpoint. Records hold a full state or
 // a delta against the parent's state (see stored.DeltaCache), with a
 // full state every so often, so a step that appends a message to a long
-// conversation stores about the size of the message.
+// conversation stores about the size of the message. Wrapped in
+// checkpoint.Sealed, the saver makes its deltas in the clear and seals
+// each state or delta it stores (see SealBlobs).
 //
 // Redis keeps its data in memory and writes it to disk as it is configured
 // to (RDB snapshots, an append-only file, or not at all): a checkpoint is
@@ -32,6 +34,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/internal/stored"
+	"github.com/loomkit/loom/seal"
 )
 
 // DefaultPrefix starts every key the saver uses unless WithPrefix is given.
@@ -140,12 +143,19 @@ type Saver struct {
 	client *goredis.Client
 	prefix string
 	cache  stored.DeltaCache
+	codec  seal.Codec // seals the states and deltas stored (see SealBlobs)
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ checkpoint.Saver = (*Saver)(nil)
+var _ checkpoint.BlobSealer = (*Saver)(nil)
+
+// SealBlobs makes the saver seal every state and delta it stores with c,
+// and open each one it reads (those stored in the clear are read as they
+// are); checkpoint.Sealed calls it. Call it once, before the saver is
+// used.
+func (s *Saver) SealBlobs(c seal.Codec) { s.codec = c }
 
 // Open connects to the Redis server at url (redis://, rediss:// or
 // unix://, as go-redis's ParseURL takes), checks that it answers and loads
@@ -208,6 +218,9 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 		state = []byte{}
 	}
 	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+	if blob, err = stored.SealBlob(s.codec, blob); err != nil {
+		return fmt.Errorf("checkpoint redis put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
 	rec := appendRecord(make([]byte, 0, 64+len(cp.ID)+len(cp.ParentID)+len(meta)+len(blob)), cp, !delta, meta, blob)
 	full := "1"
 	if delta {
@@ -292,7 +305,11 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint redis trim %s: encode meta: %w", thread, err)
 	}
-	rec := appendRecord(nil, oldest, true, meta, oldest.State)
+	full, err := stored.SealBlob(s.codec, oldest.State)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint redis trim %s: %w", thread, err)
+	}
+	rec := appendRecord(nil, oldest, true, meta, full)
 	n, err := trimScript.Run(ctx, s.client, s.keys(thread), oldest.Seq, oldest.ID, rec).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint redis trim %s: %w", thread, err)
@@ -314,13 +331,13 @@ func (s *Saver) read(ctx context.Context, thread, mode string, arg any) (*stored
 	if mode == "i" {
 		id, _ = arg.(string)
 	}
-	return resolveReply(thread, id, vals)
+	return resolveReply(&stored.Resolver{Thread: thread, Codec: s.codec}, id, vals)
 }
 
-// resolveReply rebuilds checkpoints from getScript's reply to a read of
-// thread (of checkpoint id, when not empty).
-func resolveReply(thread, id string, vals []any) (*stored.Resolver, error) {
-	r := &stored.Resolver{Thread: thread}
+// resolveReply rebuilds checkpoints into r from getScript's reply to a
+// read of r.Thread (of checkpoint id, when not empty).
+func resolveReply(r *stored.Resolver, id string, vals []any) (*stored.Resolver, error) {
+	thread := r.Thread
 	if len(vals) == 0 {
 		return r, nil
 	}

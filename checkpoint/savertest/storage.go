@@ -24,6 +24,9 @@ type Storage struct {
 	// Rows reads how each checkpoint of thread is stored at loc, oldest
 	// first.
 	Rows func(t *testing.T, loc, thread string) []Row
+	// Dump returns every byte stored at loc as it would be found there (a
+	// file and its logs, every row, every record), for RunSealed.
+	Dump func(t *testing.T, loc string) []byte
 }
 
 // Row is how a backend stored one checkpoint: its whole state or a delta

@@ -9,7 +9,9 @@
 // A checkpoint's state is stored as a delta against its parent's state when
 // the saver has the parent's state at hand (see stored.DeltaCache), so
 // a step that appends a message to a long conversation stores about the
-// size of the message.
+// size of the message. Wrapped in checkpoint.Sealed, the saver makes its
+// deltas in the clear and seals each state or delta it stores (see
+// SealBlobs).
 package sqlite
 
 import (
@@ -30,6 +32,7 @@ import (
 
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/internal/stored"
+	"github.com/loomkit/loom/seal"
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -163,6 +166,7 @@ type Saver struct {
 	head, headRow, byID, listAll, listLast *sql.Stmt
 
 	cache stored.DeltaCache
+	codec seal.Codec // seals the states and deltas stored (see SealBlobs)
 
 	path    string        // the database file; its WAL is path + "-wal"
 	commits atomic.Int64  // commits since the last WAL checkpoint
@@ -318,7 +322,13 @@ func (s *Saver) committed() {
 	}
 }
 
-var _ checkpoint.Saver = (*Saver)(nil)
+var _ checkpoint.BlobSealer = (*Saver)(nil)
+
+// SealBlobs makes the saver seal every state and delta it stores with c,
+// and open each one it reads (those stored in the clear are read as they
+// are); checkpoint.Sealed calls it. Call it once, before the saver is
+// used.
+func (s *Saver) SealBlobs(c seal.Codec) { s.codec = c }
 
 // Open opens the SQLite database at path, creating the file and its table
 // when they do not exist. Close the Saver when done with it.
@@ -477,6 +487,9 @@ func (s *Saver) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 		state = []byte{}
 	}
 	blob, delta, chain := s.cache.Encode(cp.Thread, cp.ParentID, state)
+	if blob, err = stored.SealBlob(s.codec, blob); err != nil {
+		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
 	}
@@ -728,7 +741,7 @@ func (s *Saver) Get(ctx context.Context, thread, id string) (*checkpoint.Checkpo
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
 	}
-	r, err := resolveRows(thread, rows)
+	r, err := s.resolveRows(thread, rows)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint get %s/%s: %w", thread, id, err)
 	}
@@ -769,7 +782,7 @@ func (s *Saver) cachedHead(ctx context.Context, thread string) (*checkpoint.Chec
 		}
 		rw.Full = true // as far as the resolver goes: the state is whole
 	}
-	r := &stored.Resolver{Thread: thread}
+	r := &stored.Resolver{Thread: thread, Codec: s.codec}
 	if err := r.Add(&rw); err != nil {
 		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
 	}
@@ -789,7 +802,7 @@ func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*checkpoi
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
 	}
-	r, err := resolveRows(thread, rows)
+	r, err := s.resolveRows(thread, rows)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint list %s: %w", thread, err)
 	}
@@ -823,6 +836,10 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 		return 0, err
 	}
 	oldest := kept[len(kept)-1]
+	full, err := stored.SealBlob(s.codec, oldest.State)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint trim %s: %w", thread, err)
+	}
 	var n int64
 	err = s.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var lo sql.NullInt64
@@ -833,7 +850,7 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 			return nil // nothing older, or the thread is gone
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET full = 1, state = ? WHERE thread = ? AND seq = ? AND id = ?`,
-			[]byte(oldest.State), thread, oldest.Seq, oldest.ID); err != nil {
+			full, thread, oldest.Seq, oldest.ID); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND seq < ?`, thread, oldest.Seq)
@@ -850,9 +867,9 @@ func (s *Saver) TrimHistory(ctx context.Context, thread string, keep int) (int, 
 }
 
 // resolveRows feeds the rows of a read query to a resolver.
-func resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
+func (s *Saver) resolveRows(thread string, rows *sql.Rows) (*stored.Resolver, error) {
 	defer rows.Close()
-	r := &stored.Resolver{Thread: thread}
+	r := &stored.Resolver{Thread: thread, Codec: s.codec}
 	for rows.Next() {
 		rw, err := scanRow(rows)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/loomkit/loom/seal"
 )
 
 // metaDoc is the JSON a saver stores beside a checkpoint's state: the
@@ -61,20 +63,32 @@ type Resolver struct {
 	// Chain is the ChainCost of the deltas since the last full row, for
 	// DeltaCache.Remember.
 	Chain int
+	// Codec, when set, opens each row's State before it is used (see
+	// SealBlob): the saver seals what it stores. Rows that are not sealed
+	// (written before sealing was turned on, or by Sealed over a saver
+	// that sealed whole states) are read as they are.
+	Codec seal.Codec
 
 	started bool
 	seq     int64  // of the last row added
 	id      string // of the last row added
-	state   []byte // of the last row added
+	state   []byte // of the last row added, opened
 	shared  bool   // state is also the State of a checkpoint in Out
+	// raw is the last row's state as stored before opening, when a delta
+	// that is not sealed may follow: such a delta applies to the value
+	// stored, which was sealed whole when raw is sealed. nil after a
+	// sealed delta.
+	raw []byte
 }
 
 // LastSeq returns the Seq of the last row added.
 func (r *Resolver) LastSeq() int64 { return r.seq }
 
 // Add takes the next row. A row that does not follow the one before, a
-// delta that does not apply, or meta that does not decode gives an error
-// that names the row and wraps checkpoint.ErrCorrupt.
+// delta that does not apply, a sealed delta without a Codec, or meta
+// that does not decode gives an error that names the row and wraps
+// checkpoint.ErrCorrupt; a row the Codec cannot open gives the codec's
+// error (seal.ErrUnknownKey, seal.ErrTampered), naming the row.
 func (r *Resolver) Add(rw *Row) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("checkpoint %s/%s (seq %d): %w: %s", r.Thread, rw.ID, rw.Seq, checkpoint.ErrCorrupt, fmt.Sprintf(format, args...))
@@ -87,11 +101,16 @@ func (r *Resolver) Add(rw *Row) error {
 	case r.started && rw.Parent != r.id:
 		return bad("parent %q, but the row before is %q", rw.Parent, r.id)
 	}
-	if rw.Full {
+	var err error
+	switch {
+	case r.Codec != nil:
+		err = r.addSealed(rw)
+	case seal.IsSealed(rw.State) && !rw.Full:
+		return bad("the state is sealed (encrypted at rest) and this saver cannot open it: give it the keys that sealed it (%s)", seal.EnvKeys)
+	case rw.Full:
 		r.state, r.shared, r.Chain = bytes.Clone(rw.State), false, 0
-	} else {
+	default:
 		var next []byte
-		var err error
 		if r.shared {
 			next, err = Patch(r.state, rw.State)
 		} else {
@@ -102,6 +121,9 @@ func (r *Resolver) Add(rw *Row) error {
 		}
 		r.state, r.shared = next, false
 		r.Chain += ChainCost(rw.State, len(next))
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint %s/%s (seq %d): %w", r.Thread, rw.ID, rw.Seq, err)
 	}
 	r.started, r.seq, r.id = true, rw.Seq, rw.ID
 	if !rw.Keep {
@@ -130,6 +152,70 @@ func (r *Resolver) Add(rw *Row) error {
 	})
 	r.shared = true
 	return nil
+}
+
+// addSealed is Add's part for a saver with a Codec. A full row is
+// opened; a sealed delta is opened and applied to the state before it
+// (the state in the clear); a delta that is not sealed applies to the
+// value stored before it (raw), which is then opened: Sealed over a
+// saver without a codec stored whole sealed states, as deltas of each
+// other when they were small. Errors wrap checkpoint.ErrCorrupt, or are
+// the codec's own (a key it lacks, a sealed value changed).
+func (r *Resolver) addSealed(rw *Row) error {
+	switch {
+	case rw.Full:
+		raw := bytes.Clone(rw.State)
+		state, err := r.Codec.Open(raw)
+		if err != nil {
+			return err
+		}
+		r.raw, r.state, r.shared, r.Chain = raw, state, false, 0
+	case seal.IsSealed(rw.State):
+		d, err := r.Codec.Open(rw.State)
+		if err != nil {
+			return err
+		}
+		var next []byte
+		if r.shared {
+			next, err = Patch(r.state, d)
+		} else {
+			next, err = patchInPlace(r.state, d)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: apply sealed delta to seq %d: %v", checkpoint.ErrCorrupt, r.seq, err)
+		}
+		r.raw, r.state, r.shared = nil, next, false
+		r.Chain += ChainCost(d, len(next))
+	default:
+		if r.raw == nil {
+			return fmt.Errorf("%w: a delta in the clear follows the sealed delta of seq %d", checkpoint.ErrCorrupt, r.seq)
+		}
+		raw, err := Patch(r.raw, rw.State)
+		if err != nil {
+			return fmt.Errorf("%w: apply delta to seq %d: %v", checkpoint.ErrCorrupt, r.seq, err)
+		}
+		state, err := r.Codec.Open(raw)
+		if err != nil {
+			return err
+		}
+		r.raw, r.state, r.shared = raw, state, false
+		r.Chain += ChainCost(rw.State, len(raw))
+	}
+	return nil
+}
+
+// SealBlob returns what a saver with codec c stores for blob, a full
+// state or a delta made by DeltaCache.Encode: blob sealed by c, or blob
+// itself when c is nil.
+func SealBlob(c seal.Codec, blob []byte) ([]byte, error) {
+	if c == nil {
+		return blob, nil
+	}
+	sealed, err := c.Seal(blob)
+	if err != nil {
+		return nil, fmt.Errorf("seal state: %w", err)
+	}
+	return sealed, nil
 }
 
 // patchInPlace is Patch, writing into prev's array when it is
