@@ -261,7 +261,11 @@ func (db *DB) Close() error {
 
 // marked is a checkpoint saver whose errors that say the database could
 // not be reached wrap ErrUnavailable.
-type marked struct{ s checkpoint.Saver }
+type marked struct{ s checkpoint.BlobSealer }
+
+// SealBlobs makes the saver underneath seal what it stores, so that a
+// sealed thread keeps its deltas (see checkpoint.BlobSealer).
+func (m marked) SealBlobs(c seal.Codec) { m.s.SealBlobs(c) }
 
 func (m marked) Put(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	return mark(m.s.Put(ctx, cp))
