@@ -62,8 +62,11 @@ func (x *local) prepare(r *run) {
 func (x *local) submit(ctx context.Context, r *run) error {
 	// Runs on one thread are accepted one at a time, so the checks below
 	// and the record agree: a resume sees the head that the runs before it
-	// left, or their lane.
-	defer x.threadLocks.lock(r.thread)()
+	// left, or their lane. A resume's submitter holds the lock already
+	// (see lockIdle).
+	if !r.locked {
+		defer x.threadLocks.lock(r.thread)()
+	}
 	x.mu.Lock()
 	l, closing := x.lanes[r.thread], x.closing
 	var answering bool
@@ -83,11 +86,27 @@ func (x *local) submit(ctx context.Context, r *run) error {
 			return err
 		}
 	}
+	r.answered = nil // read by checkPending only
 	if err := x.s.records.acceptRun(ctx, r.record(), r.spec()); err != nil {
 		return err
 	}
 	x.enqueue(r)
 	return nil
+}
+
+// lockIdle takes thread's acceptance lock, which submit takes otherwise,
+// and reports whether no run holds the thread: then none can until the
+// lock is let go of, so a head read meanwhile is the one submit would
+// read (a state update, which refuses a busy thread and takes no lock,
+// may come between as it may after submit; the runtime refuses an answer
+// to a question no longer pending either way). Submit a run with locked
+// set before calling unlock.
+func (x *local) lockIdle(thread string) (unlock func(), idle bool) {
+	unlock = x.threadLocks.lock(thread)
+	x.mu.Lock()
+	idle = x.lanes[thread] == nil
+	x.mu.Unlock()
+	return unlock, idle
 }
 
 // enqueue starts a recorded run r, or queues it behind its thread's

@@ -265,9 +265,29 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 			return nil, err
 		}
 	}
+	// unlock, when set, lets go of the thread's acceptance lock, which a
+	// resume takes in this process before its answer is checked.
+	var unlock func()
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	var answered *checkpoint.Checkpoint
 	if t != nil && from == "" && in.Resume != nil {
-		if err := s.checkAnswer(ctx, t, &in); err != nil {
+		var idle bool
+		if x, ok := s.exec.(*local); ok {
+			unlock, idle = x.lockIdle(t.ID)
+		}
+		head, err := s.checkAnswer(ctx, t, &in)
+		if err != nil {
 			return nil, err
+		}
+		if idle {
+			// No run holds the thread and none can start before this one
+			// is submitted: submit checks the question on this head
+			// rather than reading it again.
+			answered = head
 		}
 	}
 	if err := s.admitRun(ctx, owner, t, strategy, in, req.Metadata); err != nil {
@@ -291,11 +311,16 @@ func (s *Server) prepareRun(ctx context.Context, tid, owner string, req *runRequ
 	}
 	run.user = userOf(ctx)
 	run.temp = temp && req.OnCompletion != "continue"
+	run.locked, run.answered = unlock != nil, answered
 	if err := s.exec.submit(ctx, run); err != nil {
 		if temp {
 			s.removeThread(context.WithoutCancel(ctx), t.ID)
 		}
 		return nil, err
+	}
+	if unlock != nil {
+		unlock()
+		unlock = nil
 	}
 	if run.assistant != "" {
 		if err := s.records.putRunAssistant(ctx, run.id, run.assistant); err != nil {

@@ -21,12 +21,18 @@ import (
 // LangGraph form {"<interrupt id>": value, …} answers the questions it
 // names, any subset of those pending; an id that is not pending is
 // refused. A resume answers the questions pending now, not ones a
-// running run may ask later.
-func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput) error {
+// running run may ask later. It returns the head it checked the answer
+// on (nil for none).
+func (s *Server) checkAnswer(ctx context.Context, t *Thread, in *graph.JSONInput) (*checkpoint.Checkpoint, error) {
 	head, err := s.head(ctx, t.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return head, answerFits(t, head, in)
+}
+
+// answerFits is checkAnswer on head, the thread's head (nil for none).
+func answerFits(t *Thread, head *checkpoint.Checkpoint, in *graph.JSONInput) error {
 	var pending []checkpoint.Interrupt
 	if head != nil {
 		pending = head.Pending()

@@ -73,6 +73,12 @@ type run struct {
 	// recovered marks a run read back from the database when the server
 	// started: it may have begun in the process that stopped.
 	recovered bool
+	// locked marks a run whose submitter holds its thread's acceptance
+	// lock already (see local.lockIdle); answered, when set, is the
+	// thread's head read under that lock with no run on the thread, on
+	// which the question it answers is checked (see checkPending).
+	locked   bool
+	answered *checkpoint.Checkpoint
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -146,14 +152,18 @@ func (s *Server) result(ctx context.Context, r *run) (event, error) {
 
 // checkPending returns graph.ErrNoInterrupt when r answers a question
 // that the thread no longer asks; else the sequence number of the head
-// that asks it. On SQLite call it when no run holds the thread.
+// that asks it. On SQLite call it when no run holds the thread. It reads
+// the head, unless r.answered holds it already.
 func (s *Server) checkPending(ctx context.Context, r *run) (int64, error) {
 	if r.input.Resume == nil || r.input.Interrupt == "" {
 		return 0, nil
 	}
-	head, err := s.head(ctx, r.thread)
-	if err != nil {
-		return 0, err
+	head := r.answered
+	if head == nil {
+		var err error
+		if head, err = s.head(ctx, r.thread); err != nil {
+			return 0, err
+		}
 	}
 	if head == nil || head.Interrupt == nil || head.Interrupt.ID != r.input.Interrupt {
 		return 0, fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
@@ -262,14 +272,24 @@ func (s *Server) settle(r *run, end event, runErr error, stopped bool) (event, s
 	if end.Time.IsZero() {
 		end.Time = time.Now()
 	}
-	if threadStatus == StatusIdle || threadStatus == StatusError {
+	if (threadStatus == StatusIdle || threadStatus == StatusError) && s.waitsOnQuestion(r, end) {
 		// A thread whose last run failed or stopped but that waits on an
 		// earlier question is still interrupted.
-		if cp, err := s.saver.Get(context.WithoutCancel(r.ctx), r.thread, ""); err == nil && cp.Interrupt != nil {
-			threadStatus = StatusInterrupted
-		}
+		threadStatus = StatusInterrupted
 	}
 	return end, runStatus, threadStatus
+}
+
+// waitsOnQuestion reports whether r's thread waits on a question now that
+// r ended with end. A run that ran to its end carries its thread's head's
+// question (nil for none) as the runtime left the head, so only the end of
+// a run that failed or stopped reads the head.
+func (s *Server) waitsOnQuestion(r *run, end event) bool {
+	if end.Kind == graph.KindRunEnd && end.Data != nil {
+		return end.Interrupt != nil
+	}
+	cp, err := s.saver.Get(context.WithoutCancel(r.ctx), r.thread, "")
+	return err == nil && cp.Interrupt != nil
 }
 
 // refused names the error code of a run that the runtime refused before

@@ -199,6 +199,10 @@ type records struct {
 	codec seal.Codec
 	// ready is the last readiness check (see ready.go).
 	ready readiness
+	// threadStmt, on SQLite, is the read of a thread's record kept
+	// prepared: every run reads its thread's, and parsing the query each
+	// time cost as much as running it. nil: the query is parsed each time.
+	threadStmt *sql.Stmt
 }
 
 // openRecords applies the server's migrations and checks that the
@@ -223,6 +227,11 @@ func openRecords(ctx context.Context, db *store.DB) (*records, error) {
 	s := &records{db: db, d: db.Dialect()}
 	if err := s.probe(ctx); err != nil {
 		return nil, cannotWrite(db, err)
+	}
+	if s.d == store.SQLite {
+		// Unprepared, the read still works: the statement is an
+		// optimisation only.
+		s.threadStmt, _ = db.SQL().PrepareContext(ctx, selectThread)
 	}
 	return s, nil
 }
@@ -287,9 +296,18 @@ func scanThread(r scanner) (*Thread, error) {
 	return &t, nil
 }
 
+// selectThread reads one thread's record.
+const selectThread = `SELECT ` + threadCols + ` FROM loom_threads WHERE id = ?`
+
 // thread returns the thread id; ErrNotFound when it does not exist.
 func (s *records) thread(ctx context.Context, id string) (*Thread, error) {
-	t, err := scanThread(s.db.SQL().QueryRowContext(ctx, s.q(`SELECT `+threadCols+` FROM loom_threads WHERE id = ?`), id))
+	var row *sql.Row
+	if s.threadStmt != nil {
+		row = s.threadStmt.QueryRowContext(ctx, id)
+	} else {
+		row = s.db.SQL().QueryRowContext(ctx, s.q(selectThread), id)
+	}
+	t, err := scanThread(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("thread %s: %w", id, ErrNotFound)
 	}
