@@ -84,9 +84,9 @@ DROP TABLE checkpoints_v1;
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
 // thread that has no rows, or when its parent is the row at seq - 1. Since
-// seq is the primary key and history has no gaps, a parent at seq - 1 is
-// the head exactly when no row at seq exists yet, and the primary key
-// refuses the insert otherwise.
+// (thread, seq) is a unique key and history has no gaps, a parent at
+// seq - 1 is the head exactly when no row at seq exists yet, and the
+// unique key refuses the insert otherwise.
 const insertSQL = `
 INSERT INTO checkpoints (thread, seq, id, parent_id, step, full, state, meta)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
