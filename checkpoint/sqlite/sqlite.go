@@ -774,10 +774,10 @@ func (s *Saver) cachedHead(ctx context.Context, thread string) (*checkpoint.Chec
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
 	}
-	chain := 0
-	if !rw.Full {
+	cached := !rw.Full
+	if cached {
 		var ok bool
-		if rw.State, chain, ok = s.cache.Cached(thread, rw.ID); !ok {
+		if rw.State, ok = s.cache.Cached(thread, rw.ID); !ok {
 			return nil, nil
 		}
 		rw.Full = true // as far as the resolver goes: the state is whole
@@ -786,7 +786,9 @@ func (s *Saver) cachedHead(ctx context.Context, thread string) (*checkpoint.Chec
 	if err := r.Add(&rw); err != nil {
 		return nil, fmt.Errorf("checkpoint get %s: %w", thread, err)
 	}
-	r.Chain = chain
+	if cached {
+		return r.Out[0], nil // the cache holds this checkpoint's state already
+	}
 	return r.Last(&s.cache, true), nil
 }
 

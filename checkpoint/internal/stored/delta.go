@@ -160,17 +160,17 @@ func (c *DeltaCache) Remember(thread, id string, state []byte, chain int) {
 	}
 }
 
-// Cached returns the state cached for checkpoint id of thread and its
-// chain (see Remember), if that checkpoint is the one cached. The state
-// is the cache's own: the caller must not change it.
-func (c *DeltaCache) Cached(thread, id string) (state []byte, chain int, ok bool) {
+// Cached returns the state cached for checkpoint id of thread, if that
+// checkpoint is the one cached. The state is the cache's own: the caller
+// must not change it.
+func (c *DeltaCache) Cached(thread, id string) (state []byte, ok bool) {
 	c.mu.Lock()
 	e, ok := c.m[thread]
 	c.mu.Unlock()
 	if !ok || e.id != id {
-		return nil, 0, false
+		return nil, false
 	}
-	return e.state, e.chain, true
+	return e.state, true
 }
 
 // Forget drops what is cached for thread.
