@@ -15,9 +15,9 @@ import (
 	"github.com/loomkit/loom/store/storetest"
 )
 
-// startPostgresJobs serves an agent "nothing" (one node that does
-// nothing) with runs as jobs, on a schema of its own.
-func startPostgresJobs(t *testing.T) (*Server, *jobs, string) {
+// nothingAgents registers one agent, "nothing": one node that does
+// nothing.
+func nothingAgents(t testing.TB) *Registry {
 	t.Helper()
 	var agents Registry
 	g := graph.New[struct{}]("nothing").
@@ -26,8 +26,15 @@ func startPostgresJobs(t *testing.T) (*Server, *jobs, string) {
 	if err := agents.Register(Agent{Name: "nothing", Build: Compile(g)}); err != nil {
 		t.Fatal(err)
 	}
+	return &agents
+}
+
+// startPostgresJobs serves the agent "nothing" with runs as jobs, on a
+// schema of its own.
+func startPostgresJobs(t *testing.T) (*Server, *jobs, string) {
+	t.Helper()
 	u := storetest.PostgresURL(t)
-	s, err := New(t.Context(), Options{Database: u, Agents: &agents, Logger: slog.New(slog.DiscardHandler)})
+	s, err := New(t.Context(), Options{Database: u, Agents: nothingAgents(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

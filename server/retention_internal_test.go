@@ -1,13 +1,11 @@
 package server
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/store/storetest"
 )
 
@@ -20,14 +18,7 @@ func TestSweepRunsEveryStatement(t *testing.T) {
 		"postgres": storetest.PostgresURL,
 	} {
 		t.Run(name, func(t *testing.T) {
-			var agents Registry
-			g := graph.New[struct{}]("nothing").
-				Node("n", func(_ context.Context, s struct{}) (struct{}, error) { return s, nil }).
-				Edge(graph.Start, "n").Edge("n", graph.End)
-			if err := agents.Register(Agent{Name: "nothing", Build: Compile(g)}); err != nil {
-				t.Fatal(err)
-			}
-			s, err := New(t.Context(), Options{Database: db(t), Agents: &agents, Logger: slog.New(slog.DiscardHandler)})
+			s, err := New(t.Context(), Options{Database: db(t), Agents: nothingAgents(t), Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
