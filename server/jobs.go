@@ -562,14 +562,20 @@ func (j *jobs) cancel(ctx context.Context, r *run) error {
 	return nil
 }
 
-// notify sends notifications on the server's channel, in the background
-// (see notifier). It is called after the transaction that wrote what they
-// announce has committed, never in it: Postgres serialises the commits of
-// notifying transactions on one lock, WAL flush included, which would
-// make every event write wait for every other. A notification that is
-// lost (the database went away) is made up for by readers reading again
-// when the listener reconnects, and at every heartbeat.
+// notify wakes this replica's waiters for what payloads announce at
+// once, and sends the notifications on the server's channel, for the
+// other replicas, in the background (see notifier). It is called after
+// the transaction that wrote what they announce has committed, never in
+// it: Postgres serialises the commits of notifying transactions on one
+// lock, WAL flush included, which would make every event write wait for
+// every other. A notification that is lost (the database went away) is
+// made up for by readers reading again when the listener reconnects, and
+// at every heartbeat; one that comes back to this replica through the
+// listener wakes its waiters a second time, to read nothing new.
 func (j *jobs) notify(_ context.Context, payloads ...string) {
+	for _, p := range payloads {
+		j.hub.dispatch(p)
+	}
 	if len(payloads) > 0 {
 		j.notes.send(payloads...)
 	}

@@ -131,8 +131,9 @@ func (h *hub) listen(ctx context.Context, cfg *pgx.ConnConfig, channel string, l
 }
 
 // notifier sends the server's notifications in the background, all
-// that were asked for meanwhile in one statement: a run's writes do not
-// wait for them, and many runs' take one round trip.
+// that were asked for within notifyLinger of the first in one statement,
+// each payload once: a run's writes do not wait for them, and many runs'
+// take one round trip and one commit.
 type notifier struct {
 	pool    *pgxpool.Pool
 	channel string
@@ -145,6 +146,14 @@ type notifier struct {
 	mu      sync.Mutex
 	pending []string
 }
+
+// notifyLinger is how long the notifier lets notifications gather before
+// it sends them. Only the other replicas wait for it (jobs.notify wakes
+// this one's waiters at once): a stream or a wait on another replica
+// than the one executing the run learns of its events and its end up
+// to this much later, for a notifying commit, and a wake-up of every
+// listener, every few milliseconds rather than one or two a turn.
+const notifyLinger = 5 * time.Millisecond
 
 // startNotifier starts sending notifications on channel.
 func startNotifier(pool *pgxpool.Pool, channel string, log *slog.Logger) *notifier {
@@ -175,6 +184,10 @@ func (n *notifier) loop() {
 	for {
 		select {
 		case <-n.kick:
+			select {
+			case <-time.After(notifyLinger):
+			case <-n.stop:
+			}
 			n.flush()
 		case <-n.stop:
 			n.flush()
@@ -185,8 +198,10 @@ func (n *notifier) loop() {
 
 func (n *notifier) flush() {
 	n.mu.Lock()
-	payloads := slices.Compact(n.pending) // a run's "e" notifications come in a row
+	payloads := n.pending
 	n.pending = nil
+	slices.Sort(payloads) // a run's steps each asked for "e RUN"
+	payloads = slices.Compact(payloads)
 	n.mu.Unlock()
 	if len(payloads) == 0 {
 		return
