@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -131,9 +130,11 @@ func (h *hub) listen(ctx context.Context, cfg *pgx.ConnConfig, channel string, l
 }
 
 // notifier sends the server's notifications in the background, all
-// that were asked for within notifyLinger of the first in one statement,
-// each payload once: a run's writes do not wait for them, and many runs'
-// take one round trip and one commit.
+// that were asked for within notifyLinger of the first in one statement:
+// a run's writes do not wait for them, many runs' take one round trip
+// and one commit, and a listener gets each payload once (Postgres
+// delivers a transaction's identical notifications once; a run's steps
+// each ask for "e RUN").
 type notifier struct {
 	pool    *pgxpool.Pool
 	channel string
@@ -200,8 +201,6 @@ func (n *notifier) flush() {
 	n.mu.Lock()
 	payloads := n.pending
 	n.pending = nil
-	slices.Sort(payloads) // a run's steps each asked for "e RUN"
-	payloads = slices.Compact(payloads)
 	n.mu.Unlock()
 	if len(payloads) == 0 {
 		return
