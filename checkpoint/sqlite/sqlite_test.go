@@ -124,6 +124,43 @@ func BenchmarkPut(b *testing.B) {
 	savertest.BenchPut(b, s)
 }
 
+// BenchmarkCommitFloor is what SQLite itself takes to commit one row
+// like a Put's, alone in its transaction, into the saver's table: the
+// same file, pragmas and indexes, a statement prepared once, and none of
+// the saver's own work (no delta, no meta, no compare-and-set). Compare
+// it with BenchmarkPut: the difference is what the saver adds to a
+// durable step.
+func BenchmarkCommitFloor(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "cp.db"))
+	ctx := context.Background()
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	ins, err := conn.PrepareContext(ctx, `INSERT INTO checkpoints (thread, seq, id, parent_id, step, full, state, meta) VALUES (?, ?, ?, ?, ?, 0, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ins.Close()
+	state := []byte(`{"messages":[{"role":"user","content":"What is the weather in Paris?"},{"role":"assistant","content":"Let me check."}],"step":0,"done":false}`)
+	meta := []byte(`{"next":["agent"],"meta":{"source":"step","node":"agent"}}`)
+	parent := ""
+	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
+	for i := 0; b.Loop(); i++ {
+		id := checkpoint.NewID()
+		if _, err := ins.ExecContext(ctx, "bench", int64(i), id, parent, int64(i), state, meta); err != nil {
+			b.Fatal(err)
+		}
+		parent = id
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM checkpoints WHERE thread = 'bench'").Scan(&n); err != nil || n < b.N {
+		b.Fatalf("rows: %d (%v), want at least %d", n, err, b.N)
+	}
+}
+
 // BenchmarkPutGrowing puts checkpoints whose state is a conversation that
 // grows by a message each step, from 0 to about 100 KB.
 func BenchmarkPutGrowing(b *testing.B) {
