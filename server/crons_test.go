@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loomkit/loom/apps/demo"
 	"github.com/loomkit/loom/server"
 	"github.com/loomkit/loom/store"
 	"github.com/loomkit/loom/store/storetest"
@@ -480,6 +481,58 @@ func historyPolicy(t *testing.T, u string) {
 	st, b = call(t, "POST", u+"/threads/"+thread+"/runs/wait", "", map[string]any{"assistant_id": "slow", "input": map[string]int{"steps": 2, "ms": 1}})
 	if st != 200 || mustJSON(t, b)["done"] != 2.0 {
 		t.Fatalf("run after the cut: %d %s", st, b)
+	}
+}
+
+// Cutting a thread's history cuts its subgraphs' too: the review
+// subgraph of demo.Composed keeps checkpoints on a thread of its own,
+// which the history policy and keep_latest once left to grow for ever.
+func TestHistoryPolicySubgraphs(t *testing.T) {
+	agents := testAgents(t)
+	g, err := demo.Composed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agents.Register(server.Agent{Name: "composed", Description: "the demo, its review a subgraph", InputSchema: server.InputSchemaFor[demo.Input](), Build: server.Compile(g)}); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, server.Options{Agents: agents})
+	u, ctx := ts.URL, t.Context()
+	thread := createThread(t, u, "")
+	review := thread + "|review" // graph.SubgraphThread
+	count := func(th string) int {
+		t.Helper()
+		cps, err := ts.srv.Saver().List(ctx, th, 0)
+		if err != nil {
+			t.Fatalf("list %s: %v", th, err)
+		}
+		return len(cps)
+	}
+	turn := func(req map[string]any) {
+		t.Helper()
+		req["assistant_id"] = "composed"
+		if st, b := call(t, "POST", u+"/threads/"+thread+"/runs/wait", "", req); st != 200 {
+			t.Fatalf("run: %d %s", st, b)
+		}
+	}
+	for range 2 {
+		turn(map[string]any{"input": map[string]any{"title": "trip"}})
+		turn(map[string]any{"command": map[string]any{"resume": map[string]any{"accept": true}}})
+	}
+	if n := count(review); n < 2 {
+		t.Fatalf("the review subgraph kept %d checkpoints on %s, want several", n, review)
+	}
+	if st, b := call(t, "POST", u+"/threads/prune", "", map[string]any{"thread_ids": []string{thread}, "strategy": "keep_latest"}); st != 200 || mustJSON(t, b)["pruned_count"] != 1.0 {
+		t.Fatalf("prune keep_latest: %d %s", st, b)
+	}
+	if n, m := count(thread), count(review); n != 1 || m != 1 {
+		t.Fatalf("after keep_latest: the thread keeps %d checkpoints and its subgraph %d, want 1 and 1", n, m)
+	}
+	// The thread and its subgraph go on from what was kept.
+	turn(map[string]any{"input": map[string]any{"title": "trip"}})
+	turn(map[string]any{"command": map[string]any{"resume": map[string]any{"accept": true}}})
+	if m := count(review); m < 2 {
+		t.Fatalf("after another turn the subgraph has %d checkpoints, want it to have gone on", m)
 	}
 }
 

@@ -328,24 +328,33 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request, owner stri
 }
 
 // removeThread deletes a thread's record, runs and checkpoints, with
-// the checkpoints its agent's subgraphs kept (see graph.SubgraphThreads):
-// theirs first, so that a deletion that fails leaves the thread to be
-// deleted again.
+// the checkpoints its agent's subgraphs kept: theirs first, so that a
+// deletion that fails leaves the thread to be deleted again.
 func (s *Server) removeThread(ctx context.Context, id string) error {
-	threads := []string{id}
+	agent := ""
 	t, err := s.records.thread(ctx, id)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("delete thread %s: %w", publicID(id), err)
 	}
-	if t != nil && s.agents[t.Agent] != nil {
-		threads = append(graph.SubgraphThreads(s.agents[t.Agent].runner, id), id)
+	if t != nil {
+		agent = t.Agent
 	}
-	for _, thread := range threads {
+	for _, thread := range s.checkpointThreads(id, agent) {
 		if err := s.saver.DeleteThread(ctx, thread); err != nil {
 			return fmt.Errorf("delete thread %s: %w", publicID(id), err)
 		}
 	}
 	return s.records.deleteThread(ctx, id)
+}
+
+// checkpointThreads returns the threads whose checkpoints thread id of
+// agent keeps: those its agent's subgraphs keep (see
+// graph.SubgraphThreads), then its own.
+func (s *Server) checkpointThreads(id, agent string) []string {
+	if a := s.agents[agent]; a != nil {
+		return append(graph.SubgraphThreads(a.runner, id), id)
+	}
+	return []string{id}
 }
 
 // copyThread copies a thread: its head, or with {"checkpoint_id"} any

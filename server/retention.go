@@ -24,7 +24,8 @@ import (
 // Retention bounds what the server keeps of threads.
 type Retention struct {
 	// KeepCheckpoints, above 0, is how many checkpoints of each thread
-	// the sweeper keeps, the newest; the older are deleted, and an undo,
+	// the sweeper keeps, the newest, and of each thread on which its
+	// agent's subgraphs keep theirs; the older are deleted, and an undo,
 	// fork or run from one of them is refused (410). 0 keeps them all.
 	KeepCheckpoints int
 	// SweepEvery is how often the sweeper deletes what the thread TTLs
@@ -159,7 +160,7 @@ func (s *Server) pruneThread(ctx context.Context, t *Thread, strategy string) (b
 		}
 		return true, nil
 	}
-	if _, err := s.trimHistory(ctx, t.ID, 1); err != nil {
+	if _, err := s.trimHistory(ctx, t.ID, t.Agent, 1); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -173,20 +174,25 @@ type historyTrimmer interface {
 	TrimHistory(ctx context.Context, thread string, keep int) (int, error)
 }
 
-// trimHistory deletes the checkpoints of thread before its last keep,
-// and returns how many, through the saver (which alone knows how it
-// stores them); a saver that cannot is an error.
-func (s *Server) trimHistory(ctx context.Context, thread string, keep int) (int, error) {
+// trimHistory deletes the checkpoints of thread id of agent before its
+// last keep, and those of its subgraphs' threads before theirs (see
+// checkpointThreads), and returns how many, through the saver (which
+// alone knows how it stores them); a saver that cannot is an error.
+func (s *Server) trimHistory(ctx context.Context, id, agent string, keep int) (int, error) {
 	saver := s.db.Saver()
 	t, ok := saver.(historyTrimmer)
 	if !ok {
-		return 0, fmt.Errorf("trim history of %s: the saver (%T) cannot delete checkpoints", publicID(thread), saver)
+		return 0, fmt.Errorf("trim history of %s: the saver (%T) cannot delete checkpoints", publicID(id), saver)
 	}
-	n, err := t.TrimHistory(ctx, thread, keep)
-	if err != nil {
-		return 0, fmt.Errorf("trim history of %s: %w", publicID(thread), err)
+	total := 0
+	for _, thread := range s.checkpointThreads(id, agent) {
+		n, err := t.TrimHistory(ctx, thread, keep)
+		if err != nil {
+			return total, fmt.Errorf("trim history of %s: %w", publicID(id), err)
+		}
+		total += n
 	}
-	return n, nil
+	return total, nil
 }
 
 // sweep applies the thread TTLs and the history policy, and forgets
@@ -236,12 +242,12 @@ WHERE t.updated + x.ttl_ms <= ? AND t.updated > x.done LIMIT 1000`), ms(now))
 		}
 	}
 	if keep := s.opts.Retention.KeepCheckpoints; keep > 0 {
-		ids, err := s.updatedThreads(ctx, since)
+		updated, err := s.updatedThreads(ctx, since)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		for _, id := range ids {
-			if _, err := s.trimHistory(ctx, id, keep); err != nil {
+		for _, t := range updated {
+			if _, err := s.trimHistory(ctx, t.id, t.agent, keep); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -261,23 +267,27 @@ WHERE t.updated + x.ttl_ms <= ? AND t.updated > x.done LIMIT 1000`), ms(now))
 	return errors.Join(errs...)
 }
 
-// updatedThreads returns the threads updated since (all for zero).
-func (s *Server) updatedThreads(ctx context.Context, since time.Time) ([]string, error) {
-	rows, err := s.db.SQL().QueryContext(ctx, s.records.q(`SELECT id FROM loom_threads WHERE updated >= ?`), ms(since.Add(-time.Minute)))
+// updatedThreads returns the threads updated since (all for zero), with
+// their agents.
+func (s *Server) updatedThreads(ctx context.Context, since time.Time) ([]threadAgent, error) {
+	rows, err := s.db.SQL().QueryContext(ctx, s.records.q(`SELECT id, agent FROM loom_threads WHERE updated >= ?`), ms(since.Add(-time.Minute)))
 	if err != nil {
 		return nil, fmt.Errorf("sweep: read updated threads: %w", err)
 	}
 	defer rows.Close()
-	var ids []string
+	var out []threadAgent
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var t threadAgent
+		if err := rows.Scan(&t.id, &t.agent); err != nil {
 			return nil, fmt.Errorf("sweep: read updated threads: %w", err)
 		}
-		ids = append(ids, id)
+		out = append(out, t)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
+
+// threadAgent is a thread's id and its agent's name.
+type threadAgent struct{ id, agent string }
 
 // prefixed is cols ("a, b") with each column prefixed.
 func prefixed(p, cols string) string {
