@@ -151,9 +151,9 @@ type notifier struct {
 // notifyLinger is how long the notifier lets notifications gather before
 // it sends them. Only the other replicas wait for it (jobs.notify wakes
 // this one's waiters at once): a stream or a wait on another replica
-// than the one executing the run learns of its events and its end up
-// to this much later, for a notifying commit, and a wake-up of every
-// listener, every few milliseconds rather than one or two a turn.
+// learns of a run's events and of its end up to this much later. In
+// exchange Postgres commits a notifying transaction, and wakes every
+// listener, once every few milliseconds instead of once or twice a turn.
 const notifyLinger = 5 * time.Millisecond
 
 // startNotifier starts sending notifications on channel.
