@@ -28,7 +28,8 @@ person (__interrupt__), answers with --resume. On the demo agent (no model)
 that is a run to its approval (10 checkpoints), then the approval (2).
 
 It prints turns/s over the wall time and the latency of a turn (p50, p90,
-p99, max) as text, or with --json as one object. A turn that fails — a
+p99, max), of all turns and of each kind (those that start a run, those
+that answer), as text, or with --json as one object. A turn that fails — a
 connection error, a status other than 2xx, a run that ended in an error or
 an answer that is not a run's result — is counted by its kind, and any
 makes loom bench exit 1. Against a server with API keys, its quotas apply
@@ -60,12 +61,23 @@ type BenchReport struct {
 	TurnsPerSecond float64 `json:"turns_per_second"`
 	// Latency is of the turns that succeeded, in milliseconds.
 	Latency BenchLatency `json:"latency_ms"`
+	// Starts and Resumes split them by kind: the turns that start a run
+	// with the input, and those that answer a question the run asked (on
+	// the demo agent a run to its approval, and the approval).
+	Starts  BenchKind `json:"starts"`
+	Resumes BenchKind `json:"resumes"`
 	// Errors counts the turns (and thread creations) that failed, by
 	// kind, such as "HTTP 500" or "connection".
 	Errors     map[string]int `json:"errors"`
 	ErrorCount int            `json:"error_count"`
 	// FirstErrors are the messages of up to five of them.
 	FirstErrors []string `json:"first_errors,omitempty"`
+}
+
+// BenchKind is the turns of one kind that succeeded, and their latency.
+type BenchKind struct {
+	Turns   int          `json:"turns"`
+	Latency BenchLatency `json:"latency_ms"`
 }
 
 // BenchLatency are percentiles of a turn's latency in milliseconds.
@@ -138,8 +150,14 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 func (r *BenchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "loom bench: %d conversations with %s at %s\n", r.Conversations, r.Agent, r.URL)
 	fmt.Fprintf(w, "turns    %d in %.1fs: %.0f turns/s\n", r.Turns, r.Seconds, r.TurnsPerSecond)
-	l := r.Latency
-	fmt.Fprintf(w, "latency  p50 %.1fms  p90 %.1fms  p99 %.1fms  max %.1fms  mean %.1fms\n", l.P50, l.P90, l.P99, l.Max, l.Mean)
+	for _, k := range []struct {
+		name  string
+		turns int
+		l     BenchLatency
+	}{{"latency", r.Turns, r.Latency}, {"  starts", r.Starts.Turns, r.Starts.Latency}, {"  resumes", r.Resumes.Turns, r.Resumes.Latency}} {
+		l := k.l
+		fmt.Fprintf(w, "%-9s  p50 %.1fms  p90 %.1fms  p99 %.1fms  max %.1fms  mean %.1fms  (%d turns)\n", k.name, l.P50, l.P90, l.P99, l.Max, l.Mean, k.turns)
+	}
 	fmt.Fprintf(w, "errors   %d\n", r.ErrorCount)
 	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
 		fmt.Fprintf(w, "  %-20s %d\n", k, r.Errors[k])
@@ -159,15 +177,23 @@ func (e *benchError) Error() string { return e.err.Error() }
 
 // tally gathers the conversations' latencies and errors.
 type tally struct {
-	mu      sync.Mutex
-	lat     []time.Duration
-	errs    map[string]int
-	samples []string
+	mu              sync.Mutex
+	lat             []time.Duration
+	starts, resumes []time.Duration
+	errs            map[string]int
+	samples         []string
 }
 
-func (t *tally) ok(d time.Duration) {
+// ok counts a turn that took d: one that answered a question (resume),
+// or one that started a run.
+func (t *tally) ok(d time.Duration, resume bool) {
 	t.mu.Lock()
 	t.lat = append(t.lat, d)
+	if resume {
+		t.resumes = append(t.resumes, d)
+	} else {
+		t.starts = append(t.starts, d)
+	}
 	t.mu.Unlock()
 }
 
@@ -234,6 +260,8 @@ func bench(ctx context.Context, c benchConfig) *BenchReport {
 		r.ErrorCount += n
 	}
 	r.Latency = percentiles(t.lat)
+	r.Starts = BenchKind{Turns: len(t.starts), Latency: percentiles(t.starts)}
+	r.Resumes = BenchKind{Turns: len(t.resumes), Latency: percentiles(t.resumes)}
 	return r
 }
 
@@ -280,10 +308,10 @@ func (b *bencher) converse(ctx context.Context, i int, thread string, deadline t
 			thread, err = b.newThread(ctx, url())
 		}
 		if err == nil {
-			began := time.Now()
-			waiting, err = b.turn(ctx, url(), thread, waiting)
+			began, resume := time.Now(), waiting
+			waiting, err = b.turn(ctx, url(), thread, resume)
 			if err == nil {
-				t.ok(time.Since(began))
+				t.ok(time.Since(began), resume)
 				continue
 			}
 		}

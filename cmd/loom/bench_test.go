@@ -45,6 +45,15 @@ func TestBenchMakesTheTurnsItReports(t *testing.T) {
 	if l := r.Latency; l.P50 <= 0 || l.P50 > l.P90 || l.P90 > l.P99 || l.P99 > l.Max || r.TurnsPerSecond <= 0 {
 		t.Errorf("latency %+v, %.1f turns/s: not ordered or not measured", l, r.TurnsPerSecond)
 	}
+	// Each conversation started a run three times and answered twice.
+	if r.Starts.Turns != 9 || r.Resumes.Turns != 6 {
+		t.Errorf("%d turns that start a run and %d that answer, want 9 and 6", r.Starts.Turns, r.Resumes.Turns)
+	}
+	for _, k := range []BenchKind{r.Starts, r.Resumes} {
+		if l := k.Latency; l.P50 <= 0 || l.P50 > l.P99 || l.P99 > r.Latency.Max {
+			t.Errorf("latency of %d turns %+v: not ordered, not measured, or past the max of all (%v)", k.Turns, l, r.Latency.Max)
+		}
+	}
 
 	code, b := l.Do("", "POST", "/threads/search", map[string]any{"metadata": map[string]string{"loom_bench": "demo"}, "limit": 100})
 	var threads []struct {
