@@ -129,7 +129,11 @@ func testQuotaCounts(t *testing.T, ts *testServer) {
 		refused(t, ts, 429, "POST", "/runs/wait", a, map[string]any{"assistant_id": "demo", "input": map[string]any{}})
 		refused(t, ts, 429, "POST", "/v1/chat/completions", a, map[string]any{"model": "echo", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
 		// Key b has slots of its own.
+		threads := storedRows(t, ts).threads
 		mustOK(t, "POST", ts.URL+"/runs/wait", b, map[string]any{"assistant_id": "demo", "input": map[string]any{"title": "b"}})
+		// The run's temporary thread is deleted after its answer went out:
+		// the next subtests count rows, so it must be gone first.
+		waitFor(t, "the stateless run's thread deleted", func() bool { return storedRows(t, ts).threads == threads })
 	})
 	t.Run("queued per thread", func(t *testing.T) {
 		queue := map[string]any{"assistant_id": "slow", "input": forever, "multitask_strategy": "enqueue"}
