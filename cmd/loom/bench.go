@@ -151,12 +151,11 @@ func (r *BenchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "loom bench: %d conversations with %s at %s\n", r.Conversations, r.Agent, r.URL)
 	fmt.Fprintf(w, "turns    %d in %.1fs: %.0f turns/s\n", r.Turns, r.Seconds, r.TurnsPerSecond)
 	for _, k := range []struct {
-		name  string
-		turns int
-		l     BenchLatency
-	}{{"latency", r.Turns, r.Latency}, {"  starts", r.Starts.Turns, r.Starts.Latency}, {"  resumes", r.Resumes.Turns, r.Resumes.Latency}} {
-		l := k.l
-		fmt.Fprintf(w, "%-9s  p50 %.1fms  p90 %.1fms  p99 %.1fms  max %.1fms  mean %.1fms  (%d turns)\n", k.name, l.P50, l.P90, l.P99, l.Max, l.Mean, k.turns)
+		name string
+		BenchKind
+	}{{"latency", BenchKind{r.Turns, r.Latency}}, {"  starts", r.Starts}, {"  resumes", r.Resumes}} {
+		l := k.Latency
+		fmt.Fprintf(w, "%-9s  p50 %.1fms  p90 %.1fms  p99 %.1fms  max %.1fms  mean %.1fms  (%d turns)\n", k.name, l.P50, l.P90, l.P99, l.Max, l.Mean, k.Turns)
 	}
 	fmt.Fprintf(w, "errors   %d\n", r.ErrorCount)
 	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
@@ -178,7 +177,6 @@ func (e *benchError) Error() string { return e.err.Error() }
 // tally gathers the conversations' latencies and errors.
 type tally struct {
 	mu              sync.Mutex
-	lat             []time.Duration
 	starts, resumes []time.Duration
 	errs            map[string]int
 	samples         []string
@@ -188,7 +186,6 @@ type tally struct {
 // or one that started a run.
 func (t *tally) ok(d time.Duration, resume bool) {
 	t.mu.Lock()
-	t.lat = append(t.lat, d)
 	if resume {
 		t.resumes = append(t.resumes, d)
 	} else {
@@ -254,12 +251,12 @@ func bench(ctx context.Context, c benchConfig) *BenchReport {
 	took := time.Since(began)
 
 	r := &BenchReport{URL: strings.Join(c.urls, ","), Agent: c.agent, Conversations: c.clients, Seconds: took.Seconds(),
-		Turns: len(t.lat), Errors: t.errs, FirstErrors: t.samples}
+		Turns: len(t.starts) + len(t.resumes), Errors: t.errs, FirstErrors: t.samples}
 	r.TurnsPerSecond = float64(r.Turns) / took.Seconds()
 	for _, n := range t.errs {
 		r.ErrorCount += n
 	}
-	r.Latency = percentiles(t.lat)
+	r.Latency = percentiles(slices.Concat(t.starts, t.resumes))
 	r.Starts = BenchKind{Turns: len(t.starts), Latency: percentiles(t.starts)}
 	r.Resumes = BenchKind{Turns: len(t.resumes), Latency: percentiles(t.resumes)}
 	return r
