@@ -9,3 +9,10 @@ func StallCheckpointer(s *Saver) { s.stalled.Store(true) }
 
 // WALFrames exposes walFrames to the package's external tests.
 func WALFrames(s *Saver) uint32 { return s.walFrames() }
+
+// Queries are the saver's statements, by name, for the package's
+// external tests.
+var Queries = map[string]string{
+	"insert": insertSQL, "head": headSQL, "byID": byIDSQL, "listAll": listAllSQL,
+	"listLast": listLastSQL, "headRow": headRowSQL, "delete": deleteSQL,
+}

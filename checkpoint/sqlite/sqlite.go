@@ -33,12 +33,11 @@ import (
 	"github.com/loomkit/loom/checkpoint"
 	"github.com/loomkit/loom/checkpoint/internal/stored"
 	"github.com/loomkit/loom/seal"
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	_ "modernc.org/sqlite" // the driver, registered as "sqlite"
 )
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // The table holds one row per checkpoint, in the order they were written
 // (n). A row's state is the full state (full = 1) or a stored.Diff delta
@@ -49,10 +48,12 @@ const schemaVersion = 2
 // threads that one group commit writes share a few pages there, where a
 // table kept in thread order has each of them write a page of its own
 // (a WAL frame of 4 KiB, and two system calls, for a row of a few hundred
-// bytes). checkpoints_seq finds a thread's rows in order, and its
-// uniqueness is what refuses the second of two puts on one parent.
-// checkpoints_id finds a row by id; ids are UUIDv7s (checkpoint.NewID),
-// which grow with time, so its new entries go to its end too.
+// bytes). checkpoints_thread finds a thread's rows in order, and a row
+// of a thread by id from the index alone. It is the table's only index,
+// so a put alone in its commit writes two pages: the table's last and
+// the thread's page of the index (an index of ids cost a third). No
+// unique index refuses a second row at a seq: insertSQL's
+// compare-and-set does.
 const schema = `
 CREATE TABLE IF NOT EXISTS checkpoints (
 	n         INTEGER PRIMARY KEY,
@@ -65,9 +66,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	state     BLOB    NOT NULL,
 	meta      BLOB    NOT NULL
 ) STRICT;
-CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_seq ON checkpoints (thread, seq);
-CREATE INDEX IF NOT EXISTS checkpoints_id ON checkpoints (id);
+CREATE INDEX IF NOT EXISTS checkpoints_thread ON checkpoints (thread, seq, id);
 `
+
+// migrateV2 replaces the indexes of schema version 2: a unique one of
+// thread and seq, and one of ids.
+const migrateV2 = `
+DROP INDEX IF EXISTS checkpoints_seq;
+DROP INDEX IF EXISTS checkpoints_id;
+` + schema
 
 // migrateV1 moves the rows of a file made before schema version 2, whose
 // table was kept in thread order (primary key thread, seq, with a unique
@@ -83,15 +90,18 @@ DROP TABLE checkpoints_v1;
 `
 
 // insertSQL is the compare-and-set: the row goes in only when it starts a
-// thread that has no rows, or when its parent is the row at seq - 1. Since
-// (thread, seq) is a unique key and history has no gaps, a parent at
-// seq - 1 is the head exactly when no row at seq exists yet, and the
-// unique key refuses the insert otherwise.
+// thread that has no rows, or when its parent is the row at seq - 1 and
+// no row is at seq yet (history has no gaps, so the parent is then the
+// head). Both are read from checkpoints_thread alone. No other put comes
+// between the check and the insert: SQLite writes one transaction at a
+// time, across connections and processes, and refuses to write from a
+// read older than another's commit (SQLITE_BUSY_SNAPSHOT).
 const insertSQL = `
 INSERT INTO checkpoints (thread, seq, id, parent_id, step, full, state, meta)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
 WHERE (?4 = '' AND ?2 = 0 AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1))
-   OR (?4 <> '' AND EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND seq = ?2 - 1 AND id = ?4))`
+   OR (?4 <> '' AND EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND seq = ?2 - 1 AND id = ?4)
+                AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND seq = ?2))`
 
 // The read queries return the rows from the last full state at or before
 // the oldest wanted checkpoint up to the newest, oldest first; the last
@@ -419,11 +429,8 @@ func (s *Saver) migrate(ctx context.Context) error {
 	switch v {
 	case schemaVersion:
 		return nil
-	case 0, 1:
-		ddl := schema
-		if v == 1 {
-			ddl = migrateV1
-		}
+	case 0, 1, 2:
+		ddl := [...]string{schema, migrateV1, migrateV2}[v]
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return fmt.Errorf("create schema version %d from %d: %w", schemaVersion, v, err)
 		}
@@ -706,13 +713,6 @@ func runInSavepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *s
 // putResult turns the outcome of one insert into Put's error.
 func putResult(cp *checkpoint.Checkpoint, res driver.Result, err error) error {
 	if err != nil {
-		var se *msqlite.Error
-		if errors.As(err, &se) {
-			// The unique key is (thread, seq): another put took the seq.
-			if se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
-				return fmt.Errorf("checkpoint put %s/%s (parent %q, seq %d): %w", cp.Thread, cp.ID, cp.ParentID, cp.Seq, checkpoint.ErrConflict)
-			}
-		}
 		return fmt.Errorf("checkpoint put %s/%s: %w", cp.Thread, cp.ID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {

@@ -386,12 +386,39 @@ CREATE UNIQUE INDEX checkpoints_id ON checkpoints (thread, id);
 CREATE INDEX checkpoints_full ON checkpoints (thread, seq) WHERE full = 1;
 PRAGMA user_version = 1;`
 
-// TestSchemaV1Migrated opens a file made before schema version 2, whose
-// rows (full states and deltas, two threads) were written in thread
-// order: the saver moves them to the table kept in the order rows are
-// written, and reads every checkpoint as before, and the threads go on
-// with the compare-and-set intact.
-func TestSchemaV1Migrated(t *testing.T) {
+// v2Schema is the table of schema version 2, with its two indexes: a
+// unique one of thread and seq, and one of ids.
+const v2Schema = `
+CREATE TABLE checkpoints (
+	n         INTEGER PRIMARY KEY,
+	thread    TEXT    NOT NULL,
+	seq       INTEGER NOT NULL,
+	id        TEXT    NOT NULL,
+	parent_id TEXT    NOT NULL,
+	step      INTEGER NOT NULL,
+	full      INTEGER NOT NULL,
+	state     BLOB    NOT NULL,
+	meta      BLOB    NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX checkpoints_seq ON checkpoints (thread, seq);
+CREATE INDEX checkpoints_id ON checkpoints (id);
+PRAGMA user_version = 2;`
+
+// TestSchemaMigrated opens files made with older schema versions, whose
+// rows are full states and deltas of two threads (in version 1 kept in
+// thread order): the saver moves them to the current table and indexes,
+// reads every checkpoint as before, and the threads go on with the
+// compare-and-set intact.
+func TestSchemaMigrated(t *testing.T) {
+	for _, old := range []struct{ name, ddl, copy string }{
+		{"v1", v1Schema, `INSERT INTO checkpoints SELECT thread, seq, id, parent_id, step, full, state, meta FROM src.checkpoints`},
+		{"v2", v2Schema, `INSERT INTO checkpoints SELECT * FROM src.checkpoints ORDER BY n`},
+	} {
+		t.Run(old.name, func(t *testing.T) { testSchemaMigrated(t, old.ddl, old.copy) })
+	}
+}
+
+func testSchemaMigrated(t *testing.T, ddl, copySQL string) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	src, err := sqlite.Open(ctx, filepath.Join(dir, "src.db"))
@@ -412,15 +439,15 @@ func TestSchemaV1Migrated(t *testing.T) {
 		}
 	}
 	src.Close()
-	path := filepath.Join(dir, "v1.db")
+	path := filepath.Join(dir, "old.db")
 	db := rawDB(t, path)
-	if _, err := db.ExecContext(ctx, v1Schema); err != nil {
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `ATTACH DATABASE ? AS src`, filepath.Join(dir, "src.db")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO checkpoints SELECT thread, seq, id, parent_id, step, full, state, meta FROM src.checkpoints`); err != nil {
+	if _, err := db.ExecContext(ctx, copySQL); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `DETACH DATABASE src`); err != nil {
@@ -441,11 +468,12 @@ func TestSchemaV1Migrated(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name IN ('checkpoints_v1', 'checkpoints_full')`).Scan(&n); err != nil {
+	var names string
+	if err := db.QueryRowContext(ctx, `SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE tbl_name LIKE 'checkpoints%' ORDER BY name)`).Scan(&names); err != nil {
 		t.Fatal(err)
 	}
-	if version != 2 || n != 0 {
-		t.Errorf("after open: schema version %d, %d old tables or indexes left; want 2 and 0", version, n)
+	if version != 3 || names != "checkpoints checkpoints_thread" {
+		t.Errorf("after open: schema version %d, tables and indexes %q; want 3 and checkpoints checkpoints_thread", version, names)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM checkpoints WHERE n > 0`).Scan(&n); err != nil || n != 300 {
 		t.Errorf("rows numbered in the new table: %d, %v; want 300", n, err)
@@ -524,5 +552,38 @@ func BenchmarkPutConcurrent(b *testing.B) {
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
+	}
+}
+
+// TestQueriesSearchTheIndex checks that none of the saver's statements
+// reads the whole table or the whole index: each searches
+// checkpoints_thread by thread, and finds a row's id in the index alone.
+func TestQueriesSearchTheIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.db")
+	open(t, path)
+	db := rawDB(t, path)
+	for name, q := range sqlite.Queries {
+		rs, err := db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, "t", 1, "id", "parent", 1, 0, []byte("{}"), []byte("{}"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var steps []string
+		for rs.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rs.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, detail)
+		}
+		rs.Close()
+		plan := strings.Join(steps, "; ")
+		if !strings.Contains(plan, "INDEX checkpoints_thread (thread=?") || strings.Contains(plan, "SCAN checkpoints") {
+			t.Errorf("%s: plan %q, want searches of checkpoints_thread by thread and no scan", name, plan)
+		}
+		// A row's id is read from the index, not from the table.
+		if strings.Contains(q, "AND id = ") && !strings.Contains(plan, "COVERING INDEX checkpoints_thread") {
+			t.Errorf("%s: plan %q, want the id looked up in checkpoints_thread alone", name, plan)
+		}
 	}
 }
