@@ -221,7 +221,7 @@ func startJobs(ctx context.Context, s *Server) (*jobs, error) {
 	j := &jobs{s: s, pool: pool, channel: "loom_runs_" + schema, running: map[string]*run{}, attempts: map[int64]attempt{}}
 	j.notes = startNotifier(pool, j.channel, s.log)
 	j.fetchers = schema + "." + riverInsertTopic
-	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]chan struct{}{}, cancel: j.cancelLocal}
+	j.hub = &hub{waiters: map[string]chan struct{}{}, enders: map[string]*ending{}, cancel: j.cancelLocal}
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	j.stopHub, j.hubDone = stopHub, make(chan struct{})
 	ready := make(chan struct{})
@@ -643,10 +643,12 @@ UPDATE loom_threads SET
 	error = $3, updated = $4
 WHERE id = $1`
 
-// insertEndSQL writes run $1's terminal event $2 after its others.
+// insertEndSQL writes run $1's terminal event $2 after its others, and
+// returns its number.
 const insertEndSQL = `
 INSERT INTO loom_run_events (run_id, seq, terminal, body)
-SELECT $1, coalesce(max(seq), 0) + 1, true, $2 FROM loom_run_events WHERE run_id = $1`
+SELECT $1, coalesce(max(seq), 0) + 1, true, $2 FROM loom_run_events WHERE run_id = $1
+RETURNING seq`
 
 // insertEnd writes a run's terminal event after its others.
 func (j *jobs) insertEnd(ctx context.Context, tx pgx.Tx, id string, end event) error {
@@ -737,10 +739,10 @@ WHERE t.owner = $1 AND r.status IN ('pending', 'running')`, owner, thread).Scan(
 type pgFeed struct {
 	j   *jobs
 	run string
-	// armed, set before the run was submitted, is closed when its end is
+	// armed, set before the run was submitted, is done when its end is
 	// notified: the first wait for the end waits for it before it reads,
 	// as the run cannot have ended before (waited says it did).
-	armed  <-chan struct{}
+	armed  *ending
 	waited atomic.Bool
 }
 
@@ -784,12 +786,17 @@ func (f *pgFeed) since(ctx context.Context, after int) ([]event, <-chan struct{}
 }
 
 // end waits for the run's terminal event and returns it; a wait reads
-// the table once per NOTIFY of an end, not once per batch of events.
+// the table once per NOTIFY of an end, not once per batch of events, and
+// not at all when this replica ended the run (it hands the event over).
 func (f *pgFeed) end(ctx context.Context) (event, error) {
 	var down time.Time
 	if f.armed != nil && !f.waited.Swap(true) {
 		select {
-		case <-f.armed:
+		case <-f.armed.done:
+			if e := f.armed.end; e != nil {
+				f.j.hub.forget(f.run)
+				return *e, nil
+			}
 		case <-time.After(outage / 2): // in case the notification was lost
 		case <-ctx.Done():
 			return event{}, ctx.Err()
@@ -824,7 +831,11 @@ func (f *pgFeed) end(ctx context.Context) (event, error) {
 			retry = time.After(250 * time.Millisecond)
 		}
 		select {
-		case <-wake:
+		case <-wake.done:
+			if e := wake.end; e != nil {
+				f.j.hub.forget(f.run)
+				return *e, nil
+			}
 		case <-retry:
 		case <-ctx.Done():
 			return event{}, ctx.Err()

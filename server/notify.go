@@ -25,23 +25,47 @@ type hub struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{} // by run: closed at its next notification
-	enders  map[string]chan struct{} // by run: closed when it ends
+	enders  map[string]*ending       // by run: done when it ends
 }
 
-// waitEnd returns a channel closed when run ends.
-func (h *hub) waitEnd(run string) <-chan struct{} { return h.channel(h.enders, run) }
+// ending is a wait for a run's end. done is closed when the run ends;
+// end is then its terminal event, when this replica ended the run (see
+// hub.ended), or nil, and the end is read from the table.
+type ending struct {
+	done chan struct{}
+	end  *event
+}
 
-// wait returns a channel closed at the next notification of run's events.
-func (h *hub) wait(run string) <-chan struct{} { return h.channel(h.waiters, run) }
-
-// channel returns run's channel in m, made on first use.
-func (h *hub) channel(m map[string]chan struct{}, run string) <-chan struct{} {
+// waitEnd returns the wait for run's end.
+func (h *hub) waitEnd(run string) *ending {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c, ok := m[run]
+	w, ok := h.enders[run]
+	if !ok {
+		w = &ending{done: make(chan struct{})}
+		h.enders[run] = w
+	}
+	return w
+}
+
+// ended hands run's terminal event, committed by this replica, to the
+// waits for its end, which its notification then wakes.
+func (h *hub) ended(run string, end event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w, ok := h.enders[run]; ok {
+		w.end = &end
+	}
+}
+
+// wait returns a channel closed at the next notification of run's events.
+func (h *hub) wait(run string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c, ok := h.waiters[run]
 	if !ok {
 		c = make(chan struct{})
-		m[run] = c
+		h.waiters[run] = c
 	}
 	return c
 }
@@ -59,11 +83,13 @@ func (h *hub) forget(run string) {
 func (h *hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, m := range []map[string]chan struct{}{h.waiters, h.enders} {
-		for run, c := range m {
-			close(c)
-			delete(m, run)
-		}
+	for run, c := range h.waiters {
+		close(c)
+		delete(h.waiters, run)
+	}
+	for run, w := range h.enders {
+		close(w.done)
+		delete(h.enders, run)
 	}
 }
 
@@ -76,8 +102,8 @@ func (h *hub) dispatch(payload string) {
 			close(c)
 			delete(h.waiters, run)
 		}
-		if c, ok := h.enders[run]; ok && kind == "E" {
-			close(c)
+		if w, ok := h.enders[run]; ok && kind == "E" {
+			close(w.done)
 			delete(h.enders, run)
 		}
 		h.mu.Unlock()

@@ -403,7 +403,7 @@ func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, re
 			seqs, bodies := encodeEvents(rest)
 			b.Queue(insertEventsSQL, r.id, seqs, bodies)
 		}
-		b.Queue(insertEndSQL, r.id, body)
+		b.Queue(insertEndSQL, r.id, body).QueryRow(func(row pgx.Row) error { return row.Scan(&end.Seq) })
 		b.Queue(settleThreadSQL, r.thread, threadStatus, threadErr, ms(end.Time))
 		more := queueMore(b, r.thread)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -416,6 +416,7 @@ func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, re
 	if err != nil {
 		return false, fmt.Errorf("finish run %s: %w", r.id, err)
 	}
+	j.hub.ended(r.id, end)
 	j.notify(ctx, "E "+r.id)
 	return done, nil
 }
