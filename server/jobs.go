@@ -16,7 +16,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/loomkit/loom/graph"
 	"github.com/loomkit/loom/store"
@@ -25,12 +24,15 @@ import (
 // This file runs runs on Postgres, as jobs in River, a job queue that
 // lives in the same database:
 //
-//   - A run request writes the run's record (with its input) and inserts
-//     its thread's job in one transaction. A thread has at most one job
-//     that is not finished (a River unique job, by thread), which works
-//     the thread's runs oldest first on whichever replica fetched it, so
-//     a thread's runs never run at once, on any replica, and keep their
-//     order. A request for a thread whose job exists only adds the run.
+//   - A run request writes the run's record (with its input) and, when no
+//     job works its thread, inserts one, in one transaction. A thread has
+//     at most one job at a time, named in its record (loom_threads.job):
+//     it works the thread's runs oldest first on whichever replica
+//     fetched it, so a thread's runs never run at once, on any replica,
+//     and keep their order. A request for a thread that a job works only
+//     adds the run. The job leaves the thread, in the transaction that
+//     finds no run left under the thread's lock, and then ends; River
+//     marks such jobs completed in batches.
 //   - A replica works a thread for a lease, then hands the job back to
 //     the queue at the next step boundary (a snooze), so no attempt of a
 //     job runs long. When a replica dies, its jobs' leases run out and
@@ -76,14 +78,13 @@ type threadJob struct {
 // Kind implements river.JobArgs.
 func (threadJob) Kind() string { return "loom_thread" }
 
-// InsertOpts implements river.JobArgsWithInsertOpts: one unfinished job
-// per thread, and practically unlimited attempts (an attempt fails only
-// when the database or the replica does; a run's own failure ends the
-// run, not the job).
+// InsertOpts implements river.JobArgsWithInsertOpts: practically
+// unlimited attempts (an attempt fails only when the database or the
+// replica does; a run's own failure ends the run, not the job). A thread
+// has one job at a time through its record, not River's unique jobs (see
+// submit).
 func (threadJob) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queueName, MaxAttempts: 10_000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled,
-	}}}
+	return river.InsertOpts{Queue: queueName, MaxAttempts: 10_000}
 }
 
 // quietInserts is River's driver for inserts that send no notification
@@ -314,7 +315,7 @@ func (j *jobs) feed(id string) feed { return &pgFeed{j: j, run: id} }
 // lockThread locks the thread's row to the end of tx: submitting,
 // finishing and cancelling runs of one thread go one at a time.
 func lockThread(ctx context.Context, tx pgx.Tx, thread string) error {
-	return scanLock(tx.QueryRow(ctx, lockThreadSQL, thread), thread)
+	return scanLock(tx.QueryRow(ctx, lockThreadSQL, thread), thread, new(int64))
 }
 
 // unfinishedSQL selects a thread's pending and running runs, oldest first.
@@ -372,10 +373,11 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 	err = inBatchTx(ctx, j.pool, func(tx *batchTx) error {
 		var busy []*RunRecord
 		var answered, moved bool
+		var worker int64
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		b.Queue(holdLockSQL, r.thread) // waits for a turn (HoldThread)
-		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread) })
+		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread, &worker) })
 		b.Queue(unfinishedSQL, r.thread).Query(func(rows pgx.Rows) error {
 			var err error
 			busy, err = scanRuns(rows, r.thread)
@@ -422,13 +424,20 @@ func (j *jobs) submit(ctx context.Context, r *run) error {
 		if err != nil {
 			return fmt.Errorf("encode run %s: %w", r.id, err)
 		}
-		if _, err := j.inserts.InsertTx(ctx, tx, threadJob{Thread: r.thread}, nil); err != nil {
-			return fmt.Errorf("queue run %s: %w", r.id, err)
+		// A thread has one job at a time: the one its record names, which
+		// takes this run before it leaves the thread (see idleSQL), or,
+		// when none works it, a new one.
+		if worker == 0 {
+			res, err := j.inserts.InsertTx(ctx, tx, threadJob{Thread: r.thread}, nil)
+			if err != nil {
+				return fmt.Errorf("queue run %s: %w", r.id, err)
+			}
+			worker = res.Job.ID
 		}
 		b = &pgx.Batch{}
 		b.Queue(`INSERT INTO loom_runs (`+runCols+`, job) VALUES ($1, $2, $3, $4, $5, $6, '', $7, $7, $8)`,
 			r.id, r.thread, r.agent, runPending, r.strategy, string(orEmptyObject(r.metadata)), ms(r.created), job)
-		b.Queue(`UPDATE loom_threads SET status = $2, agent = $3, updated = $4 WHERE id = $1`, r.thread, StatusBusy, r.agent, ms(r.created))
+		b.Queue(`UPDATE loom_threads SET status = $2, agent = $3, updated = $4, job = $5 WHERE id = $1`, r.thread, StatusBusy, r.agent, ms(r.created), worker)
 		b.Queue("COMMIT")
 		j.wakeFetchers(b)
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -464,8 +473,9 @@ func (j *jobs) wakeFetchers(b *pgx.Batch) {
 	}
 }
 
-// lockThreadSQL locks a thread's row (see lockThread).
-const lockThreadSQL = "SELECT 1 FROM loom_threads WHERE id = $1 FOR UPDATE"
+// lockThreadSQL locks a thread's row (see lockThread), and reads the job
+// that works its runs.
+const lockThreadSQL = "SELECT job FROM loom_threads WHERE id = $1 FOR UPDATE"
 
 // holdLockSQL takes a thread's turn lock (see holdLock).
 const holdLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`
@@ -485,10 +495,9 @@ func errAnswered(r *run) error {
 	return fmt.Errorf("resume thread %s: interrupt %s was answered meanwhile: %w", publicID(r.thread), r.input.Interrupt, graph.ErrNoInterrupt)
 }
 
-// scanLock reads the row of lockThreadSQL.
-func scanLock(row pgx.Row, thread string) error {
-	var one int
-	err := row.Scan(&one)
+// scanLock reads the row of lockThreadSQL: the thread's job to worker.
+func scanLock(row pgx.Row, thread string, worker *int64) error {
+	err := row.Scan(worker)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("thread %s: %w", publicID(thread), ErrNotFound)
 	}

@@ -192,7 +192,7 @@ func TestPostgresMigrate(t *testing.T) {
 		}
 		v, err := server.Migrate(ctx, db, listAgents(t))
 		db.Close()
-		if err != nil || v["server"] != 5 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
+		if err != nil || v["server"] != 6 || v["checkpoint"] != 1 || v["river"] < 6 || v["list"] != 1 {
 			t.Fatalf("versions %v, %v", v, err)
 		}
 	}

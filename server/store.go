@@ -166,7 +166,13 @@ ALTER TABLE loom_runs ADD COLUMN recoveries integer NOT NULL DEFAULT 0;
 ALTER TABLE loom_runs ADD COLUMN recovered_from text NOT NULL DEFAULT '';
 CREATE TABLE loom_probe (id integer NOT NULL PRIMARY KEY, at bigint NOT NULL);
 `,
-}, chatMigration}
+}, chatMigration, {
+	// On Postgres, the River job that works a thread's runs (see
+	// jobs.submit): 0 while none does.
+	Version: 6, Name: "the job of a thread",
+	SQLite:   `ALTER TABLE loom_threads ADD COLUMN job integer NOT NULL DEFAULT 0;`,
+	Postgres: `ALTER TABLE loom_threads ADD COLUMN job bigint NOT NULL DEFAULT 0;`,
+}}
 
 // threadKey is the id under which the server keeps owner's thread id: its
 // record, runs and checkpoints. Each API key has its own thread ids, so

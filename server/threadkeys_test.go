@@ -133,6 +133,7 @@ func TestThreadIDsPerKeyMigrate(t *testing.T) {
 		`ALTER TABLE loom_runs DROP COLUMN recoveries`,
 		`ALTER TABLE loom_runs DROP COLUMN recovered_from`,
 		`DROP TABLE loom_probe`,
+		`ALTER TABLE loom_threads DROP COLUMN job`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/loomkit/loom/checkpoint"
@@ -52,14 +52,22 @@ func withoutDeadline(parent context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel(nil) }
 }
 
+// claimSQL makes job $2 the one that works thread $1's runs, unless
+// another is (see jobs.submit): a job that River rescued or retried after
+// its thread went idle, and got a new job, finds the thread taken.
+const claimSQL = `UPDATE loom_threads SET job = $2 WHERE id = $1 AND job IN (0, $2) RETURNING true`
+
 // takeNextSQL selects thread $1's oldest unfinished run, with its job
 // spec, its recoveries (see maxRecoveries) and its cancel flag, and marks
 // it running (at $3) when it is pending and of an agent this replica
 // serves ($2): started says so. A run it does not start (one that ran
-// before, on this replica or another) execute starts.
+// before, on this replica or another) execute starts. It selects none
+// unless job $4 works the thread (claimSQL, before it).
 const takeNextSQL = `
 WITH next AS (
-	SELECT id, status FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running') ORDER BY created, id LIMIT 1 FOR UPDATE
+	SELECT id, status FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running')
+	  AND EXISTS (SELECT 1 FROM loom_threads WHERE id = $1 AND job = $4)
+	ORDER BY created, id LIMIT 1 FOR UPDATE
 ), started AS (
 	UPDATE loom_runs r SET status = 'running', updated = $3 FROM next
 	WHERE r.id = next.id AND next.status = 'pending' AND r.agent = ANY($2::text[])
@@ -87,18 +95,29 @@ func (w *threadWorker) Work(ctx context.Context, job *river.Job[threadJob]) erro
 		var recoveries int
 		var recoveredFrom string
 		var st start
+		var claimed bool
 		// The start commits without waiting for its WAL flush: what the
 		// run writes after it (checkpoints, events, its end) waits for a
 		// flush, which takes the start with it; a database that stops
 		// before then loses the start alone, and the run is pending as it
-		// was.
+		// was. The batch is one transaction: the claim holds the thread's
+		// row until the run is marked.
 		b := &pgx.Batch{}
 		b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-		b.Queue(takeNextSQL, job.Args.Thread, served, ms(time.Now())).QueryRow(func(row pgx.Row) error {
+		b.Queue(claimSQL, job.Args.Thread, job.ID).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&claimed); !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return nil
+		})
+		b.Queue(takeNextSQL, job.Args.Thread, served, ms(time.Now()), job.ID).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&rec.ID, &rec.Thread, &rec.Agent, &rec.Status, &rec.Strategy, &meta, &rec.Error, &created, &updated, &raw, &recoveries, &recoveredFrom,
 				&st.started, &st.cancelled)
 		})
 		err := j.pool.SendBatch(ctx, b).Close()
+		if !claimed && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+			return nil // another job works the thread, or it is gone
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			done, err := j.complete(ctx, job)
 			if err != nil || done {
@@ -186,54 +205,46 @@ func (j *jobs) recovering(ctx context.Context, job *river.Job[threadJob], rec *R
 	return false, false, err
 }
 
-// complete marks the job completed when its thread has no run left, in
-// the transaction that checks, under the thread's lock: a run submitted
-// after it gets a new job.
+// complete leaves job's thread when it has no run left (done), in a
+// transaction that holds the thread's lock (see queueIdle); a run
+// submitted after it gets a new job. River then marks the job completed,
+// with others, once Work has returned.
 func (j *jobs) complete(ctx context.Context, job *river.Job[threadJob]) (bool, error) {
 	done := false
 	err := inBatchTx(ctx, j.pool, func(tx *batchTx) error {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
 		b.Queue(lockThreadSQL, job.Args.Thread).QueryRow(func(row pgx.Row) error {
-			if err := scanLock(row, job.Args.Thread); !errors.Is(err, ErrNotFound) {
+			if err := scanLock(row, job.Args.Thread, new(int64)); !errors.Is(err, ErrNotFound) {
 				return err
 			}
 			return nil
 		})
-		more := queueMore(b, job.Args.Thread)
+		queueIdle(b, job, &done)
+		b.Queue("COMMIT")
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
+			return fmt.Errorf("leave thread %s: %w", job.Args.Thread, err)
 		}
-		var err error
-		done, err = completeIfIdle(ctx, tx, job, *more)
-		return err
+		return nil
 	})
 	return done, err
 }
 
-// queueMore queues in b the query whether thread has an unfinished run,
-// which completeIfIdle takes: the pointer is set once b's results are
-// read.
-func queueMore(b *pgx.Batch, thread string) *bool {
-	more := new(bool)
-	b.Queue(`SELECT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`, thread).
-		QueryRow(func(row pgx.Row) error { return row.Scan(more) })
-	return more
-}
+// idleSQL leaves thread $1, which job $2 works, to no job when it has no
+// unfinished run. It must follow the thread's lock in its transaction, as
+// a statement of its own: it then reads the runs that submits committed
+// while it waited for the lock (an UPDATE that waited for the row itself
+// would check its subquery against what it saw before).
+const idleSQL = `UPDATE loom_threads SET job = 0 WHERE id = $1 AND job = $2
+	AND NOT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`
 
-// completeIfIdle, in a transaction that holds the thread's lock, marks
-// the job completed when the thread has no unfinished run (more says
-// whether it has, read in the transaction by queueMore), and commits.
-func completeIfIdle(ctx context.Context, tx pgx.Tx, job *river.Job[threadJob], more bool) (bool, error) {
-	if !more {
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-			return false, fmt.Errorf("complete job of thread %s: %w", job.Args.Thread, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("complete job of thread %s: commit: %w", job.Args.Thread, err)
-	}
-	return !more, nil
+// queueIdle queues idleSQL for job's thread in b; *done says, once b's
+// results are read, whether the job left the thread.
+func queueIdle(b *pgx.Batch, job *river.Job[threadJob], done *bool) {
+	b.Queue(idleSQL, job.Args.Thread, job.ID).Exec(func(tag pgconn.CommandTag) error {
+		*done = tag.RowsAffected() == 1
+		return nil
+	})
 }
 
 // execute runs rec until it ends, or until the lease is over: it then
@@ -379,10 +390,10 @@ func (j *jobs) restoreStepEnd(ctx context.Context, pub *publisher, head *checkpo
 }
 
 // finish records how r ended, its events not written yet (rest), its
-// terminal event and its thread's status, in one transaction, which also
-// completes the thread's job when no run of it is left (done). The
-// transaction takes two round trips, three with the job's completion:
-// its writes go out with its BEGIN.
+// terminal event and its thread's status, in one transaction, in which
+// the job also leaves the thread when no run of it is left (done; see
+// complete). The transaction is one round trip: its BEGIN, writes and
+// COMMIT go out in one batch.
 func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, rest []event, end event, runStatus, threadStatus string) (bool, error) {
 	threadErr := ""
 	if threadStatus == StatusError {
@@ -396,7 +407,7 @@ func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, re
 	err = inBatchTx(ctx, j.pool, func(tx *batchTx) error {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
-		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread) })
+		b.Queue(lockThreadSQL, r.thread).QueryRow(func(row pgx.Row) error { return scanLock(row, r.thread, new(int64)) })
 		b.Queue(`UPDATE loom_runs SET status = $2, error = $3, updated = $4, cancel = '' WHERE id = $1`,
 			r.id, runStatus, end.Err, ms(end.Time))
 		if len(rest) > 0 {
@@ -405,13 +416,9 @@ func (j *jobs) finish(ctx context.Context, job *river.Job[threadJob], r *run, re
 		}
 		b.Queue(insertEndSQL, r.id, body).QueryRow(func(row pgx.Row) error { return row.Scan(&end.Seq) })
 		b.Queue(settleThreadSQL, r.thread, threadStatus, threadErr, ms(end.Time))
-		more := queueMore(b, r.thread)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		var err error
-		done, err = completeIfIdle(ctx, tx, job, *more)
-		return err
+		queueIdle(b, job, &done)
+		b.Queue("COMMIT")
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return false, fmt.Errorf("finish run %s: %w", r.id, err)
