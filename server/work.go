@@ -234,7 +234,7 @@ func (j *jobs) complete(ctx context.Context, job *river.Job[threadJob]) (bool, e
 // unfinished run. It must follow the thread's lock in its transaction, as
 // a statement of its own: it then reads the runs that submits committed
 // while it waited for the lock (an UPDATE that waited for the row itself
-// would check its subquery against what it saw before).
+// rechecks the row, but its subquery reads what it saw before the wait).
 const idleSQL = `UPDATE loom_threads SET job = 0 WHERE id = $1 AND job = $2
 	AND NOT EXISTS (SELECT 1 FROM loom_runs WHERE thread = $1 AND status IN ('pending', 'running'))`
 
