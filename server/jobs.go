@@ -794,6 +794,16 @@ func (f *pgFeed) since(ctx context.Context, after int) ([]event, <-chan struct{}
 	return out, wake, closed, nil
 }
 
+// handed returns the terminal event that this replica handed to w when
+// it ended the run (see hub.ended); ok is false when it did not.
+func (f *pgFeed) handed(w *ending) (e event, ok bool) {
+	if w.end == nil {
+		return event{}, false
+	}
+	f.j.hub.forget(f.run)
+	return *w.end, true
+}
+
 // end waits for the run's terminal event and returns it; a wait reads
 // the table once per NOTIFY of an end, not once per batch of events, and
 // not at all when this replica ended the run (it hands the event over).
@@ -802,9 +812,8 @@ func (f *pgFeed) end(ctx context.Context) (event, error) {
 	if f.armed != nil && !f.waited.Swap(true) {
 		select {
 		case <-f.armed.done:
-			if e := f.armed.end; e != nil {
-				f.j.hub.forget(f.run)
-				return *e, nil
+			if e, ok := f.handed(f.armed); ok {
+				return e, nil
 			}
 		case <-time.After(outage / 2): // in case the notification was lost
 		case <-ctx.Done():
@@ -841,9 +850,8 @@ func (f *pgFeed) end(ctx context.Context) (event, error) {
 		}
 		select {
 		case <-wake.done:
-			if e := wake.end; e != nil {
-				f.j.hub.forget(f.run)
-				return *e, nil
+			if e, ok := f.handed(wake); ok {
+				return e, nil
 			}
 		case <-retry:
 		case <-ctx.Done():
